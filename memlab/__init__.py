@@ -1,0 +1,1 @@
+"""memlab: long-term user memory for LLM assistants."""

@@ -1,0 +1,98 @@
+"""What every dataset loader produces: histories (shared contexts), questions and data issues."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from memlab.types import Message, Question, Session
+
+
+class DataIssue(BaseModel):
+    """A problem with one piece of input, reported instead of aborting the whole load."""
+
+    file: str
+    row: int | None = None
+    field: str | None = None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file + (f", row {self.row}" if self.row is not None else "")
+        where += f", field {self.field!r}" if self.field else ""
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class History:
+    """One shared context: the full message list and where its sessions start.
+
+    ``session_starts`` are message indexes; session ``n`` is ``messages[starts[n]:starts[n+1]]``.
+    PersonaMem starts a session at every ``system`` message.
+    """
+
+    id: str
+    messages: list[Message]
+    session_starts: list[int]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    session_metadata: list[dict[str, Any]] = field(default_factory=list)
+
+    def session_id(self, number: int) -> str:
+        return f"{self.id}:s{number}"
+
+    def slices(self, start: int, stop: int) -> Iterator[tuple[Session, int]]:
+        """Sessions (or parts of sessions) covering messages ``[start, stop)``, in order.
+
+        Yields each part with the index of its first message in the history. A session cut by
+        ``stop`` is yielded again from the next call's ``start``: same id, continuing the first part.
+        """
+        bounds = self.session_starts + [len(self.messages)]
+        for number in range(len(self.session_starts)):
+            lo, hi = max(bounds[number], start), min(bounds[number + 1], stop)
+            if lo >= hi:
+                continue
+            meta = self.session_metadata[number] if number < len(self.session_metadata) else {}
+            yield Session(id=self.session_id(number), messages=self.messages[lo:hi], metadata=dict(meta)), lo
+
+    def session_number_of(self, index: int) -> int:
+        """Which session message ``index`` belongs to."""
+        number = 0
+        for n, begin in enumerate(self.session_starts):
+            if begin <= index:
+                number = n
+        return number
+
+
+def split_at_system(messages: list[Message]) -> list[int]:
+    """Session starts for PersonaMem: each system message opens a session (and index 0 always does)."""
+    starts = [i for i, m in enumerate(messages) if m.role == "system"]
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    return starts
+
+
+@dataclass
+class Dataset:
+    """Histories by id, the questions asked about them, and issues met while loading."""
+
+    name: str
+    histories: dict[str, History]
+    questions: list[Question]
+    issues: list[DataIssue] = field(default_factory=list)
+    source: str = ""
+
+    def questions_for(self, context_id: str) -> list[Question]:
+        """Questions about one history, in the order the replay reaches them."""
+        return sorted((q for q in self.questions if q.context_id == context_id), key=lambda q: (q.end_index, q.id))
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "histories": len(self.histories),
+            "messages": sum(len(h.messages) for h in self.histories.values()),
+            "questions": len(self.questions),
+            "issues": len(self.issues),
+        }

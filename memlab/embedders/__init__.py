@@ -1,0 +1,64 @@
+"""Embedders: the sentence-transformers default, a model-free hashing embedder, BGE-M3, and a cache.
+
+``get_embedder`` is the one way code obtains an embedder: it builds each distinct spec once per
+process (models are heavy; several backends and the reader share one) and wraps it in the on-disk
+cache when a cache directory is given.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from memlab.embedders.base import Embedder, normalize
+from memlab.embedders.cache import CachedEmbedder
+from memlab.embedders.hashing import HashingEmbedder
+
+__all__ = ["Embedder", "CachedEmbedder", "HashingEmbedder", "get_embedder", "normalize", "EMBEDDER_KINDS"]
+
+EMBEDDER_KINDS = ("minilm", "sentence-transformers", "hashing", "bge-m3")
+
+_default_cache_dir: Path | None = None
+_instances: dict[tuple[str, str | None, str | None], Embedder] = {}
+_lock = threading.Lock()
+
+
+def _build(kind: str, model: str | None) -> Embedder:
+    if kind == "hashing":
+        return HashingEmbedder(int(model) if model else 256)
+    if kind in ("minilm", "sentence-transformers"):
+        from memlab.embedders.sentence_transformer import SentenceTransformerEmbedder
+
+        return SentenceTransformerEmbedder(model or "minilm")
+    if kind == "bge-m3":
+        from memlab.embedders.bge_m3 import BGEM3Embedder
+
+        return BGEM3Embedder(model or "BAAI/bge-m3")
+    raise ValueError(f"unknown embedder {kind!r}; choose one of {', '.join(EMBEDDER_KINDS)}")
+
+
+def set_default_cache_dir(path: str | Path | None) -> None:
+    """Where embeddings are cached when a caller names no cache directory (the runner sets this)."""
+    global _default_cache_dir
+    _default_cache_dir = Path(path) if path else None
+
+
+def get_embedder(kind: str = "minilm", model: str | None = None, *, cache_dir: str | Path | None = None) -> Embedder:
+    """Return the shared embedder for (kind, model), cached on disk under ``cache_dir`` if given
+    (else under the default set by ``set_default_cache_dir``; the hashing embedder is never cached)."""
+    cache_dir = cache_dir or (_default_cache_dir if kind != "hashing" else None)
+    key = (kind, model, str(cache_dir) if cache_dir else None)
+    with _lock:
+        if key not in _instances:
+            base_key = (kind, model, None)
+            if base_key not in _instances:
+                _instances[base_key] = _build(kind, model)
+            base = _instances[base_key]
+            _instances[key] = CachedEmbedder(base, cache_dir) if cache_dir else base
+        return _instances[key]
+
+
+def clear_embedders() -> None:
+    """Drop the per-process instances (tests use this)."""
+    with _lock:
+        _instances.clear()

@@ -1,0 +1,47 @@
+"""Errors memlab raises on purpose, each saying what went wrong and what to do about it."""
+
+from __future__ import annotations
+
+
+class MemlabError(Exception):
+    """Base class of every error memlab raises on purpose."""
+
+
+class UnknownNameError(MemlabError, KeyError):
+    """A backend, reader or dataset name that is not registered."""
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class DuplicateNameError(MemlabError):
+    """Two plugins registered under one name."""
+
+
+class PluginValidationError(MemlabError):
+    """A plugin does not satisfy the interface it was registered for."""
+
+
+class MissingDependencyError(MemlabError, ImportError):
+    """An optional dependency is not installed; the message carries the install hint."""
+
+    def __init__(self, package: str, hint: str) -> None:
+        super().__init__(f"{package} is not installed: {hint}")
+        self.package = package
+        self.hint = hint
+
+
+class UnsupportedCapabilityError(MemlabError, NotImplementedError):
+    """The backend does not declare the capability the caller asked for."""
+
+
+class ModelUnavailableError(MemlabError):
+    """Model weights could not be loaded (typically: offline and not on disk)."""
+
+
+class DatasetUnavailableError(MemlabError):
+    """A dataset could not be found locally or downloaded."""
+
+
+class DataFormatError(MemlabError, ValueError):
+    """Input data that cannot be used at all (a file, not a row, is broken)."""

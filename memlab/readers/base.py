@@ -1,0 +1,60 @@
+"""The reader interface: a question, its options and a retrieval in; the chosen option out."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from memlab.errors import MemlabError
+from memlab.types import Answer, Question, Retrieval
+
+
+class ReaderConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Reader(ABC):
+    """Answers questions from retrieved memory.
+
+    ``uses_memory`` is False for blind controls (they never look at the retrieval).
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    Config: ClassVar[type[ReaderConfig]] = ReaderConfig
+    uses_memory: ClassVar[bool] = True
+
+    def __init__(self, config: ReaderConfig | Mapping[str, Any] | None = None) -> None:
+        if config is None:
+            self.config = self.Config()
+        elif isinstance(config, self.Config):
+            self.config = config
+        else:
+            try:
+                self.config = self.Config.model_validate(dict(config))
+            except ValidationError as exc:
+                raise MemlabError(f"invalid config for reader {self.name!r}:\n{exc}") from exc
+
+    @abstractmethod
+    def answer(self, question: Question, retrieval: Retrieval) -> Answer:
+        """Choose one of ``question.options`` given ``retrieval``."""
+
+    def describe(self) -> str:
+        """Identity written to result files (name plus what changes its answers, e.g. the model)."""
+        return self.name
+
+
+def strip_option_label(option: str) -> str:
+    """'(b) Some text' -> 'Some text'."""
+    text = option.strip()
+    if len(text) > 3 and text[0] == "(" and text[2] == ")":
+        return text[3:].strip()
+    return text
+
+
+def argmax(scores: list[float]) -> int:
+    """Index of the best score; ties go to the first (deterministic)."""
+    return max(range(len(scores)), key=lambda i: (scores[i], -i))

@@ -1,0 +1,207 @@
+"""Plugin discovery through Python entry points.
+
+Backends live in the entry-point group ``memlab.backends`` and readers in ``memlab.readers``; each
+entry is a lazy ``module:Class`` reference that is imported only when used (as in
+lm-evaluation-harness). Two entries with one name are rejected, unknown names are answered with near
+matches, and a plugin whose optional dependency is missing is listed as unavailable with its install
+hint instead of breaking discovery of the others. A loaded class is validated against the interface
+before it is handed out.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from memlab.errors import (
+    DuplicateNameError,
+    MissingDependencyError,
+    PluginValidationError,
+    UnknownNameError,
+)
+
+T = TypeVar("T")
+
+BACKENDS_GROUP = "memlab.backends"
+READERS_GROUP = "memlab.readers"
+
+
+@dataclass
+class PluginEntry:
+    """One registered plugin: its name, where it lives, and (once imported) its class."""
+
+    name: str
+    target: str
+    distribution: str | None = None
+    loader: Callable[[], Any] | None = None
+    _loaded: Any = field(default=None, repr=False)
+
+    def load(self) -> Any:
+        if self._loaded is None:
+            if self.loader is not None:
+                self._loaded = self.loader()
+            else:
+                module_name, _, attr = self.target.partition(":")
+                module = importlib.import_module(module_name)
+                obj = module
+                for part in attr.split("."):
+                    obj = getattr(obj, part)
+                self._loaded = obj
+        return self._loaded
+
+
+@dataclass
+class PluginInfo:
+    """What ``memlab backends`` prints for one plugin."""
+
+    name: str
+    target: str
+    distribution: str | None
+    available: bool
+    description: str = ""
+    capabilities: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+class Registry(Generic[T]):
+    """Plugins of one kind (backends or readers), discovered from one entry-point group."""
+
+    def __init__(
+        self,
+        group: str,
+        validate: Callable[[str, Any], None],
+        *,
+        eps: Iterable[EntryPoint] | None = None,
+    ) -> None:
+        self.group = group
+        self._validate = validate
+        self._eps = eps
+        self._entries: dict[str, PluginEntry] | None = None
+
+    # ----------------------------------------------------------------- discovery
+    def _discover(self) -> dict[str, PluginEntry]:
+        if self._entries is None:
+            found = self._eps if self._eps is not None else entry_points(group=self.group)
+            entries: dict[str, PluginEntry] = {}
+            for ep in found:
+                dist = getattr(getattr(ep, "dist", None), "name", None)
+                if ep.name in entries:
+                    if entries[ep.name].target == ep.value:
+                        continue  # the same package seen twice on sys.path (editable installs)
+                    other = entries[ep.name]
+                    raise DuplicateNameError(
+                        f"{self.group}: name {ep.name!r} is registered twice: "
+                        f"{other.target} (from {other.distribution or '?'}) and {ep.value} (from {dist or '?'})"
+                    )
+                entries[ep.name] = PluginEntry(ep.name, ep.value, dist)
+            self._entries = entries
+        return self._entries
+
+    def register(self, name: str, obj: Any) -> None:
+        """Register a class in-process (notebooks, tests). Same duplicate rule as entry points."""
+        entries = self._discover()
+        if name in entries:
+            raise DuplicateNameError(f"{self.group}: name {name!r} is already registered ({entries[name].target})")
+        self._validate(name, obj)
+        entries[name] = PluginEntry(name, f"{obj.__module__}:{obj.__qualname__}", None, _loaded=obj)
+
+    def unregister(self, name: str) -> None:
+        self._discover().pop(name, None)
+
+    def names(self) -> list[str]:
+        return sorted(self._discover())
+
+    # ----------------------------------------------------------------- lookup
+    def entry(self, name: str) -> PluginEntry:
+        entries = self._discover()
+        if name not in entries:
+            close = difflib.get_close_matches(name, list(entries), n=3, cutoff=0.5)
+            hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            known = ", ".join(sorted(entries)) or "none"
+            raise UnknownNameError(f"unknown {self._kind()} {name!r}.{hint} Registered: {known}.")
+        return entries[name]
+
+    def get(self, name: str) -> T:
+        """Import, validate and return the plugin class registered as ``name``."""
+        entry = self.entry(name)
+        try:
+            obj = entry.load()
+        except MissingDependencyError:
+            raise
+        except ImportError as exc:
+            missing = getattr(exc, "name", None) or str(exc)
+            raise MissingDependencyError(
+                missing, f"{self._kind()} {name!r} ({entry.target}) needs it: pip install {missing}"
+            ) from exc
+        self._validate(name, obj)
+        return obj
+
+    def info(self) -> list[PluginInfo]:
+        rows = []
+        for name in self.names():
+            entry = self._discover()[name]
+            try:
+                obj = self.get(name)
+            except (MissingDependencyError, PluginValidationError) as exc:
+                rows.append(PluginInfo(name, entry.target, entry.distribution, False, reason=str(exc)))
+                continue
+            caps = sorted(c.value for c in getattr(obj, "capabilities", ()))
+            rows.append(
+                PluginInfo(name, entry.target, entry.distribution, True, getattr(obj, "description", ""), caps)
+            )
+        return rows
+
+    def _kind(self) -> str:
+        return self.group.rsplit(".", 1)[-1].rstrip("s")
+
+
+# ----------------------------------------------------------------------- validation
+def validate_backend(name: str, obj: Any) -> None:
+    from memlab.memory import BackendConfig, Memory
+
+    where = f"backend {name!r} ({getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)})"
+    if not (isinstance(obj, type) and issubclass(obj, Memory)):
+        raise PluginValidationError(f"{where} is not a subclass of memlab.Memory")
+    missing = sorted(getattr(obj, "__abstractmethods__", ()))
+    if missing:
+        raise PluginValidationError(f"{where} does not implement {', '.join(missing)}")
+    config = getattr(obj, "Config", None)
+    if not (isinstance(config, type) and issubclass(config, BackendConfig)):
+        raise PluginValidationError(f"{where}: Config must subclass memlab.BackendConfig")
+    if config.model_config.get("extra") != "forbid":
+        raise PluginValidationError(f"{where}: Config must forbid unknown keys (extra='forbid')")
+    if not obj.description:
+        raise PluginValidationError(f"{where} has no description")
+
+
+def validate_reader(name: str, obj: Any) -> None:
+    from memlab.readers.base import Reader
+
+    where = f"reader {name!r} ({getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)})"
+    if not (isinstance(obj, type) and issubclass(obj, Reader)):
+        raise PluginValidationError(f"{where} is not a subclass of memlab.readers.Reader")
+    missing = sorted(getattr(obj, "__abstractmethods__", ()))
+    if missing:
+        raise PluginValidationError(f"{where} does not implement {', '.join(missing)}")
+    config = getattr(obj, "Config", None)
+    if not (isinstance(config, type) and issubclass(config, BaseModel)):
+        raise PluginValidationError(f"{where}: Config must be a pydantic model")
+
+
+backends: Registry[Any] = Registry(BACKENDS_GROUP, validate_backend)
+readers: Registry[Any] = Registry(READERS_GROUP, validate_reader)
+
+
+def create_backend(name: str, config: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+    """Instantiate the backend registered as ``name`` with ``config`` (validated by its Config)."""
+    return backends.get(name)(config, **kwargs)
+
+
+def create_reader(name: str, config: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+    return readers.get(name)(config, **kwargs)

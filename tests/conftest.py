@@ -1,0 +1,42 @@
+"""Test-session setup: no network, offline model hubs, private mem0 state, shared data location."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# Before anything imports huggingface_hub or mem0: stay offline and keep mem0 out of ~/.mem0.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ["MEM0_TELEMETRY"] = "False"
+os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="memlab-test-mem0-"))
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from memlab.testing.network import block_network  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("MEMLAB_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_network():
+    with block_network() as refused:
+        yield refused
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real benchmark data not found at {SHARED_DATA} (set MEMLAB_SHARED_DATA)")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def personamem_dev(shared_data: Path) -> Path:
+    path = shared_data / "personamem" / "128k-dev"
+    if not path.is_dir():
+        pytest.skip(f"PersonaMem dev history not found at {path}")
+    return path
