@@ -1,0 +1,52 @@
+"""Datasets: PersonaMem (released layout), LoCoMo, and the synthetic PersonaMem-format generator.
+
+``load_dataset(spec)`` is the single entry point the runner uses. Specs:
+
+- ``synthetic`` or ``synthetic:personas=3,seed=7`` - generated offline, deterministic by seed
+- ``personamem:32k`` / ``personamem:128k`` / ``personamem:1M`` - the released files (downloaded once)
+- ``personamem:<folder>`` or just ``<folder>`` - a local PersonaMem folder
+- ``locomo:<file.json>`` - a LoCoMo file (``locomo`` alone downloads locomo10.json)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memlab.datasets.base import DataIssue, Dataset, History, split_at_system
+
+__all__ = ["DataIssue", "Dataset", "History", "load_dataset", "split_at_system"]
+
+
+def _options(text: str) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for part in filter(None, text.split(",")):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise ValueError(f"bad dataset option {part!r}: expected key=value")
+        options[key.strip()] = value.strip()
+    return options
+
+
+def load_dataset(spec: str) -> Dataset:
+    """Load a dataset from a spec string (see the module docstring)."""
+    kind, _, rest = spec.partition(":")
+    if kind == "synthetic":
+        from memlab.datasets.synthetic import generate
+
+        return generate(**{k: int(v) for k, v in _options(rest).items()})
+    if kind == "personamem":
+        from memlab.datasets.personamem import load_personamem
+
+        return load_personamem(rest or "32k")
+    if kind == "locomo":
+        from memlab.datasets.locomo import load_locomo
+
+        return load_locomo(rest or None)
+    path = Path(spec)
+    if path.suffix == ".json":
+        from memlab.datasets.locomo import load_locomo
+
+        return load_locomo(str(path))
+    from memlab.datasets.personamem import load_personamem
+
+    return load_personamem(spec)

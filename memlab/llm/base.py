@@ -1,0 +1,53 @@
+"""The one LLM interface used by readers and by extractors (profile store, Mem0).
+
+A provider implements ``_chat``; the public ``chat`` validates messages and returns text plus token
+usage. Providers: OpenAI-compatible endpoints, any LangChain chat model, local Hugging Face models.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class LLMResponse(BaseModel):
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class LLM(ABC):
+    """A chat model. ``name`` identifies provider and model (it keys the response cache)."""
+
+    name: str = "llm"
+    supports_json_mode: bool = False
+
+    def chat(
+        self,
+        messages: list[ChatMessage] | list[dict[str, str]],
+        *,
+        json_mode: bool = False,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+    ) -> LLMResponse:
+        parsed = [m if isinstance(m, ChatMessage) else ChatMessage.model_validate(m) for m in messages]
+        if not parsed:
+            raise ValueError("chat() needs at least one message")
+        return self._chat(parsed, json_mode=json_mode, temperature=temperature, max_tokens=max_tokens)
+
+    @abstractmethod
+    def _chat(
+        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float, max_tokens: int | None
+    ) -> LLMResponse:
+        """Call the model."""
