@@ -51,3 +51,17 @@ class LLM(ABC):
         self, messages: list[ChatMessage], *, json_mode: bool, temperature: float, max_tokens: int | None
     ) -> LLMResponse:
         """Call the model."""
+
+    def close(self) -> None:
+        """Release clients, files or model memory held by this LLM (default: nothing to release)."""
+
+
+JSON_MODE_INSTRUCTION = "Reply with one JSON object and nothing else."
+
+
+def with_json_instruction(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """JSON mode for providers without a native one: ask for it in the system message."""
+    if messages and messages[0].role == "system":
+        first = ChatMessage(role="system", content=f"{messages[0].content}\n\n{JSON_MODE_INSTRUCTION}")
+        return [first, *messages[1:]]
+    return [ChatMessage(role="system", content=JSON_MODE_INSTRUCTION), *messages]

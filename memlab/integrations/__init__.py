@@ -1,0 +1,1 @@
+"""Adapters that plug a memlab memory into other frameworks (LangChain)."""

@@ -1,0 +1,172 @@
+"""langchain-core adapters: a retriever over any memlab memory and a chat history that stores into one.
+
+``MemlabRetriever`` is a ``BaseRetriever``: ``invoke(query)`` returns the user's recalled memories as
+``Document`` objects (``id`` = memory id; metadata carries ``score``, ``source`` (session/turn/role
+where the backend knows them), ``user_id`` and ``backend``), in the order the backend returns them
+(``rag`` returns conversation order) or by descending score with ``sort_by_score=True``.
+
+``MemlabChatMessageHistory`` is a ``BaseChatMessageHistory`` for ``RunnableWithMessageHistory``:
+every added message is written to the memlab memory as the next turn of session ``session_id``,
+so later conversations can recall it. ``messages`` returns this conversation's transcript verbatim,
+as LangChain documents; the transcript is kept by the history itself (in memory, or in a JSON-lines
+file under ``transcript_dir``) because most backends store facts or chunks, not replayable
+messages. ``clear()`` empties the transcript only: long-term memories are managed on the client
+(``forget``/``delete``), never as a side effect of starting a new conversation.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.documents import Document
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    message_to_dict,
+    messages_from_dict,
+)
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field, field_validator
+
+from memlab.client import MemoryClient
+from memlab.memory import Memory, validate_user_id
+from memlab.types import MemoryItem, Message
+
+__all__ = ["MemlabRetriever", "MemlabChatMessageHistory", "to_memlab_message"]
+
+
+def _as_client(memory: MemoryClient | Memory) -> MemoryClient:
+    if isinstance(memory, MemoryClient):
+        return memory
+    if isinstance(memory, Memory):
+        return MemoryClient(memory)
+    raise TypeError(f"expected a memlab MemoryClient or Memory, got {type(memory).__name__}")
+
+
+def item_to_document(item: MemoryItem, *, user_id: str, backend: str) -> Document:
+    return Document(
+        id=item.id,
+        page_content=item.text,
+        metadata={
+            "id": item.id,
+            "score": item.score,
+            "source": dict(item.source),
+            "user_id": user_id,
+            "backend": backend,
+            **({"memory_metadata": dict(item.metadata)} if item.metadata else {}),
+        },
+    )
+
+
+class MemlabRetriever(BaseRetriever):
+    """Retrieve one user's memories from a memlab memory as LangChain documents."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    memory: Any = Field(description="a memlab MemoryClient or Memory")
+    user_id: str
+    k: int | None = Field(default=None, ge=1, description="items per query (None: the backend's top_k)")
+    sort_by_score: bool = Field(default=False, description="order by descending score instead of backend order")
+
+    @field_validator("memory")
+    @classmethod
+    def _wrap(cls, value: Any) -> MemoryClient:
+        return _as_client(value)
+
+    @field_validator("user_id")
+    @classmethod
+    def _user(cls, value: str) -> str:
+        return validate_user_id(value)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None
+    ) -> list[Document]:
+        client: MemoryClient = self.memory
+        retrieval = client.recall(self.user_id, query, k=self.k)
+        items = list(retrieval.items)
+        if self.sort_by_score:
+            items.sort(key=lambda i: -(i.score if i.score is not None else float("-inf")))
+        return [item_to_document(i, user_id=self.user_id, backend=client.backend) for i in items]
+
+
+def to_memlab_message(message: BaseMessage) -> Message:
+    """Map a LangChain message to a memlab turn (human -> user, ai -> assistant, system -> system)."""
+    if isinstance(message, HumanMessage):
+        role = "user"
+    elif isinstance(message, AIMessage):
+        role = "assistant"
+    elif isinstance(message, SystemMessage):
+        role = "system"
+    elif isinstance(message, ChatMessage) and message.role in ("user", "assistant", "system"):
+        role = message.role
+    else:
+        raise ValueError(
+            f"cannot store a {type(message).__name__} (type {message.type!r}) in a memlab memory: only human, "
+            "ai and system messages (or ChatMessage with role user/assistant/system) are conversation turns"
+        )
+    content = message.content if isinstance(message.content, str) else message.text
+    return Message(role=role, content=content)  # type: ignore[arg-type]
+
+
+class MemlabChatMessageHistory(BaseChatMessageHistory):
+    """A LangChain chat history whose messages are also stored in a memlab memory."""
+
+    def __init__(
+        self,
+        memory: MemoryClient | Memory,
+        *,
+        user_id: str,
+        session_id: str,
+        transcript_dir: str | Path | None = None,
+    ) -> None:
+        self.client = _as_client(memory)
+        self.user_id = validate_user_id(user_id)
+        # session ids become file names here, so they follow the user-id rules.
+        self.session_id = validate_user_id(session_id)
+        self._path = Path(transcript_dir) / self.user_id / f"{self.session_id}.jsonl" if transcript_dir else None
+        self._lock = threading.Lock()
+        self._messages: list[BaseMessage] = self._load()
+
+    def _load(self) -> list[BaseMessage]:
+        if self._path is None or not self._path.exists():
+            return []
+        rows = []
+        for number, line in enumerate(self._path.read_text(encoding="utf-8").splitlines(), start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{self._path}:{number}: not a JSON message ({exc.msg})") from exc
+        return messages_from_dict(rows)
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        with self._lock:
+            return list(self._messages)
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        batch = list(messages)
+        turns = [to_memlab_message(m) for m in batch]  # validate all before storing any
+        with self._lock:
+            if turns:
+                self.client.remember(self.user_id, turns, session_id=self.session_id)
+            if self._path is not None:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+                with self._path.open("a", encoding="utf-8") as handle:
+                    handle.write("".join(json.dumps(message_to_dict(m)) + "\n" for m in batch))
+            self._messages.extend(batch)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._messages = []
+            if self._path is not None and self._path.exists():
+                self._path.unlink()

@@ -1,0 +1,141 @@
+"""LangChain, both ways.
+
+* ``LangChainLLM`` wraps any langchain-core ``BaseChatModel`` (ChatOpenAI, ChatAnthropic,
+  ChatOllama, ...) as a memlab ``LLM``, so readers and extractors can use it.
+* ``MemlabChatModel`` exposes a memlab ``LLM`` as a ``BaseChatModel``, so LangChain chains (and
+  Mem0's ``langchain`` LLM provider) can use memlab's cached, retried, cost-counted models.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import ConfigDict
+
+from memlab.llm.base import LLM, ChatMessage, LLMResponse, with_json_instruction
+from memlab.llm.errors import LLMError, TransientLLMError
+from memlab.tokens import count_tokens
+
+_TO_LANGCHAIN = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
+
+
+def _transient_types() -> tuple[type[BaseException], ...]:
+    types: list[type[BaseException]] = [TimeoutError, ConnectionError]
+    try:  # langchain-openai raises the openai SDK's errors
+        import openai
+
+        types += [openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError, openai.InternalServerError]
+    except ImportError:
+        pass
+    return tuple(types)
+
+
+class LangChainLLM(LLM):
+    """A memlab LLM backed by a LangChain chat model.
+
+    Temperature and token limits are the chat model's own settings (LangChain has no portable
+    per-call form of them); JSON mode is requested in the system message.
+    """
+
+    def __init__(self, model: BaseChatModel, *, name: str | None = None) -> None:
+        if not isinstance(model, BaseChatModel):
+            raise TypeError(f"LangChainLLM needs a langchain_core BaseChatModel, got {type(model).__name__}")
+        self.chat_model = model
+        ident = getattr(model, "model_name", None) or getattr(model, "model", None)
+        self.model = ident if isinstance(ident, str) else None
+        self.name = name or f"langchain:{type(model).__name__}" + (f":{self.model}" if self.model else "")
+        self._transient = _transient_types()
+
+    def _chat(
+        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float, max_tokens: int | None
+    ) -> LLMResponse:
+        if json_mode:
+            messages = with_json_instruction(messages)
+        converted = [_TO_LANGCHAIN[m.role](content=m.content) for m in messages]
+        try:
+            reply = self.chat_model.invoke(converted)
+        except self._transient as exc:
+            raise TransientLLMError(f"{type(exc).__name__}: {exc}") from exc
+        except Exception as exc:  # a provider error of any kind fails this request, not the process
+            raise LLMError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
+        text = _text_of(reply)
+        usage = getattr(reply, "usage_metadata", None)
+        metadata: dict[str, Any] = {}
+        if usage:
+            prompt_tokens, completion_tokens = int(usage["input_tokens"]), int(usage["output_tokens"])
+        else:
+            prompt_tokens = sum(count_tokens(m.content) for m in messages)
+            completion_tokens = count_tokens(text)
+            metadata["usage_estimated"] = True
+        return LLMResponse(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, metadata=metadata)
+
+
+def _text_of(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    # Content blocks (Anthropic-style): keep the text parts.
+    return "".join(b if isinstance(b, str) else str(b.get("text", "")) for b in content if isinstance(b, (str, dict)))
+
+
+class MemlabChatModel(BaseChatModel):
+    """A LangChain chat model that answers through a memlab ``LLM``."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    llm: Any
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    json_mode: bool = False
+
+    @property
+    def _llm_type(self) -> str:
+        return "memlab"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"llm": self.llm.name, "temperature": self.temperature, "max_tokens": self.max_tokens}
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if not isinstance(self.llm, LLM):
+            raise TypeError(f"MemlabChatModel.llm must be a memlab LLM, got {type(self.llm).__name__}")
+        converted = [ChatMessage(role=_role_of(m), content=_text_of(m)) for m in messages]
+        response = self.llm.chat(
+            converted,
+            json_mode=kwargs.get("json_mode", self.json_mode),
+            temperature=kwargs.get("temperature", self.temperature),
+            max_tokens=kwargs.get("max_tokens", self.max_tokens),
+        )
+        text = response.text
+        for marker in stop or []:
+            cut = text.find(marker)
+            if cut >= 0:
+                text = text[:cut]
+        usage = {
+            "input_tokens": response.prompt_tokens,
+            "output_tokens": response.completion_tokens,
+            "total_tokens": response.prompt_tokens + response.completion_tokens,
+        }
+        message = AIMessage(content=text, usage_metadata=usage, response_metadata=dict(response.metadata))
+        return ChatResult(generations=[ChatGeneration(message=message)], llm_output={"token_usage": usage})
+
+
+def _role_of(message: BaseMessage) -> str:
+    kind = message.type
+    if kind == "system":
+        return "system"
+    if kind in ("human", "user"):
+        return "user"
+    if kind in ("ai", "assistant"):
+        return "assistant"
+    raise ValueError(f"memlab LLMs take system, user and assistant messages, not {kind!r} ({type(message).__name__})")

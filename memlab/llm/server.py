@@ -1,0 +1,144 @@
+"""Serve any memlab LLM as an OpenAI-compatible ``/v1/chat/completions`` endpoint (stdlib only).
+
+Useful to run a local model (``hf`` provider, GGUF included) behind the same HTTP path that
+OpenAI, vLLM or llama.cpp would take, e.g. to try ``memlab run --reader llm --llm.base-url ...``
+without a hosted model::
+
+    python -m memlab.llm.server --model path/to/model.gguf --port 8000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from pydantic import ValidationError
+
+from memlab.llm.base import LLM, ChatMessage
+from memlab.llm.errors import LLMError
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "OpenAICompatServer"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet by default
+        if self.server.verbose:
+            super().log_message(format, *args)
+
+    def _send(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
+        self._send(status, {"error": {"message": message, "type": kind}})
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+        if self.path.rstrip("/") == "/v1/models":
+            self._send(200, {"object": "list", "data": [{"id": self.server.model_id, "object": "model", "owned_by": "memlab"}]})
+        else:
+            self._error(404, f"no route {self.path}")
+
+    def do_POST(self) -> None:  # noqa: N802
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._error(404, f"no route {self.path}")
+            return
+        try:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            messages = [ChatMessage.model_validate(m) for m in body["messages"]]
+        except (ValueError, KeyError, TypeError, ValidationError) as exc:
+            self._error(400, f"bad request: {exc}")
+            return
+        json_mode = (body.get("response_format") or {}).get("type") == "json_object"
+        max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
+        try:
+            with self.server.lock:
+                response = self.server.llm.chat(
+                    messages, json_mode=json_mode, temperature=float(body.get("temperature") or 0.0), max_tokens=max_tokens
+                )
+        except LLMError as exc:
+            self._error(500, str(exc), "server_error")
+            return
+        self._send(
+            200,
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": self.server.model_id,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": response.text},
+                        "finish_reason": response.metadata.get("finish_reason", "stop"),
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": response.prompt_tokens,
+                    "completion_tokens": response.completion_tokens,
+                    "total_tokens": response.prompt_tokens + response.completion_tokens,
+                },
+            },
+        )
+
+
+class OpenAICompatServer(ThreadingHTTPServer):
+    """``OpenAICompatServer(llm).start()`` serves on 127.0.0.1; ``.base_url`` is what clients use."""
+
+    daemon_threads = True
+
+    def __init__(self, llm: LLM, *, host: str = "127.0.0.1", port: int = 0, model_id: str | None = None, verbose: bool = False) -> None:
+        super().__init__((host, port), _Handler)
+        self.llm = llm
+        self.model_id = model_id or llm.name
+        self.verbose = verbose
+        self.lock = threading.Lock()  # local models answer one request at a time
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> "OpenAICompatServer":
+        self._thread = threading.Thread(target=self.serve_forever, name="memlab-llm-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    from memlab.llm.config import LLMConfig, build_provider
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True, help="local model directory, .gguf file or hub id in the local cache")
+    parser.add_argument("--gguf-file", default=None)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    llm = build_provider(LLMConfig(provider="hf", model=args.model, gguf_file=args.gguf_file, device=args.device))
+    server = OpenAICompatServer(llm, host=args.host, port=args.port, verbose=args.verbose)
+    print(f"serving {llm.name} at {server.base_url}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+"""The ``llm`` reader: an LLM reads the retrieved memory and picks an option (PersonaMem's
+discriminative setting), or answers an open question (LoCoMo) in a few words.
+
+The multiple-choice prompt follows PersonaMem's evaluation: the memory, then the user's message,
+the instruction to give the final answer (a)-(d) after ``<final_answer>``, and the four options.
+The letter is parsed robustly; a reply with no unambiguous letter is a *parse failure*
+(``choice=None``, ``metadata["parse_failure"]=True``, raw reply kept), never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from memlab.llm.base import LLM, ChatMessage
+from memlab.llm.config import LLMConfig, make_llm
+from memlab.llm.errors import LLMConfigError, LLMError
+from memlab.llm.managed import ManagedLLM
+from memlab.readers.base import Reader, ReaderConfig, strip_option_label
+from memlab.tokens import truncate_front
+from memlab.types import OPTION_LETTERS, Answer, Question, Retrieval
+
+MEMORY_SYSTEM_PROMPT = (
+    "You are a helpful assistant with long-term memory of your conversations with this user. "
+    "Below is what you remember about the user from earlier conversations.\n\n"
+    "<memory>\n{memory}\n</memory>"
+)
+NO_MEMORY = "(nothing remembered)"
+PERSONAMEM_INSTRUCTIONS = (
+    "Find the most appropriate model response and give your final answer (a), (b), (c), or (d) "
+    "after the special token <final_answer>."
+)
+JSON_INSTRUCTIONS = (
+    "Find the most appropriate model response. Reply with a JSON object "
+    '{"answer": "<letter>"} where <letter> is one of a, b, c, d.'
+)
+OPEN_INSTRUCTIONS = "Answer the question in a short phrase (a few words), using what you remember about the user."
+
+
+class LLMReaderConfig(ReaderConfig):
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    max_tokens: int = Field(default=256, ge=1, description="reply budget for multiple-choice questions")
+    open_max_tokens: int = Field(default=64, ge=1, description="reply budget for open questions")
+    json_mode: bool = Field(default=False, description="ask for {'answer': letter} in JSON mode")
+    max_context_tokens: int | None = Field(
+        default=None, ge=1, description="keep only the newest part of the memory context (approximate tokens)"
+    )
+    instructions: str = PERSONAMEM_INSTRUCTIONS
+    system_prompt: str = Field(default=MEMORY_SYSTEM_PROMPT, description="must contain {memory}")
+
+
+def memory_text(retrieval: Retrieval, max_context_tokens: int | None) -> str:
+    context = retrieval.context.strip()
+    if not context:
+        return NO_MEMORY
+    return truncate_front(context, max_context_tokens) if max_context_tokens else context
+
+
+def format_options(options: Sequence[str]) -> str:
+    return "\n".join(f"({letter}) {strip_option_label(o)}" for letter, o in zip(OPTION_LETTERS, options))
+
+
+def describe_llm(config: LLMConfig) -> str:
+    """Model identity from the config alone: readers are described before any model is loaded."""
+    provider = config.resolved_provider()
+    if provider == "langchain":
+        model = config.model or (config.langchain_class or "").rsplit(":", 1)[-1]
+    elif provider == "hf" and config.model:
+        model = config.gguf_file or Path(config.model).name
+    else:
+        model = config.model or "served-model"
+    return f"{provider}:{model}"
+
+
+# ----------------------------------------------------------------------------- parsing
+_FINAL = re.compile(r"<\s*/?\s*final[_ ]answer\s*>", re.IGNORECASE)
+_PAREN = re.compile(r"\(\s*([a-d])\s*\)", re.IGNORECASE)
+_MARKED = re.compile(
+    r"(?:final\s+answer|answer|option|choice)\s*(?:is|would\s+be|:|-)?\s*[:\-]?\s*\**\s*\(?\s*([a-d])\s*\)?(?![a-z])",
+    re.IGNORECASE,
+)
+_BARE = re.compile(r"^\W*([a-d])\W*$", re.IGNORECASE)
+_LEADING = re.compile(r"^\W*([a-d])\s*[\).:\]]", re.IGNORECASE)
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def parse_choice(reply: str, options: Sequence[str], *, json_mode: bool = False) -> int | None:
+    """The option index an LLM reply names, or None when it names none or several."""
+    index = OPTION_LETTERS.index
+    if json_mode or reply.strip().startswith("{"):
+        try:
+            value = json.loads(reply.strip())
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict) and isinstance(value.get("answer"), str):
+            letter = re.sub(r"[^a-d]", "", value["answer"].lower())
+            if len(letter) == 1:
+                return index(letter)
+    # PersonaMem's format: whatever follows the last <final_answer> tag.
+    parts = _FINAL.split(reply)
+    segments = [parts[-1], reply] if len(parts) > 1 and parts[-1].strip() else [reply]
+    for segment in segments:
+        text = segment.strip()
+        if not text:
+            continue
+        bare = _BARE.match(text) or _LEADING.match(text)
+        if bare:
+            return index(bare.group(1).lower())
+        marked = _MARKED.findall(text)
+        if marked:
+            return index(marked[-1].lower())  # the last statement of the answer is the conclusion
+        letters = {m.lower() for m in _PAREN.findall(text)}
+        if len(letters) == 1:
+            return index(letters.pop())
+        if len(letters) > 1:
+            continue  # several options discussed, none chosen: ambiguous
+        normalized = _norm(text)
+        hits = [i for i, o in enumerate(options) if _norm(strip_option_label(o)) and _norm(strip_option_label(o)) in normalized]
+        if len(hits) == 1:
+            return hits[0]
+    return None
+
+
+def final_text(reply: str) -> str:
+    """Free-form answer: the text after a final-answer tag if the model used one."""
+    parts = _FINAL.split(reply)
+    tail = parts[-1].strip() if len(parts) > 1 else ""
+    return tail or reply.strip()
+
+
+# ----------------------------------------------------------------------------- reader
+class LLMReader(Reader):
+    name = "llm"
+    description = "an LLM reads the retrieved memory and picks the option (PersonaMem prompt)"
+    Config = LLMReaderConfig
+
+    def __init__(self, config: LLMReaderConfig | Mapping[str, Any] | None = None, *, llm: LLM | Any | None = None) -> None:
+        super().__init__(config)
+        self.config: LLMReaderConfig
+        self._given = llm
+        self._llm: ManagedLLM | None = None
+
+    @property
+    def llm(self) -> ManagedLLM:
+        # Built on first use: the runner describes readers before running them.
+        if self._llm is None:
+            self._llm = make_llm(self.config.llm, llm=self._given)
+        return self._llm
+
+    def describe(self) -> str:
+        if self._given is not None:
+            return f"{self.name}:{self.llm.name}"
+        return f"{self.name}:{describe_llm(self.config.llm)}"
+
+    def messages(self, question: Question, retrieval: Retrieval) -> list[ChatMessage]:
+        cfg = self.config
+        system = cfg.system_prompt.format(memory=memory_text(retrieval, cfg.max_context_tokens))
+        if question.is_multiple_choice:
+            instructions = JSON_INSTRUCTIONS if cfg.json_mode else cfg.instructions
+            user = f"{question.text}\n\n{instructions}\n\n{format_options(question.options)}"
+        else:
+            user = f"{question.text}\n\n{OPEN_INSTRUCTIONS}"
+        return [ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)]
+
+    def answer(self, question: Question, retrieval: Retrieval) -> Answer:
+        mc = question.is_multiple_choice
+        json_mode = self.config.json_mode and mc
+        try:
+            response = self.llm.chat(
+                self.messages(question, retrieval),
+                json_mode=json_mode,
+                temperature=self.config.llm.temperature,
+                max_tokens=self.config.max_tokens if mc else self.config.open_max_tokens,
+            )
+        except LLMConfigError:
+            raise  # a broken setup (bad key, unknown model) is not one question's failure
+        except LLMError as exc:
+            return Answer(error=f"{type(exc).__name__}: {exc}", metadata={"model": self.llm.name})
+        metadata: dict[str, Any] = {
+            "model": self.llm.name,
+            "cost_usd": float(response.metadata.get("cost_usd", 0.0)),
+            "spent_usd": float(response.metadata.get("spent_usd", 0.0)),
+            "cached": response.cached,
+            "raw_reply": response.text,
+        }
+        common = {"prompt_tokens": response.prompt_tokens, "completion_tokens": response.completion_tokens}
+        if not mc:
+            return Answer(text=final_text(response.text), metadata=metadata, **common)
+        choice = parse_choice(response.text, question.options, json_mode=json_mode)
+        metadata["parse_failure"] = choice is None
+        scores = [1.0 if i == choice else 0.0 for i in range(len(question.options))] if choice is not None else []
+        return Answer(choice=choice, scores=scores, text=response.text.strip(), metadata=metadata, **common)
+
+    def answer_many(self, items: Sequence[tuple[Question, Retrieval]]) -> list[Answer]:
+        """Answer several questions with up to ``llm.max_concurrency`` requests in flight."""
+        with ThreadPoolExecutor(max_workers=self.config.llm.max_concurrency) as pool:
+            return list(pool.map(lambda item: self.answer(*item), items))

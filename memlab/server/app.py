@@ -1,0 +1,180 @@
+"""The FastAPI app factory: one ``MemoryClient`` behind per-user REST endpoints.
+
+Every data endpoint is under ``/v1/users/{user_id}/...``: the user is part of the URL, each call is
+scoped to that user, the API key must be allowed to act for them, and ids are looked up only among
+that user's memories (another user's id is 404, never found). Endpoints are plain ``def`` functions,
+so FastAPI runs them in its thread pool; the client's lock serialises access to the backend.
+"""
+
+# No "from __future__ import annotations": FastAPI must see the locally built types, not strings.
+
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, HTTPException, Path, Response, status
+
+from memlab.client import MemoryClient
+from memlab.memory import Capability
+from memlab.server.auth import authenticate, authorize_user
+from memlab.server.errors import install_error_handlers
+from memlab.server.limits import BodySizeLimit
+from memlab.server.schemas import (
+    ID_PATTERN,
+    ErrorResponse,
+    Health,
+    HistoryResponse,
+    InfoResponse,
+    IngestResponse,
+    MemoryList,
+    SearchResponse,
+    request_models,
+)
+from memlab.server.settings import ApiKey, ServerSettings
+from memlab.types import MemoryItem
+
+UserId = Annotated[str, Path(pattern=ID_PATTERN, description="the user whose memory this call reads or changes")]
+ItemId = Annotated[str, Path(min_length=1, max_length=512,
+                             description="a memory id from list or search, percent-encoded (e.g. '#' as %23)")]
+
+_ERRORS = {code: {"model": ErrorResponse} for code in (401, 403, 413, 422)}
+_ITEM_ERRORS = {**_ERRORS, 404: {"model": ErrorResponse}, 405: {"model": ErrorResponse}}
+
+# Which capability each method of each resource needs; unsupported -> 405 with an Allow header.
+_RESOURCES = {
+    "memories": {"GET": Capability.LIST},
+    "memory": {"GET": Capability.LIST, "PATCH": Capability.UPDATE, "DELETE": Capability.DELETE},
+    "history": {"GET": Capability.HISTORY},
+}
+
+
+# OpenAPI links: an id from a listing addresses the item endpoints (clients and fuzzers follow them).
+_ITEM_LINKS = {
+    name: {"operationId": op, "parameters": {"user_id": "$request.path.user_id", "item_id": "$response.body#/items/0/id"}}
+    for name, op in (("GetMemory", "get_memory"), ("UpdateMemory", "update_memory"),
+                     ("DeleteMemory", "delete_memory"), ("MemoryHistory", "memory_history"))
+}
+
+
+def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> FastAPI:
+    """Build the service. Opens the backend from ``settings`` unless a ``client`` is given."""
+    if client is None:
+        client = MemoryClient(
+            settings.backend, settings.backend_config, data_dir=settings.data_dir,
+            require_persistence=not settings.allow_ephemeral,
+        )
+    models = request_models(settings)
+    AddMessages, Search, Update = models.AddMessages, models.Search, models.Update
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
+        yield
+        client.close()  # flush persistent backends on shutdown
+
+    app = FastAPI(
+        title="memlab memory service",
+        version="1",
+        description=(
+            "Long-term user memory over HTTP. Authenticate with 'Authorization: Bearer <key>' or "
+            "'X-API-Key: <key>'. Errors are JSON: {\"error\": {status, code, message, details?}}. "
+            "An operation the backend does not support answers 405 (code capability_not_supported)."
+        ),
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.client = client
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    install_error_handlers(app)
+
+    def user_scope(user_id: UserId, key: ApiKey | None = Depends(authenticate)) -> str:
+        authorize_user(user_id, key)
+        return user_id
+
+    User = Annotated[str, Depends(user_scope)]
+
+    def require(resource: str, method: str) -> None:
+        needed = _RESOURCES[resource][method]
+        if not client.supports(needed):
+            allowed = ", ".join(m for m, cap in _RESOURCES[resource].items() if client.supports(cap))
+            raise HTTPException(
+                405,
+                f"backend {client.backend!r} does not support {needed.value!r}, which {method} on this resource needs "
+                f"(its capabilities: {', '.join(sorted(c.value for c in client.capabilities)) or 'none'})",
+                headers={"Allow": allowed},
+            )
+
+    @app.get("/healthz", response_model=Health, tags=["service"], operation_id="healthz")
+    def healthz() -> dict[str, str]:
+        """Liveness and readiness; needs no key."""
+        return {"status": "ok"}
+
+    @app.get("/v1/info", response_model=InfoResponse, responses=_ERRORS, tags=["service"], operation_id="info")
+    def info(key: ApiKey | None = Depends(authenticate)) -> dict[str, Any]:
+        """The backend, its capabilities, whether data survives a restart, and the request limits."""
+        return {
+            "backend": client.backend,
+            "description": client.memory.description,
+            "capabilities": sorted(c.value for c in client.capabilities),
+            "persistent": client.persistent,
+            "auth": settings.auth_enabled,
+            "limits": {
+                "max_body_bytes": settings.max_body_bytes, "max_messages": settings.max_messages,
+                "max_message_chars": settings.max_message_chars, "max_query_chars": settings.max_query_chars,
+                "max_k": settings.max_k,
+            },
+        }
+
+    @app.post("/v1/users/{user_id}/messages", response_model=IngestResponse, status_code=201,
+              responses=_ERRORS, tags=["memory"], operation_id="add_messages")
+    def add_messages(user_id: User, body: AddMessages) -> Any:  # type: ignore[valid-type]
+        """Store messages as the next turns of a session of this user."""
+        return client.remember(user_id, [m.model_dump() for m in body.messages], session_id=body.session_id)
+
+    @app.post("/v1/users/{user_id}/search", response_model=SearchResponse, responses=_ERRORS, tags=["memory"],
+              operation_id="search")
+    def search(user_id: User, body: Search) -> Any:  # type: ignore[valid-type]
+        """What this user's memory holds that is relevant to the query."""
+        return client.recall(user_id, body.query, k=body.k)
+
+    @app.get("/v1/users/{user_id}/memories", response_model=MemoryList, responses=_ITEM_ERRORS, tags=["memory"],
+             openapi_extra={"responses": {"200": {"links": _ITEM_LINKS}}}, operation_id="list_memories")
+    def list_memories(user_id: User) -> Any:
+        """All of this user's memories (backends with the 'list' capability)."""
+        require("memories", "GET")
+        return {"items": client.memories(user_id)}
+
+    @app.delete("/v1/users/{user_id}", status_code=204, responses=_ERRORS, tags=["memory"], operation_id="forget_user")
+    def forget_user(user_id: User) -> Response:
+        """Delete everything stored about this user."""
+        client.forget(user_id)
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+    @app.get("/v1/users/{user_id}/memories/{item_id}/history", response_model=HistoryResponse,
+             responses=_ITEM_ERRORS, tags=["memory"], operation_id="memory_history")
+    def memory_history(user_id: User, item_id: ItemId) -> Any:
+        """How one memory changed over time (backends with the 'history' capability)."""
+        require("history", "GET")
+        return {"item_id": item_id, "events": client.history(user_id, item_id)}
+
+    @app.get("/v1/users/{user_id}/memories/{item_id}", response_model=MemoryItem,
+             responses=_ITEM_ERRORS, tags=["memory"], operation_id="get_memory")
+    def get_memory(user_id: User, item_id: ItemId) -> Any:
+        """One of this user's memories by id."""
+        require("memory", "GET")
+        return client.get(user_id, item_id)
+
+    @app.patch("/v1/users/{user_id}/memories/{item_id}", response_model=MemoryItem,
+               responses=_ITEM_ERRORS, tags=["memory"], operation_id="update_memory")
+    def update_memory(user_id: User, item_id: ItemId, body: Update) -> Any:  # type: ignore[valid-type]
+        """Replace the text of one of this user's memories."""
+        require("memory", "PATCH")
+        return client.update(user_id, item_id, body.text)
+
+    @app.delete("/v1/users/{user_id}/memories/{item_id}", status_code=204,
+                responses=_ITEM_ERRORS, tags=["memory"], operation_id="delete_memory")
+    def delete_memory(user_id: User, item_id: ItemId) -> Response:
+        """Delete one of this user's memories."""
+        require("memory", "DELETE")
+        client.delete(user_id, item_id)
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+    return app

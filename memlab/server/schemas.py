@@ -1,0 +1,108 @@
+"""Request and response bodies of the REST service.
+
+Request models are built per app from its ``ServerSettings`` so the configured limits (messages per
+request, characters per message and query, largest k) are part of the OpenAPI schema and enforced
+by validation (422), not only documented.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from memlab.memory import IngestReport
+from memlab.server.settings import ServerSettings
+from memlab.types import MemoryItem, Role
+
+ID_PATTERN = r"^[A-Za-z0-9_.:@\-]{1,128}$"
+
+
+class ErrorBody(BaseModel):
+    status: int
+    code: str = Field(description="stable machine-readable reason, e.g. not_found, capability_not_supported")
+    message: str
+    details: list[dict[str, Any]] | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+class SearchResponse(BaseModel):
+    items: list[MemoryItem]
+    context: str = Field(description="the items rendered as the text an LLM would see")
+    tokens: int
+    seconds: float
+
+
+class MemoryList(BaseModel):
+    items: list[MemoryItem]
+
+
+class HistoryResponse(BaseModel):
+    item_id: str
+    events: list[dict[str, Any]]
+
+
+class InfoResponse(BaseModel):
+    backend: str
+    description: str
+    capabilities: list[str]
+    persistent: bool
+    auth: bool
+    limits: dict[str, int]
+
+
+class Health(BaseModel):
+    status: str
+
+
+IngestResponse = IngestReport
+
+
+@dataclass(frozen=True)
+class RequestModels:
+    AddMessages: type[BaseModel]
+    Search: type[BaseModel]
+    Update: type[BaseModel]
+
+
+def _iso_string(value: Any) -> Any:
+    # The schema says an ISO 8601 string; pydantic would otherwise read numbers as Unix times.
+    if value is not None and not isinstance(value, str):
+        raise ValueError("timestamp must be an ISO 8601 date-time string")
+    return value
+
+
+def request_models(settings: ServerSettings) -> RequestModels:
+    class MessageIn(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+        role: Role
+        content: str = Field(max_length=settings.max_message_chars)
+        timestamp: Annotated[datetime | None, BeforeValidator(_iso_string)] = None
+
+    class AddMessagesRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+        session_id: str = Field(
+            default="default", pattern=ID_PATTERN,
+            description="conversation these messages continue; sent again, it continues that session",
+        )
+        messages: list[MessageIn] = Field(min_length=1, max_length=settings.max_messages)
+
+    class SearchRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+        query: str = Field(min_length=1, max_length=settings.max_query_chars)
+        k: int | None = Field(default=None, ge=1, le=settings.max_k, description="items (default: backend top_k)")
+
+    class UpdateRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+        text: str = Field(min_length=1, max_length=settings.max_message_chars, pattern=r"\S")
+
+    return RequestModels(AddMessagesRequest, SearchRequest, UpdateRequest)

@@ -1,0 +1,306 @@
+"""``profile``: a dynamic, versioned user profile changed through ADD / UPDATE / DELETE / NOOP.
+
+Each session's user turns go through an extractor (``rules``: LLM-free cue phrases; ``llm``: one
+JSON prompt per session) that proposes operations against the user's profile; the store applies
+them atomically, closing old versions instead of overwriting them. Retrieval returns the entries
+most similar to the query with, for entries that changed, their earlier versions and the reasons,
+plus (optionally) a few supporting raw user turns.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from memlab.embedders import Embedder, get_embedder
+from memlab.errors import MemlabError
+from memlab.memory import BackendConfig, Capability, Memory
+from memlab.types import MemoryItem, Retrieval, Session
+from memlab_plugins.profile.extract_rules import RuleExtractor, stance_of, strip_label
+from memlab_plugins.profile.models import Operation, OperationRecord, OpType, ProfileEntry
+from memlab_plugins.profile.render import render_chain, render_profile
+from memlab_plugins.profile.resolve import ProfileView, Resolver
+from memlab_plugins.profile.store import ProfileStore, ProfileStoreError
+
+log = logging.getLogger(__name__)
+
+STORE_FILE = "profile.sqlite"
+
+
+class ProfileConfig(BackendConfig):
+    extractor: Literal["rules", "llm"] = Field(default="rules", description="rules: LLM-free cue phrases; llm: JSON ops")
+    llm: dict[str, Any] | None = Field(default=None, description="config for memlab.llm.make_llm (extractor=llm)")
+    embedder: str = Field(default="minilm", description="minilm | sentence-transformers | hashing | bge-m3")
+    model: str | None = Field(default=None, description="embedder model id or local path")
+    aspect_threshold: float = Field(
+        default=0.6, ge=-1.0, le=1.0, description="cosine similarity at which a statement is about an existing entry"
+    )
+    max_statements_per_turn: int = Field(default=2, ge=1, description="rules extractor: statements taken per user turn")
+    supporting_turns: int = Field(default=0, ge=0, description="raw user turns added to each retrieval")
+    max_versions: int = Field(default=4, ge=1, description="versions of one entry shown in the rendered context")
+    quote_chars: int = Field(default=300, ge=40, description="longest quote kept as evidence and shown")
+    llm_max_profile_entries: int = Field(default=80, ge=1, description="entries shown to the LLM extractor")
+    on_extraction_error: Literal["skip", "raise"] = Field(
+        default="skip", description="an LLM batch still invalid after a retry: skip the session's ops, or raise"
+    )
+
+
+class ProfileMemory(Memory):
+    name = "profile"
+    description = (
+        "Versioned user profile (SQLite) updated by ADD/UPDATE/DELETE/NOOP operations; retrieval shows the "
+        "current entries and, for changed ones, the earlier versions with reasons."
+    )
+    Config = ProfileConfig
+    capabilities = frozenset(
+        {Capability.LIST, Capability.UPDATE, Capability.DELETE, Capability.HISTORY, Capability.PERSIST}
+    )
+    config: ProfileConfig
+
+    def __init__(self, config=None, *, data_dir=None, embedder: Embedder | None = None, llm=None) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(config, data_dir=data_dir)
+        self.embedder = embedder or get_embedder(self.config.embedder, self.config.model)
+        self.store = ProfileStore(self.data_dir / STORE_FILE if self.data_dir else None)
+        if self.store.get_meta("embedder") not in (None, self.embedder.name):
+            self.store.revectorize(self._vectorize, self._vectorize)
+        self.store.set_meta("embedder", self.embedder.name)
+        self.resolver = Resolver(self.embedder, threshold=self.config.aspect_threshold)
+        self.rules = RuleExtractor(max_per_turn=self.config.max_statements_per_turn, quote_chars=self.config.quote_chars)
+        self.llm_extractor = None
+        if self.config.extractor == "llm":
+            from memlab_plugins.profile.extract_llm import LLMExtractor
+
+            if llm is None:
+                if self.config.llm is None:
+                    raise MemlabError("backend 'profile': extractor 'llm' needs an 'llm' config (or an llm= object)")
+                from memlab.llm.config import make_llm  # lazy: providers are optional
+
+                llm = make_llm(self.config.llm)
+            self.llm_extractor = LLMExtractor(
+                llm, max_profile_entries=self.config.llm_max_profile_entries, quote_chars=self.config.quote_chars
+            )
+        self.extraction_failures: list[str] = []
+
+    # ------------------------------------------------------------------ helpers
+    def _vectorize(self, texts: list[str]) -> np.ndarray:
+        return self.embedder.embed(texts)
+
+    def _view(self, user_id: str) -> ProfileView:
+        versions = self.store.entries(user_id, current_only=False)
+        keys, vectors = self.store.vectors(user_id, "aspect_vector")
+        if vectors is None:
+            vectors = self._vectorize([v.aspect for v in versions]) if versions else np.zeros((0, self.embedder.dim))
+        by_key = {k: vectors[i] for i, k in enumerate(keys)}
+        return ProfileView.from_versions(versions, by_key, self.embedder.dim)
+
+    @staticmethod
+    def _session_time(session: Session) -> datetime | None:
+        for message in session.messages:
+            if message.timestamp is not None:
+                return message.timestamp
+        for key in ("timestamp", "date", "date_time"):
+            value = session.metadata.get(key)
+            if isinstance(value, datetime):
+                return value
+            if isinstance(value, str):
+                try:
+                    return datetime.fromisoformat(value)
+                except ValueError:
+                    continue
+        return None
+
+    # ------------------------------------------------------------------ Memory
+    def _next_turn_index(self, user_id: str, session_id: str) -> int:
+        return self.store.session_turns(user_id, session_id)
+
+    def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
+        view = self._view(user_id)
+        source = "rules"
+        vectorize = self._vectorize
+        if self.llm_extractor is not None:
+            source = "llm"
+            from memlab_plugins.profile.extract_llm import ExtractionError
+
+            try:
+                ops = self.llm_extractor.extract(session, first_turn=first_turn, view=view)
+            except ExtractionError as exc:
+                if self.config.on_extraction_error == "raise":
+                    raise
+                log.warning("profile: %s; the session's turns are stored, its operations skipped", exc)
+                self.extraction_failures.append(str(exc))
+                ops = []
+        else:
+            statements = self.rules.statements(session.messages, first_turn)
+            ops = self.resolver.resolve(statements, view, session.id)
+            known = self.resolver.vectors
+
+            def vectorize(texts: list[str]) -> np.ndarray:
+                missing = [t for t in texts if t not in known]
+                if missing:
+                    known.update(zip(missing, self._vectorize(missing)))
+                return np.stack([known[t] for t in texts])
+        user_turns = [
+            (first_turn + i, m.role, strip_label(m.content))
+            for i, m in enumerate(session.messages)
+            if m.role == "user" and m.content.strip()
+        ]
+        vectors: list[np.ndarray | None] = [None] * len(user_turns)
+        if self.config.supporting_turns and user_turns:
+            vectors = list(self._vectorize([t[2] for t in user_turns]))
+        self.store.apply_session(
+            user_id,
+            session.id,
+            ops,
+            vectorize=vectorize,
+            source=source,
+            session_time=self._session_time(session),
+            turns_total=first_turn + len(session.messages),
+            new_turns=[(*t, v) for t, v in zip(user_turns, vectors)],
+        )
+
+    def _chains(self, user_id: str) -> dict[str, list[ProfileEntry]]:
+        chains: dict[str, list[ProfileEntry]] = {}
+        for version in self.store.entries(user_id, current_only=False):
+            chains.setdefault(version.id, []).append(version)
+        return chains
+
+    def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
+        keys, vectors = self.store.vectors(user_id, "text_vector")
+        if not keys or not query.strip():
+            return Retrieval()
+        chains = self._chains(user_id)
+        if vectors is None:
+            flat = [v for c in chains.values() for v in c]
+            vectors = self._vectorize([v.text for v in flat])
+            keys = [(v.id, v.version) for v in flat]
+        q = self.embedder.embed([query], query=True)[0]
+        sims = vectors @ q
+        best: dict[str, float] = {}
+        for (entry_id, _), sim in zip(keys, sims):
+            best[entry_id] = max(best.get(entry_id, -1.0), float(sim))
+        chosen = sorted(best, key=lambda e: -best[e])[:k]
+        # Oldest change first, most recently changed last: the order a transcript would have.
+        chosen.sort(key=lambda e: (chains[e][-1].valid_to or chains[e][-1].valid_from, e))
+        items = [self._chain_item(chains[e], best[e]) for e in chosen]
+        context = render_profile(
+            [chains[e] for e in chosen], quote_chars=self.config.quote_chars, max_versions=self.config.max_versions
+        )
+        support = self._supporting(user_id, q, chosen_turns={(t["session_id"], t["turn_index"]) for i in items for t in i.source["turns"]})
+        if support:
+            items += support
+            context += "\nSupporting turns:\n" + "\n".join(f"user: {i.text}" for i in support)
+        return Retrieval(items=items, context=context)
+
+    def _supporting(self, user_id: str, q: np.ndarray, chosen_turns: set[tuple[str, int]]) -> list[MemoryItem]:
+        n = self.config.supporting_turns
+        if not n:
+            return []
+        turns, vectors = self.store.turns(user_id)
+        if not turns:
+            return []
+        if vectors is None:
+            vectors = self._vectorize([t["content"] for t in turns])
+        sims = vectors @ q
+        order = [i for i in np.argsort(-sims) if (turns[i]["session_id"], turns[i]["turn_index"]) not in chosen_turns][:n]
+        order.sort()
+        return [
+            MemoryItem(
+                id=f"{turns[i]['session_id']}#{turns[i]['turn_index']}",
+                text=turns[i]["content"][: self.config.quote_chars * 3],
+                score=float(sims[i]),
+                source={"session_id": turns[i]["session_id"], "turn_index": turns[i]["turn_index"], "role": "user"},
+                metadata={"kind": "turn"},
+            )
+            for i in order
+        ]
+
+    def _chain_item(self, versions: list[ProfileEntry], score: float | None = None) -> MemoryItem:
+        latest = versions[-1]
+        turns = [e.source() for v in versions for e in v.evidence]
+        source: dict[str, Any] = {"turns": turns}
+        if latest.evidence:
+            source.update(latest.evidence[-1].source())
+        return MemoryItem(
+            id=latest.id,
+            text=render_chain(versions, quote_chars=self.config.quote_chars, max_versions=self.config.max_versions),
+            score=score,
+            source=source,
+            metadata={
+                "kind": "profile_entry",
+                "aspect": latest.aspect,
+                "stance": latest.stance.value,
+                "current": latest.current,
+                "version": latest.version,
+                "versions": len(versions),
+            },
+        )
+
+    def _reset(self, user_id: str) -> None:
+        self.store.reset(user_id)
+
+    def close(self) -> None:
+        self.store.close()
+
+    # ------------------------------------------------------------------ capabilities
+    def _entry_id(self, item_id: str, user_id: str) -> str:
+        entry_id = item_id.split(".v")[0]
+        if not self.store.versions(user_id, entry_id):
+            raise ProfileStoreError(f"user {user_id!r} has no profile entry {item_id!r}")
+        return entry_id
+
+    def _list(self, user_id: str) -> list[MemoryItem]:
+        chains = self._chains(user_id)
+        return [self._chain_item(c) for c in chains.values() if c[-1].current]
+
+    def _update(self, item_id: str, text: str, *, user_id: str) -> MemoryItem:
+        entry_id = self._entry_id(item_id, user_id)
+        old = self.store.versions(user_id, entry_id)[-1]
+        op = Operation(
+            op=OpType.UPDATE, entry_id=entry_id, value=text.strip(), stance=stance_of(text) or old.stance,
+            reason="changed through the API",
+        )
+        self.store.apply_session(user_id, None, [op], vectorize=self._vectorize, source="api")
+        return self._chain_item(self.store.versions(user_id, entry_id))
+
+    def _delete(self, item_id: str, *, user_id: str) -> None:
+        entry_id = self._entry_id(item_id, user_id)
+        op = Operation(op=OpType.DELETE, entry_id=entry_id, reason="deleted through the API")
+        self.store.apply_session(user_id, None, [op], vectorize=self._vectorize, source="api")
+
+    def _history(self, item_id: str, *, user_id: str) -> list[dict[str, Any]]:
+        entry_id = self._entry_id(item_id, user_id)
+        return [
+            {**v.model_dump(mode="json"), "version_id": v.version_id}
+            for v in self.store.versions(user_id, entry_id)
+        ]
+
+    # ------------------------------------------------------------------ chatbot API
+    def get_profile(self, user_id: str, *, include_closed: bool = False) -> list[ProfileEntry]:
+        """The user's current entries (with ``include_closed``, every version)."""
+        return self.store.entries(user_id, current_only=not include_closed)
+
+    def operations(self, user_id: str, entry_id: str | None = None) -> list[OperationRecord]:
+        """The operation log, oldest first; for one entry when ``entry_id`` is given."""
+        return self.store.operations(user_id, entry_id.split(".v")[0] if entry_id else None)
+
+    def apply(self, operations: list[Operation], *, user_id: str) -> list[OperationRecord]:
+        """Apply operations directly (all or nothing), e.g. from a chatbot's own extraction."""
+        return self.store.apply_session(user_id, None, operations, vectorize=self._vectorize, source="api")
+
+    def export_profile(self, user_id: str) -> dict[str, Any]:
+        """Everything about ``user_id`` as plain JSON data (entries with all versions, the op log)."""
+        return self.store.export_user(user_id)
+
+    def import_profile(self, user_id: str, data: dict[str, Any] | str | Path) -> int:
+        """Replace ``user_id``'s profile with an export (a dict, a JSON string or a file path)."""
+        if isinstance(data, Path) or (isinstance(data, str) and not data.lstrip().startswith("{")):
+            data = json.loads(Path(data).read_text(encoding="utf-8"))
+        elif isinstance(data, str):
+            data = json.loads(data)
+        return self.store.import_user(user_id, data, vectorize=self._vectorize)

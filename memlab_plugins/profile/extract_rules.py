@@ -1,0 +1,289 @@
+"""The LLM-free extractor: preference and fact statements from user turns, by cue phrases.
+
+Designed on the synthetic generator and the PersonaMem dev history only. There, a user turn opens
+with the statement ("I tried X, but I felt uncomfortable ...", "I made the tough decision to stop
+X.", "I've also revisited X ...") and the following sentences elaborate or give the reason. So:
+
+1. split a user turn into sentences (dropping speaker labels such as ``Patient:``);
+2. a sentence is a *statement* when a first-person cue names an activity or thing (the aspect);
+3. the stance comes from sentiment cues in the statement and the sentence after it; change cues
+   ("stopped", "no longer", "gave up", "used to", "started", "revisited") mark a change, and the
+   reason is the "because ..." clause or the next sentence;
+4. ``resolve.Resolver`` matches the aspect against the profile by embedding similarity and picks
+   ADD / UPDATE / DELETE / NOOP.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from memlab.types import Message
+from memlab_plugins.profile.models import Stance
+
+Change = Literal["stop", "start", "none"]
+
+_LABEL = re.compile(r"^\s*(?:patient|user|client|me|human)\s*:\s*", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'“])")
+
+# Cues that the user stopped or turned away from something (closing an entry).
+_STOP = re.compile(
+    r"\b(?:stop(?:ped)?(?! bothering)|quit|quitting|gave up|give up|giving up|no longer(?! (?:enjoy|like|love))|not anymore|opt(?:ed)? out of|"
+    r"step(?:ped)? (?:back|away) from|took a step back from|take a step back from|(?:take|took|taking) a break from|"
+    r"withdr[ae]w from|abandon(?:ed)?|dropp?(?:ed)? out of|walked away from|moved away from|lost interest in|"
+    r"used to|turned away from|decided against|swore off|cut back on)\b",
+    re.IGNORECASE,
+)
+# Cues that the user (re)started or came to like something.
+_START = re.compile(
+    r"\b(?:start(?:ed)?|began|begun|revisit(?:ed)?|return(?:ed)? to|got back into|picked up|took up|taken up|"
+    r"new passion for|(?:have|'ve) come to (?:love|enjoy|appreciate)|now (?:love|enjoy|prefer)|"
+    r"shifted my focus to|redirected my focus to|discovered|embraced|fell in love with|changed my mind|"
+    r"come around to)\b",
+    re.IGNORECASE,
+)
+_POSITIVE = re.compile(
+    r"\b(?:lov(?:e|ed|ing)|enjoy(?:ed|ing|able)?|like[ds]?|prefer(?:red)?|fan of|passion(?:ate)?|incredible|"
+    r"fulfilling|rewarding|transformative|fascinat\w*|excit\w*|liberating|beneficial|joy\w*|inspir\w*|"
+    r"enrich\w*|uplifting|delight\w*|thrill\w*|invigorat\w*|amazing|wonderful|great|fantastic|helpful|"
+    r"helped|resonat(?:e|ed|es)|eye-opening|enlightening|meaningful|refreshing|impactful|valuable|fun|"
+    r"go-tos?|favou?rite|nothing beats|come around|really into|proud|grateful|motivat\w*|calm\w*|peace\w*)\b",
+    re.IGNORECASE,
+)
+_NEGATIVE = re.compile(
+    r"\b(?:hate[ds]?|dislike[ds]?|can't stand|cannot stand|(?:just |really )?not into|can't get into|"
+    r"never liked|given up|put me off|no longer (?:enjoy|like|love)|not (?:a fan|for me|my style|enjoyable|helpful|worth)|"
+    r"(?:didn't|did not|doesn't|does not|don't|do not|wasn't|was not|couldn't|could not|never) "
+    r"(?:\w+ ){0,2}(?:enjoy|like|resonate|align|fit|help|find|feel|work|engage|connect|sync|represent|foster)\w*|"
+    r"frustrat\w*|uncomfortable|overwhelm\w*|stress(?:ful|ed)|disappoint\w*|struggl\w*|restrictive|"
+    r"rigid|distract\w*|unproductive|out of place|disconnect\w*|reluctan\w*|tedious|boring|bored|"
+    r"constrain\w*|stifl\w*|tiring|draining|not a good fit|lost (?:interest|motivation)|less comfortable|"
+    r"unoriginal|underwhelm\w*|annoy\w*|anxi\w*|daunting|challenging|exhaust\w*|dry|disillusion\w*)\b",
+    re.IGNORECASE,
+)
+_INSTEAD = re.compile(r"\b(?:prefer|rather|instead)\b", re.IGNORECASE)
+_NEUTRAL = re.compile(
+    r"\b(?:take (?:it )?or leave|neutral about|either way|lukewarm|cooled off|doesn't really matter|"
+    r"don't feel much|indifferent)\b",
+    re.IGNORECASE,
+)
+_CONTRAST = re.compile(r"\b(?:but|however|though|although|yet)\b", re.IGNORECASE)
+_REASON = re.compile(r"\b(?:because|since|as|due to|after|so that)\b\s+(.*)", re.IGNORECASE)
+
+# First-person statements about doing or liking something. The group captures the aspect phrase.
+_ACT = (
+    r"(?:adopted|adopt|have|own|owned|keep|kept|live|lived|moved to|work|worked|grew up|study|studied|"
+    r"tried|try|attended|attend|joined|join|participated in|took part in|went to|went on|enrolled in|"
+    r"volunteered (?:for|at|as|with)|visited|explored|read|listened to|played|created|developed|started|began|"
+    r"organized|hosted|led|leading|collected|collect|wrote|published|built|made|launched|experimented with|"
+    r"used|using|use|practiced|practice|learned|learning|took|watched|signed up for|picked up|completed|"
+    r"followed|bought|purchased|cooked|planned|planning|designed|took up|got into|embarked on|discovered|"
+    r"revisited|expanded|engaged in|engage in|opt(?:ed)? out of|withdrew from|abandoned|quit|stopped|"
+    r"found joy in|focused on|focusing on|immersed myself in|fell in love with|"
+    r"(?:love|like|enjoy|prefer|hate|dislike|adore|avoid)(?:d|s)?)"
+)
+_STATEMENT = re.compile(
+    r"\b(?:I|I've|I have|I'm|I am|I'd|we)\s+(?:(?:also|recently|even|once|actually|just|finally|really|"
+    r"lately|now|then|later|still|always|often|initially|even|honestly|really|truly|been|have|had|did|"
+    r"decided to|made the (?:\w+ )?decision to|chose to|started|began|continue to|continued to|"
+    r"used to|no longer|never|not|don't|do not|didn't)\s+)*"
+    + _ACT
+    + r"\s+(?:to\s+)?(.+)",
+    re.IGNORECASE,
+)
+_CHANGE_OBJECT = re.compile(
+    r"(?:stop(?:ped)?(?: bothering with)?|quit|gave up|give up|opt(?:ed)? out of|step(?:ped)? (?:back|away) from|"
+    r"took a step back from|(?:take|took) a break from|withdr[ae]w from|abandon(?:ed)?|"
+    r"no longer(?: (?:enjoy|like|love))?|used to|lost interest in|"
+    r"revisit(?:ed)?|return(?:ed)? to|got back into|new passion for|shifted my focus to|redirected my focus to|"
+    r"reluctance towards|developed a (?:\w+ ){0,3}(?:for|towards|toward))\s+(.+)",
+    re.IGNORECASE,
+)
+_PREF_OBJECT = re.compile(
+    r"\b(?:can't stand|cannot stand|nothing beats|I count|(?:really |just not |not )into|take or leave|"
+    r"neutral about|either way about|come around to|cooled off on|lukewarm about|can't get into|bothering with|"
+    r"given up|no longer enjoy|I (?:really )?(?:don't )?(?:enjoy|love|like|hate|dislike)|never liked)\s+(.+)",
+    re.IGNORECASE,
+)
+_STOP_AT = re.compile(
+    r"[,;:.!?—–(]|\s(?:but|which|that|where|when|while|because|since|as|and I|and it|and found|and have|"
+    r"hoping|though|although|so|for my|to help|to improve|to enhance|recently|lately|last|this|these|"
+    r"who|with the hope|in order|among|for me|these days|anymore|now|to be honest|all because|mainly|mostly|"
+    r"in my spare time|at all)\b",
+    re.IGNORECASE,
+)
+_LEADING = re.compile(
+    r"^(?:(?:a|an|the|that|this|those|these|my|some|any|our|more|new|another|really|recently|"
+    r"also|participating in|attending|using|doing|going to|being part of|exploring|the use of|"
+    r"engaging in|working on|writing|creating|trying)\s+)+",
+    re.IGNORECASE,
+)
+# Facts about the user's people and things: "My aunt keeps bees ...", "My sister is a nurse".
+_POSSESSIVE = re.compile(r"^(?:and |also )?my ((?:[\w'-]+ ){0,2}?[\w'-]+) (?:is|are|was|were|has|have|had|[a-z]+s|[a-z]+ed)\b", re.I)
+# Statements whose subject is the activity: "Attending that workshop was truly incredible for me."
+_GERUND = re.compile(
+    r"^(?:\w+ly,? |also,? |but |however,? )?((?:attending|participating in|joining|volunteering (?:for|at|with)|"
+    r"taking part in|working on|exploring|engaging in|creating|writing|reading|playing|learning|leading|hosting|"
+    r"organizing|visiting|trying|using|collecting|cooking|practicing|going to|being part of) .+?) "
+    r"(?:was|were|has|have|had|is|are|not only|turned out|became|felt|proved|gave|opened|helped|made|\w+ed)\b",
+    re.IGNORECASE,
+)
+_QUESTION_START = re.compile(r"^(?:what|how|why|when|where|which|who|can|could|would|should|is|are|do|does)\b", re.I)
+
+
+@dataclass
+class Statement:
+    """One preference or fact found in a user turn."""
+
+    turn_index: int
+    aspect: str
+    stance: Stance
+    change: Change
+    quote: str
+    reason: str | None
+
+
+def strip_label(text: str) -> str:
+    # Curly apostrophes would hide "didn’t" from the negation cues.
+    return _LABEL.sub("", text.replace("’", "'").replace("‘", "'"), count=1).strip()
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(strip_label(text)) if s.strip()]
+
+
+def _clean_aspect(phrase: str, max_words: int) -> str:
+    cut = _STOP_AT.search(" " + phrase + " ")
+    if cut:
+        phrase = (" " + phrase + " ")[: cut.start()].strip()
+    phrase = _LEADING.sub("", phrase.strip()).strip(" \"'“”’")
+    words = phrase.split()
+    return " ".join(words[:max_words])
+
+
+def aspect_of(sentence: str, max_words: int = 8) -> str | None:
+    """The thing a first-person sentence is about, or None when it is not such a statement."""
+    for pattern in (_CHANGE_OBJECT, _PREF_OBJECT, _STATEMENT):
+        match = pattern.search(sentence)
+        if match:
+            aspect = _clean_aspect(match.group(match.lastindex or 1), max_words)
+            if len(aspect) >= 3 and not aspect.lower().startswith(("it ", "them", "it", "myself")):
+                return aspect
+    match = _GERUND.match(sentence)
+    if match:
+        aspect = _clean_aspect(_LEADING.sub("", match.group(1)), max_words)
+        if len(aspect) >= 3:
+            return aspect
+    match = _POSSESSIVE.match(sentence)
+    if match:
+        return match.group(1)
+    return None
+
+
+def stance_of(text: str) -> Stance | None:
+    """Sentiment of a statement: negative cues after a contrast ("I tried X, but ...") win."""
+    text = text.replace("’", "'")
+    if _NEUTRAL.search(text):
+        return Stance.NEUTRAL
+    negative = len(_NEGATIVE.findall(text))
+    # "didn't enjoy" is one negative cue, not also a positive one.
+    positive = len(_POSITIVE.findall(_NEGATIVE.sub(" ", text)))
+    contrast = _CONTRAST.search(text)
+    if contrast and (_NEGATIVE.search(text[contrast.start():]) or _INSTEAD.search(text[contrast.start():])):
+        return Stance.DISLIKES
+    if negative > positive:
+        return Stance.DISLIKES
+    if positive > negative:
+        return Stance.LIKES
+    return None
+
+
+def change_of(sentence: str) -> Change:
+    head = sentence[:160]
+    if _STOP.search(head):
+        return "stop"
+    if _START.search(head):
+        return "start"
+    return "none"
+
+
+def explicit_reason(statement: str) -> str | None:
+    """The "because ..." / "since ..." / "after ..." clause of a statement, if it has one."""
+    match = _REASON.search(statement)
+    if match and len(match.group(1).split()) >= 3:
+        return re.sub(r"^of\s+", "", match.group(1).strip()).rstrip(".")
+    return None
+
+
+def reason_of(statement: str, following: str | None, aspect: str = "") -> str | None:
+    """Why a change happened: an explicit clause, the part after a contrast or a colon, else the next sentence."""
+    explicit = explicit_reason(statement)
+    if explicit:
+        return explicit
+    contrast = _CONTRAST.search(statement)
+    if contrast and len(statement[contrast.end():].split()) >= 3:
+        return statement[contrast.end():].strip(" ,").rstrip(".")
+    head, sep, tail = statement.partition(";") if ";" in statement else statement.partition(": ")
+    if sep and aspect.lower() in head.lower() and len(tail.split()) >= 3:
+        return tail.strip().rstrip(".")
+    return following
+
+
+class RuleExtractor:
+    """Finds statements in the user turns of a session (``max_per_turn`` per turn, in order)."""
+
+    def __init__(self, *, max_per_turn: int = 2, max_aspect_words: int = 8, quote_chars: int = 300) -> None:
+        self.max_per_turn = max_per_turn
+        self.max_aspect_words = max_aspect_words
+        self.quote_chars = quote_chars
+
+    def statements(self, messages: list[Message], first_turn: int) -> list[Statement]:
+        found: list[Statement] = []
+        for offset, message in enumerate(messages):
+            if message.role != "user":
+                continue
+            found.extend(self.turn_statements(message.content, first_turn + offset))
+        return found
+
+    def turn_statements(self, text: str, turn_index: int) -> list[Statement]:
+        parts = sentences(text)
+        out: list[Statement] = []
+        for i, sentence in enumerate(parts):
+            if len(out) >= self.max_per_turn:
+                break
+            if sentence.endswith("?") or _QUESTION_START.match(sentence):
+                continue
+            aspect = aspect_of(sentence, self.max_aspect_words)
+            if aspect is None:
+                continue
+            following = parts[i + 1] if i + 1 < len(parts) else None
+            change = change_of(sentence)
+            # The stance of a statement is usually settled by the statement and the sentence after it.
+            stance = (
+                stance_of(sentence)
+                or (stance_of(following) if following else None)
+                or stance_of(" ".join(parts[i + 2 : i + 5]))
+            )
+            if change == "stop":
+                stance = Stance.DISLIKES
+            elif change == "start" and stance is None:
+                stance = Stance.LIKES
+            if stance is None:
+                # No sentiment and no change: a plain fact ("I adopted a cat named Pixel").
+                stance = Stance.FACT
+            if change != "none" or stance in (Stance.DISLIKES, Stance.NEUTRAL):
+                reason = reason_of(sentence, following, aspect)
+            else:
+                reason = explicit_reason(sentence)
+            out.append(
+                Statement(
+                    turn_index=turn_index,
+                    aspect=aspect,
+                    stance=stance,
+                    change=change,
+                    quote=sentence[: self.quote_chars],
+                    reason=reason[: self.quote_chars] if reason else None,
+                )
+            )
+        return out

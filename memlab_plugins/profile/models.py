@@ -1,0 +1,123 @@
+"""Data of the profile store: entries (one row per version), evidence, and operations.
+
+An *entry* is one aspect of the user (``pizza``, ``running``, ``living situation``) with a stable
+``id``. Each change makes a new *version* (``<id>.v<n>``); the old version is closed (``valid_to``
+set) and stays queryable, so the chain of versions with their reasons is the aspect's history.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Stance(str, Enum):
+    LIKES = "likes"
+    DISLIKES = "dislikes"
+    NEUTRAL = "neutral"
+    FACT = "fact"
+
+
+class OpType(str, Enum):
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    NOOP = "NOOP"
+
+
+class Evidence(BaseModel):
+    """Where a statement was made: the turn and the quoted words."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str
+    turn_index: int = Field(ge=0)
+    quote: str = ""
+
+    def source(self) -> dict[str, object]:
+        return {"session_id": self.session_id, "turn_index": self.turn_index}
+
+
+class ProfileEntry(BaseModel):
+    """One version of one aspect. ``valid_to is None`` means it is the current version."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="stable id of the aspect, shared by all its versions")
+    version: int = Field(ge=1)
+    user_id: str
+    aspect: str
+    value: str = Field(description="the statement, e.g. 'enjoys community music therapy workshops'")
+    stance: Stance
+    evidence: list[Evidence] = Field(default_factory=list)
+    valid_from: int = Field(ge=0, description="session order (0 = first session seen) that opened this version")
+    valid_from_time: datetime | None = None
+    valid_to: int | None = Field(default=None, description="session order that closed it; None while current")
+    valid_to_time: datetime | None = None
+    reason: str | None = Field(default=None, description="why this version replaced the previous one")
+    closed_reason: str | None = Field(default=None, description="why it was closed (UPDATE or DELETE reason)")
+    op: OpType = Field(description="the operation that created this version")
+
+    @property
+    def version_id(self) -> str:
+        return f"{self.id}.v{self.version}"
+
+    @property
+    def current(self) -> bool:
+        return self.valid_to is None
+
+    @property
+    def text(self) -> str:
+        """What is embedded for retrieval."""
+        return f"{self.aspect}: {self.value}"
+
+
+class Operation(BaseModel):
+    """One change proposed by an extractor (or a user through the API).
+
+    - ADD: a new aspect (``aspect``, ``value``, ``stance``); ``entry_id`` may name the id to give it,
+      or a *closed* entry to reopen (the user took something up again).
+    - UPDATE: ``entry_id``'s current version is closed and a new one opens with the given fields.
+    - DELETE: ``entry_id``'s current version is closed with no successor ("I no longer do X").
+    - NOOP: nothing changes (a repeat); logged so the operation log explains every statement.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    op: OpType
+    entry_id: str | None = None
+    aspect: str | None = None
+    value: str | None = None
+    stance: Stance | None = None
+    reason: str | None = None
+    evidence: list[Evidence] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _fields_for_op(self) -> "Operation":
+        if self.op is OpType.ADD and not (self.aspect and self.value and self.stance):
+            raise ValueError("ADD needs aspect, value and stance")
+        if self.op in (OpType.UPDATE, OpType.DELETE) and not self.entry_id:
+            raise ValueError(f"{self.op.value} needs entry_id")
+        if self.op is OpType.UPDATE and not (self.value or self.stance or self.aspect):
+            raise ValueError("UPDATE needs at least one of value, stance, aspect")
+        return self
+
+
+class OperationRecord(BaseModel):
+    """A row of the operation log: what was applied, to which version, in which session."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int
+    user_id: str
+    session_id: str | None
+    session_order: int | None
+    op: OpType
+    entry_id: str | None
+    version: int | None
+    reason: str | None
+    evidence: list[Evidence] = Field(default_factory=list)
+    source: str = Field(description="'rules', 'llm' or 'api'")
+    created_at: datetime

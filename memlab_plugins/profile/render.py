@@ -1,0 +1,62 @@
+"""Compact text for retrieved profile entries: the current state, then how it got there and why.
+
+One block per entry::
+
+    - community music therapy workshop: likes (since session 1) - "Attending that ... workshop was ..."
+      history: dislikes (sessions 3-5) - "..." -> changed to likes because: ...
+
+Session numbers count the user's sessions from 1 in the order they were ingested.
+"""
+
+from __future__ import annotations
+
+from memlab_plugins.profile.models import ProfileEntry, Stance
+
+_STANCE_WORDS = {
+    Stance.LIKES: "likes",
+    Stance.DISLIKES: "dislikes",
+    Stance.NEUTRAL: "neutral about",
+    Stance.FACT: "fact",
+}
+
+
+def _clip(text: str, chars: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= chars else text[: chars - 3].rstrip() + "..."
+
+
+def _when(entry: ProfileEntry) -> str:
+    start = entry.valid_from + 1
+    date = f", {entry.valid_from_time.date().isoformat()}" if entry.valid_from_time else ""
+    if entry.valid_to is None:
+        return f"since session {start}{date}"
+    return f"sessions {start}-{entry.valid_to + 1}{date}"
+
+
+def render_chain(versions: list[ProfileEntry], *, quote_chars: int = 300, max_versions: int = 4) -> str:
+    """Render one entry's versions (oldest first); the last one is the latest state."""
+    latest = versions[-1]
+    head = f"- {latest.aspect}: "
+    if latest.current:
+        head += f"{_STANCE_WORDS[latest.stance]} ({_when(latest)}) - \"{_clip(latest.value, quote_chars)}\""
+    else:
+        # Closed with no successor: the user stopped or turned away.
+        why = f" because: {_clip(latest.closed_reason, quote_chars)}" if latest.closed_reason else ""
+        head += (
+            f"no longer (stopped in session {latest.valid_to + 1}{why}); before: "
+            f"{_STANCE_WORDS[latest.stance]} - \"{_clip(latest.value, quote_chars)}\""
+        )
+    lines = [head]
+    earlier = versions[:-1][-(max_versions - 1):] if max_versions > 1 else []
+    for old, new in zip(earlier, versions[len(versions) - len(earlier):]):
+        why = new.reason or old.closed_reason
+        change = f" -> changed to {_STANCE_WORDS[new.stance]}" + (f" because: {_clip(why, quote_chars)}" if why else "")
+        lines.append(f"  earlier: {_STANCE_WORDS[old.stance]} ({_when(old)}) - \"{_clip(old.value, quote_chars)}\"{change}")
+    return "\n".join(lines)
+
+
+def render_profile(chains: list[list[ProfileEntry]], *, quote_chars: int = 300, max_versions: int = 4) -> str:
+    if not chains:
+        return ""
+    body = "\n".join(render_chain(c, quote_chars=quote_chars, max_versions=max_versions) for c in chains)
+    return "User profile (latest state first line of each item; earlier versions below it):\n" + body

@@ -1,0 +1,489 @@
+"""SQLite storage of profiles: versioned entries, the operation log, sessions and raw user turns.
+
+One file per store (``profile.sqlite`` in the backend's data directory; ``:memory:`` without one),
+WAL mode, and a ``meta`` table holding the schema version; ``_MIGRATIONS`` upgrades older files in
+place. ``apply_session`` writes a session's operations, its turns and its progress in one
+transaction, so a crash mid-session leaves the store exactly as it was after the previous session.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memlab.errors import MemlabError
+from memlab_plugins.profile.models import Evidence, Operation, OperationRecord, OpType, ProfileEntry, Stance
+
+SCHEMA_VERSION = 2
+
+
+class ProfileStoreError(MemlabError):
+    """An operation that cannot be applied (unknown entry, closed entry, wrong user)."""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _dt(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+_SCHEMA_V1 = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS entries (
+    entry_id TEXT NOT NULL, version INTEGER NOT NULL, user_id TEXT NOT NULL,
+    aspect TEXT NOT NULL, value TEXT NOT NULL, stance TEXT NOT NULL, evidence TEXT NOT NULL,
+    valid_from INTEGER NOT NULL, valid_from_time TEXT, valid_to INTEGER, valid_to_time TEXT,
+    reason TEXT, closed_reason TEXT, op TEXT NOT NULL, created_at TEXT NOT NULL,
+    PRIMARY KEY (entry_id, version)
+);
+CREATE INDEX IF NOT EXISTS entries_user ON entries (user_id, valid_to);
+CREATE TABLE IF NOT EXISTS operations (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, user_id TEXT NOT NULL, session_id TEXT, session_order INTEGER,
+    op TEXT NOT NULL, entry_id TEXT, version INTEGER, reason TEXT, evidence TEXT NOT NULL,
+    source TEXT NOT NULL, created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS operations_entry ON operations (user_id, entry_id);
+CREATE TABLE IF NOT EXISTS sessions (
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL, session_order INTEGER NOT NULL, turns INTEGER NOT NULL,
+    PRIMARY KEY (user_id, session_id)
+);
+"""
+
+
+def _migrate_1_to_2(db: sqlite3.Connection) -> None:
+    # v2 keeps embeddings next to the rows (no re-embedding on reopen) and the raw user turns that
+    # retrieval can add as supporting evidence.
+    db.execute("ALTER TABLE entries ADD COLUMN aspect_vector BLOB")
+    db.execute("ALTER TABLE entries ADD COLUMN text_vector BLOB")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS turns (user_id TEXT NOT NULL, session_id TEXT NOT NULL, turn_index INTEGER NOT NULL,"
+        " role TEXT NOT NULL, content TEXT NOT NULL, vector BLOB, PRIMARY KEY (user_id, session_id, turn_index))"
+    )
+
+
+_MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_1_to_2}
+
+Vectorizer = Callable[[list[str]], np.ndarray]
+
+
+class ProfileStore:
+    """All profile data of one backend instance. Thread-safe through one lock (SQLite serialises anyway)."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        self._lock = threading.RLock()
+        # Autocommit mode: every transaction below is explicit (BEGIN IMMEDIATE ... COMMIT).
+        self.db = sqlite3.connect(
+            str(self.path) if self.path else ":memory:", check_same_thread=False, timeout=60, isolation_level=None
+        )
+        self.db.row_factory = sqlite3.Row
+        if self.path is not None:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+        self._initialise()
+
+    # ------------------------------------------------------------------ schema
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+
+    def _initialise(self) -> None:
+        with self._lock:
+            self.db.executescript(
+                "BEGIN IMMEDIATE;" + _SCHEMA_V1 + "INSERT OR IGNORE INTO meta VALUES ('schema_version', '1'); COMMIT;"
+            )
+        with self._transaction():
+            version = int(self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise ProfileStoreError(
+                    f"{self.path}: profile store schema version {version} is newer than this memlab ({SCHEMA_VERSION})"
+                )
+            while version < SCHEMA_VERSION:
+                _MIGRATIONS[version](self.db)
+                version += 1
+                self.db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(version),))
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._transaction():
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.close()
+
+    # ------------------------------------------------------------------ reading
+    @staticmethod
+    def _entry(row: sqlite3.Row) -> ProfileEntry:
+        return ProfileEntry(
+            id=row["entry_id"],
+            version=row["version"],
+            user_id=row["user_id"],
+            aspect=row["aspect"],
+            value=row["value"],
+            stance=Stance(row["stance"]),
+            evidence=[Evidence.model_validate(e) for e in json.loads(row["evidence"])],
+            valid_from=row["valid_from"],
+            valid_from_time=_dt(row["valid_from_time"]),
+            valid_to=row["valid_to"],
+            valid_to_time=_dt(row["valid_to_time"]),
+            reason=row["reason"],
+            closed_reason=row["closed_reason"],
+            op=OpType(row["op"]),
+        )
+
+    def entries(self, user_id: str, *, current_only: bool = True) -> list[ProfileEntry]:
+        sql = "SELECT * FROM entries WHERE user_id=?" + (" AND valid_to IS NULL" if current_only else "")
+        rows = self.db.execute(sql + " ORDER BY valid_from, entry_id, version", (user_id,)).fetchall()
+        return [self._entry(r) for r in rows]
+
+    def versions(self, user_id: str, entry_id: str) -> list[ProfileEntry]:
+        """All versions of an entry, oldest first (empty when the user has no such entry)."""
+        rows = self.db.execute(
+            "SELECT * FROM entries WHERE user_id=? AND entry_id=? ORDER BY version", (user_id, entry_id)
+        ).fetchall()
+        return [self._entry(r) for r in rows]
+
+    def vectors(self, user_id: str, column: str) -> tuple[list[tuple[str, int]], np.ndarray | None]:
+        """(entry_id, version) keys and the stored vectors of ``column`` for all of a user's versions."""
+        if column not in ("aspect_vector", "text_vector"):
+            raise ValueError(column)
+        rows = self.db.execute(
+            f"SELECT entry_id, version, {column} FROM entries WHERE user_id=? ORDER BY valid_from, entry_id, version",
+            (user_id,),
+        ).fetchall()
+        if not rows or any(r[2] is None for r in rows):
+            return [(r[0], r[1]) for r in rows], None
+        return [(r[0], r[1]) for r in rows], np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows])
+
+    def operations(self, user_id: str, entry_id: str | None = None, *, since: int = 0) -> list[OperationRecord]:
+        sql, args = "SELECT * FROM operations WHERE user_id=? AND seq>=?", [user_id, since]
+        if entry_id is not None:
+            sql, args = sql + " AND entry_id=?", args + [entry_id]
+        rows = self.db.execute(sql + " ORDER BY seq", args).fetchall()
+        return [
+            OperationRecord(
+                seq=r["seq"],
+                user_id=r["user_id"],
+                session_id=r["session_id"],
+                session_order=r["session_order"],
+                op=OpType(r["op"]),
+                entry_id=r["entry_id"],
+                version=r["version"],
+                reason=r["reason"],
+                evidence=[Evidence.model_validate(e) for e in json.loads(r["evidence"])],
+                source=r["source"],
+                created_at=datetime.fromisoformat(r["created_at"]),
+            )
+            for r in rows
+        ]
+
+    def session_turns(self, user_id: str, session_id: str) -> int:
+        row = self.db.execute(
+            "SELECT turns FROM sessions WHERE user_id=? AND session_id=?", (user_id, session_id)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def session_order(self, user_id: str, session_id: str) -> int:
+        """Order of a session among the user's sessions (a new session gets the next number)."""
+        row = self.db.execute(
+            "SELECT session_order FROM sessions WHERE user_id=? AND session_id=?", (user_id, session_id)
+        ).fetchone()
+        if row:
+            return int(row[0])
+        row = self.db.execute("SELECT MAX(session_order) FROM sessions WHERE user_id=?", (user_id,)).fetchone()
+        return 0 if row[0] is None else int(row[0]) + 1
+
+    def session_ids(self, user_id: str) -> dict[int, str]:
+        rows = self.db.execute("SELECT session_order, session_id FROM sessions WHERE user_id=?", (user_id,))
+        return {int(r[0]): r[1] for r in rows}
+
+    def turns(self, user_id: str) -> tuple[list[dict[str, Any]], np.ndarray | None]:
+        rows = self.db.execute(
+            "SELECT t.session_id, t.turn_index, t.role, t.content, t.vector FROM turns t JOIN sessions s"
+            " ON s.user_id=t.user_id AND s.session_id=t.session_id WHERE t.user_id=? ORDER BY s.session_order, t.turn_index",
+            (user_id,),
+        ).fetchall()
+        items = [{"session_id": r[0], "turn_index": r[1], "role": r[2], "content": r[3]} for r in rows]
+        if not rows or any(r[4] is None for r in rows):
+            return items, None
+        return items, np.stack([np.frombuffer(r[4], dtype=np.float32) for r in rows])
+
+    # ------------------------------------------------------------------ writing
+    def apply_session(
+        self,
+        user_id: str,
+        session_id: str | None,
+        operations: Iterable[Operation],
+        *,
+        vectorize: Vectorizer,
+        source: str,
+        session_time: datetime | None = None,
+        turns_total: int | None = None,
+        new_turns: Iterable[tuple[int, str, str, np.ndarray | None]] = (),
+    ) -> list[OperationRecord]:
+        """Apply a session's operations, store its turns and progress: all in one transaction.
+
+        If any operation is invalid nothing is written and ``ProfileStoreError`` says which one.
+        ``session_id`` None means an API call outside any session (``update``/``delete``).
+        """
+        ops = list(operations)
+        vectorize = self._batched(user_id, ops, vectorize)
+        with self._transaction():
+            order = self.session_order(user_id, session_id) if session_id is not None else self._api_order(user_id)
+            seqs = [self._apply(user_id, session_id, order, op, vectorize, source, session_time) for op in ops]
+            for turn_index, role, content, vector in new_turns:
+                self.db.execute(
+                    "INSERT OR REPLACE INTO turns VALUES (?, ?, ?, ?, ?, ?)",
+                    (user_id, session_id, turn_index, role, content, None if vector is None else vector.tobytes()),
+                )
+            if session_id is not None and turns_total is not None:
+                self.db.execute(
+                    "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?)", (user_id, session_id, order, turns_total)
+                )
+        return self.operations(user_id, since=min(seqs)) if seqs else []
+
+    def _batched(self, user_id: str, ops: list[Operation], vectorize: Vectorizer) -> Vectorizer:
+        """Embed every text the batch will need in one call (a model call costs far more than a text)."""
+        texts: list[str] = []
+        for op in ops:
+            if op.op in (OpType.ADD, OpType.UPDATE):
+                latest = self._current(user_id, op.entry_id) if op.entry_id else None
+                aspect = op.aspect or (latest["aspect"] if latest else "")
+                value = op.value or (latest["value"] if latest else "")
+                texts += [aspect, f"{aspect}: {value}"]
+        if not texts:
+            return vectorize
+        cache = dict(zip(texts, vectorize(texts)))
+
+        def lookup(wanted: list[str]) -> np.ndarray:
+            missing = [t for t in wanted if t not in cache]
+            if missing:
+                cache.update(zip(missing, vectorize(missing)))
+            return np.stack([cache[t] for t in wanted])
+
+        return lookup
+
+    def _api_order(self, user_id: str) -> int:
+        # Changes made through the API happen "now": after the latest session seen.
+        row = self.db.execute("SELECT MAX(session_order) FROM sessions WHERE user_id=?", (user_id,)).fetchone()
+        return 0 if row[0] is None else int(row[0])
+
+    def _current(self, user_id: str, entry_id: str) -> sqlite3.Row | None:
+        return self.db.execute(
+            "SELECT * FROM entries WHERE user_id=? AND entry_id=? ORDER BY version DESC LIMIT 1", (user_id, entry_id)
+        ).fetchone()
+
+    def _apply(
+        self,
+        user_id: str,
+        session_id: str | None,
+        order: int,
+        op: Operation,
+        vectorize: Vectorizer,
+        source: str,
+        when: datetime | None,
+    ) -> int:
+        latest = self._current(user_id, op.entry_id) if op.entry_id else None
+        if op.entry_id and latest is None and op.op is not OpType.ADD:
+            raise ProfileStoreError(f"{op.op.value}: user {user_id!r} has no profile entry {op.entry_id!r}")
+        version: int | None = None
+        entry_id = op.entry_id
+        if op.op is OpType.ADD:
+            if latest is not None and latest["valid_to"] is None:
+                raise ProfileStoreError(f"ADD: entry {op.entry_id!r} is current; use UPDATE to change it")
+            if entry_id is None:
+                entry_id = self._new_id()
+            version = 1 if latest is None else latest["version"] + 1
+            self._insert(user_id, entry_id, version, op.aspect, op.value, op.stance, op, order, when, vectorize)
+        elif op.op in (OpType.UPDATE, OpType.DELETE):
+            assert latest is not None
+            if latest["valid_to"] is not None:
+                raise ProfileStoreError(f"{op.op.value}: entry {op.entry_id!r} is already closed")
+            # A DELETE's evidence (the "I stopped X" turn) stays with the closed version.
+            evidence = json.loads(latest["evidence"]) + (
+                [e.model_dump() for e in op.evidence] if op.op is OpType.DELETE else []
+            )
+            self.db.execute(
+                "UPDATE entries SET valid_to=?, valid_to_time=?, closed_reason=?, evidence=? WHERE entry_id=? AND version=?",
+                (order, _iso(when), op.reason, json.dumps(evidence), entry_id, latest["version"]),
+            )
+            if op.op is OpType.UPDATE:
+                version = latest["version"] + 1
+                self._insert(
+                    user_id,
+                    entry_id,
+                    version,
+                    op.aspect or latest["aspect"],
+                    op.value or latest["value"],
+                    op.stance or Stance(latest["stance"]),
+                    op,
+                    order,
+                    when,
+                    vectorize,
+                )
+            else:
+                version = latest["version"]
+        elif latest is not None:
+            version = latest["version"]
+        cursor = self.db.execute(
+            "INSERT INTO operations (user_id, session_id, session_order, op, entry_id, version, reason, evidence,"
+            " source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                user_id,
+                session_id,
+                order,
+                op.op.value,
+                entry_id,
+                version,
+                op.reason,
+                json.dumps([e.model_dump() for e in op.evidence]),
+                source,
+                _now(),
+            ),
+        )
+        return int(cursor.lastrowid)
+
+    def _insert(
+        self,
+        user_id: str,
+        entry_id: str,
+        version: int,
+        aspect: str | None,
+        value: str | None,
+        stance: Stance | None,
+        op: Operation,
+        order: int,
+        when: datetime | None,
+        vectorize: Vectorizer,
+    ) -> None:
+        assert aspect and value and stance
+        vectors = vectorize([aspect, f"{aspect}: {value}"])
+        self.db.execute(
+            "INSERT INTO entries (entry_id, version, user_id, aspect, value, stance, evidence, valid_from,"
+            " valid_from_time, valid_to, valid_to_time, reason, closed_reason, op, created_at, aspect_vector,"
+            " text_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, NULL, ?, ?, ?, ?)",
+            (
+                entry_id,
+                version,
+                user_id,
+                aspect,
+                value,
+                Stance(stance).value,
+                json.dumps([e.model_dump() for e in op.evidence]),
+                order,
+                _iso(when),
+                op.reason,
+                op.op.value,
+                _now(),
+                vectors[0].tobytes(),
+                vectors[1].tobytes(),
+            ),
+        )
+
+    def _new_id(self) -> str:
+        return "p_" + uuid.uuid4().hex[:12]
+
+    def revectorize(self, vectorize: Vectorizer, embed_turns: Callable[[list[str]], np.ndarray] | None) -> None:
+        """Recompute stored vectors (the embedder changed since they were written)."""
+        with self._transaction():
+            rows = self.db.execute("SELECT entry_id, version, aspect, value FROM entries").fetchall()
+            for r in rows:
+                v = vectorize([r["aspect"], f"{r['aspect']}: {r['value']}"])
+                self.db.execute(
+                    "UPDATE entries SET aspect_vector=?, text_vector=? WHERE entry_id=? AND version=?",
+                    (v[0].tobytes(), v[1].tobytes(), r["entry_id"], r["version"]),
+                )
+            if embed_turns is not None:
+                turns = self.db.execute("SELECT rowid, content FROM turns").fetchall()
+                if turns:
+                    vecs = embed_turns([t[1] for t in turns])
+                    for t, v in zip(turns, vecs):
+                        self.db.execute("UPDATE turns SET vector=? WHERE rowid=?", (v.tobytes(), t[0]))
+
+    def reset(self, user_id: str) -> None:
+        with self._transaction():
+            for table in ("entries", "operations", "sessions", "turns"):
+                self.db.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
+
+    def export_user(self, user_id: str) -> dict[str, Any]:
+        return {
+            "format": "memlab-profile",
+            "schema_version": SCHEMA_VERSION,
+            "user_id": user_id,
+            "entries": [e.model_dump(mode="json") for e in self.entries(user_id, current_only=False)],
+            "operations": [o.model_dump(mode="json") for o in self.operations(user_id)],
+            "sessions": [
+                dict(r) for r in self.db.execute(
+                    "SELECT session_id, session_order, turns FROM sessions WHERE user_id=? ORDER BY session_order",
+                    (user_id,),
+                )
+            ],
+        }
+
+    def import_user(self, user_id: str, data: dict[str, Any], *, vectorize: Vectorizer) -> int:
+        """Replace ``user_id``'s profile with an export (possibly of another user id). Atomic."""
+        if data.get("format") != "memlab-profile":
+            raise ProfileStoreError("import: not a memlab profile export (field 'format')")
+        entries = [ProfileEntry.model_validate({**e, "user_id": user_id}) for e in data.get("entries", [])]
+        ops = [OperationRecord.model_validate({**o, "user_id": user_id}) for o in data.get("operations", [])]
+        with self._transaction():
+            for table in ("entries", "operations", "sessions", "turns"):
+                self.db.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
+            for e in entries:
+                v = vectorize([e.aspect, e.text])
+                self.db.execute(
+                    "INSERT INTO entries (entry_id, version, user_id, aspect, value, stance, evidence, valid_from,"
+                    " valid_from_time, valid_to, valid_to_time, reason, closed_reason, op, created_at,"
+                    " aspect_vector, text_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        e.id, e.version, user_id, e.aspect, e.value, e.stance.value,
+                        json.dumps([x.model_dump() for x in e.evidence]), e.valid_from, _iso(e.valid_from_time),
+                        e.valid_to, _iso(e.valid_to_time), e.reason, e.closed_reason, e.op.value, _now(),
+                        v[0].tobytes(), v[1].tobytes(),
+                    ),
+                )
+            for o in ops:
+                self.db.execute(
+                    "INSERT INTO operations (user_id, session_id, session_order, op, entry_id, version, reason,"
+                    " evidence, source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        user_id, o.session_id, o.session_order, o.op.value, o.entry_id, o.version, o.reason,
+                        json.dumps([x.model_dump() for x in o.evidence]), o.source, _iso(o.created_at),
+                    ),
+                )
+            for s in data.get("sessions", []):
+                self.db.execute(
+                    "INSERT INTO sessions VALUES (?, ?, ?, ?)",
+                    (user_id, s["session_id"], int(s["session_order"]), int(s["turns"])),
+                )
+        return len(entries)

@@ -1,0 +1,252 @@
+"""The profile backend: conformance, operation semantics, versions, API, persistence and crash safety."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from memlab.errors import MemlabError
+from memlab.memory import Capability, Memory
+from memlab.registry import create_backend
+from memlab.testing import MemoryConformance, session
+from memlab_plugins.profile.backend import ProfileMemory
+from memlab_plugins.profile.extract_rules import RuleExtractor, aspect_of, stance_of
+from memlab_plugins.profile.models import Operation, OpType, Stance
+from memlab_plugins.profile.store import SCHEMA_VERSION, ProfileStore, ProfileStoreError
+
+HASHING = {"embedder": "hashing", "aspect_threshold": 0.5}
+
+
+def make(data_dir: Path | None = None, **extra) -> ProfileMemory:  # type: ignore[no-untyped-def]
+    return create_backend("profile", {**HASHING, **extra}, data_dir=data_dir)
+
+
+class TestProfileConformance(MemoryConformance):
+    def make_memory(self, data_dir: Path) -> Memory:
+        return make(data_dir, top_k=3)
+
+
+# ---------------------------------------------------------------------- the rules extractor
+def test_rules_find_statements_with_stance_and_change() -> None:
+    ex = RuleExtractor(max_per_turn=1)
+    tried = ex.turn_statements("Patient: I tried geocaching, but I found it overly distracting.", 3)[0]
+    assert (tried.aspect, tried.stance, tried.change, tried.turn_index) == ("geocaching", Stance.DISLIKES, "none", 3)
+    assert tried.reason and "distracting" in tried.reason
+    stop = ex.turn_statements("User: I decided to step back from drumming circles. They felt repetitive.", 0)[0]
+    assert stop.aspect == "drumming circles" and stop.change == "stop" and stop.stance is Stance.DISLIKES
+    assert stop.reason == "They felt repetitive."
+    start = ex.turn_statements("I've also revisited mindfulness exercises, integrating them with music.", 0)[0]
+    assert start.aspect == "mindfulness exercises" and start.change == "start" and start.stance is Stance.LIKES
+    fact = ex.turn_statements("I adopted a grey cat named Pixel last spring.", 0)[0]
+    assert fact.stance is Stance.FACT and "Pixel" in fact.aspect
+    assert ex.turn_statements("What are AI ontologies?", 0) == []
+
+
+def test_stance_cues_handle_negation_and_curly_apostrophes() -> None:
+    assert stance_of("I really enjoyed the pottery class") is Stance.LIKES
+    assert stance_of("I didn't enjoy the pottery class at all") is Stance.DISLIKES
+    assert stance_of("I didn’t enjoy the pottery class at all") is Stance.DISLIKES
+    assert aspect_of("Attending that community music therapy workshop was truly incredible.") == "community music therapy workshop"
+    assert aspect_of("My aunt keeps bees on the roof.") == "aunt"
+    assert aspect_of("I used to collect souvenirs during my travels, but they felt empty.") == "collect souvenirs during my travels"
+
+
+# ---------------------------------------------------------------------- operation semantics
+def _ops(mem: ProfileMemory, user: str = "u") -> list[tuple[OpType, str | None]]:
+    return [(o.op, o.entry_id) for o in mem.operations(user)]
+
+
+def test_flip_updates_and_closes_old_version() -> None:
+    mem = make()
+    mem.ingest(session("s1", ("user", "I love pottery classes, they are so relaxing.")), user_id="u")
+    mem.ingest(session("s2", ("user", "Honestly, I hate pottery classes now because the clay hurts my hands.")), user_id="u")
+    ops = _ops(mem)
+    assert [o for o, _ in ops] == [OpType.ADD, OpType.UPDATE]
+    entry_id = ops[0][1]
+    versions = mem.history(entry_id, user_id="u")
+    assert [v["stance"] for v in versions] == ["likes", "dislikes"]
+    old, new = versions
+    assert old["valid_to"] == 1 and new["valid_to"] is None and new["valid_from"] == 1
+    assert "clay hurts my hands" in new["reason"]
+    assert [e.stance for e in mem.get_profile("u")] == [Stance.DISLIKES]
+    text = mem.retrieve("pottery", user_id="u").context
+    assert "dislikes" in text and "earlier: likes" in text and "clay hurts my hands" in text
+
+
+def test_repeat_is_noop() -> None:
+    mem = make()
+    mem.ingest(session("s1", ("user", "I love pottery classes, they are so relaxing.")), user_id="u")
+    mem.ingest(session("s2", ("user", "I love pottery classes, they are wonderful.")), user_id="u")
+    assert [o for o, _ in _ops(mem)] == [OpType.ADD, OpType.NOOP]
+    assert len(mem.get_profile("u", include_closed=True)) == 1
+
+
+def test_no_longer_closes_entry_and_revisit_reopens_it() -> None:
+    mem = make()
+    mem.ingest(session("s1", ("user", "I go running every morning and I love running.")), user_id="u")
+    mem.ingest(session("s2", ("user", "I no longer do running because my knee is injured.")), user_id="u")
+    ops = _ops(mem)
+    assert [o for o, _ in ops] == [OpType.ADD, OpType.DELETE] and ops[0][1] == ops[1][1]
+    assert mem.get_profile("u") == []
+    closed = mem.get_profile("u", include_closed=True)[0]
+    assert closed.valid_to == 1 and "knee is injured" in (closed.closed_reason or "")
+    result = mem.retrieve("Do I still run?", user_id="u")
+    assert "no longer" in result.context and "knee" in result.context
+    # evidence of both statements is traceable to turns
+    assert {("s1", 0), ("s2", 0)} <= {(t["session_id"], t["turn_index"]) for t in result.items[0].source["turns"]}
+    mem.ingest(session("s3", ("user", "I started running again and I enjoy it.")), user_id="u")
+    assert [o for o, _ in _ops(mem)][-1] is OpType.ADD and _ops(mem)[-1][1] == ops[0][1]
+    assert [v["version"] for v in mem.history(ops[0][1], user_id="u")] == [1, 2]
+
+
+def test_retrieval_items_carry_sources_and_respect_k() -> None:
+    mem = make()
+    mem.ingest(session("s1", ("assistant", "Hi!"), ("user", "I love jazz concerts."), ("user", "I adopted a dog named Rex.")), user_id="u")
+    result = mem.retrieve("jazz concerts", user_id="u", k=1)
+    assert len(result.items) == 1
+    item = result.items[0]
+    assert item.source["session_id"] == "s1" and item.source["turn_index"] == 1
+    assert item.metadata["stance"] == "likes" and "jazz" in result.context
+
+
+def test_supporting_turns_are_added() -> None:
+    mem = make(supporting_turns=1)
+    mem.ingest(session("s1", ("user", "I love jazz concerts."), ("user", "Weather was grey and wet all week long.")), user_id="u")
+    result = mem.retrieve("grey wet weather all week", user_id="u", k=1)
+    kinds = [i.metadata["kind"] for i in result.items]
+    assert "turn" in kinds and "Supporting turns" in result.context
+
+
+def test_session_time_is_recorded_on_versions() -> None:
+    from memlab.types import Message, Session
+
+    mem = make()
+    first = Session(id="s1", messages=[Message(role="user", content="I love tea.")], metadata={"date": "2024-03-01"})
+    mem.ingest(first, user_id="u")
+    (entry,) = mem.get_profile("u")
+    assert entry.valid_from_time is not None and entry.valid_from_time.date().isoformat() == "2024-03-01"
+    assert "2024-03-01" in mem.retrieve("tea", user_id="u").context
+
+
+# ---------------------------------------------------------------------- API
+def test_update_delete_history_export_import(tmp_path: Path) -> None:
+    mem = make()
+    assert {Capability.LIST, Capability.UPDATE, Capability.DELETE, Capability.HISTORY, Capability.PERSIST} <= mem.capabilities
+    mem.ingest(session("s1", ("user", "I love sushi, it is my favourite food.")), user_id="u")
+    (item,) = mem.list_memories(user_id="u")
+    updated = mem.update(item.id, "I dislike sushi since the food poisoning.", user_id="u")
+    assert updated.id == item.id and updated.metadata["stance"] == "dislikes" and updated.metadata["version"] == 2
+    assert len(mem.history(item.id + ".v1", user_id="u")) == 2
+    with pytest.raises(MemlabError):
+        mem.update("p_missing", "x", user_id="u")
+    with pytest.raises(MemlabError):
+        mem.history(item.id, user_id="someone_else")
+    exported = mem.export_profile("u")
+    path = tmp_path / "u.json"
+    path.write_text(json.dumps(exported))
+    mem.delete(item.id, user_id="u")
+    assert mem.list_memories(user_id="u") == []
+    with pytest.raises(MemlabError):
+        mem.delete(item.id, user_id="u")  # already closed
+    other = make()
+    assert other.import_profile("v", path) == 2
+    assert [e.stance for e in other.get_profile("v")] == [Stance.DISLIKES]
+    assert "sushi" in other.retrieve("sushi", user_id="v").context
+    assert [o.op for o in other.operations("v")] == [OpType.ADD, OpType.UPDATE]
+
+
+def test_invalid_batch_is_not_half_applied() -> None:
+    mem = make()
+    mem.ingest(session("s1", ("user", "I love sushi.")), user_id="u")
+    good = Operation(op=OpType.ADD, aspect="tea", value="likes green tea", stance=Stance.LIKES)
+    bad = Operation(op=OpType.UPDATE, entry_id="p_nope", value="x")
+    with pytest.raises(ProfileStoreError):
+        mem.apply([good, bad], user_id="u")
+    assert [e.aspect for e in mem.get_profile("u")] == ["sushi"]
+    with pytest.raises(ValueError):
+        Operation(op=OpType.ADD, aspect="tea")
+
+
+# ---------------------------------------------------------------------- storage
+def test_persists_versions_and_turn_counts(tmp_path: Path) -> None:
+    with make(tmp_path) as mem:
+        mem.ingest(session("s1", ("user", "I love pottery classes."), ("assistant", "Nice.")), user_id="u")
+        mem.ingest(session("s2", ("user", "I hate pottery classes now, it got boring.")), user_id="u")
+    assert (tmp_path / "profile.sqlite").exists()
+    with make(tmp_path) as again:
+        assert [v.stance for v in again.get_profile("u", include_closed=True)] == [Stance.LIKES, Stance.DISLIKES]
+        assert again.ingest(session("s1", ("user", "More.")), user_id="u").first_turn == 2
+        mode = again.store.db.execute("PRAGMA journal_mode").fetchone()[0]
+        assert mode == "wal"
+
+
+def test_migrates_a_version_1_store(tmp_path: Path) -> None:
+    from memlab_plugins.profile.store import _SCHEMA_V1
+
+    path = tmp_path / "profile.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(_SCHEMA_V1)
+    db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    db.execute(
+        "INSERT INTO entries (entry_id, version, user_id, aspect, value, stance, evidence, valid_from, op, created_at)"
+        " VALUES ('p_old', 1, 'u', 'sushi', 'I love sushi.', 'likes', '[]', 0, 'ADD', '2024-01-01T00:00:00')"
+    )
+    db.commit()
+    db.close()
+    mem = make(tmp_path)
+    assert mem.store.schema_version == SCHEMA_VERSION == 2
+    assert "sushi" in mem.retrieve("sushi", user_id="u").context  # vectors computed for the migrated row
+    mem.close()
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(ProfileStoreError, match="newer"):
+        ProfileStore(path)
+
+
+CRASH_SCRIPT = textwrap.dedent(
+    """
+    import os, sys
+    from memlab.registry import create_backend
+    from memlab.testing import session
+    from memlab_plugins.profile import store as store_mod
+
+    mem = create_backend("profile", {"embedder": "hashing", "aspect_threshold": 0.5}, data_dir=sys.argv[1])
+    mem.ingest(session("s1", ("user", "I love pottery classes."), ("user", "I adopted a cat named Pixel.")), user_id="u")
+    real = store_mod.ProfileStore._apply
+    calls = []
+    def dying_apply(self, *args, **kwargs):
+        calls.append(1)
+        result = real(self, *args, **kwargs)
+        if len(calls) == 2:  # session 2 is half written: die without commit or cleanup
+            os._exit(17)
+        return result
+    store_mod.ProfileStore._apply = dying_apply
+    mem.ingest(session("s2", ("user", "I hate pottery classes now."), ("user", "I love jazz."), ("user", "I started yoga.")), user_id="u")
+    """
+)
+
+
+def test_crash_between_sessions_loses_nothing(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(tmp_path)], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 17, proc.stderr
+    with make(tmp_path) as mem:
+        profile = mem.get_profile("u", include_closed=True)
+        assert sorted(e.aspect for e in profile) == ["cat named Pixel", "pottery classes"]
+        assert all(e.current for e in profile), "session 2 must be absent, not half applied"
+        assert [o.session_id for o in mem.operations("u")] == ["s1", "s1"]
+        report = mem.ingest(session("s2", ("user", "I hate pottery classes now.")), user_id="u")
+        assert report.first_turn == 0, "the crashed session was not recorded, so it is replayed from its start"
+        assert [v.stance for v in mem.get_profile("u", include_closed=True) if v.aspect == "pottery classes"] == [
+            Stance.LIKES,
+            Stance.DISLIKES,
+        ]

@@ -1,0 +1,120 @@
+"""The LLM extractor of the profile backend, driven by a local deterministic chat model."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from memlab.llm.base import LLM, ChatMessage, LLMResponse
+from memlab.registry import create_backend
+from memlab.testing import session
+from memlab_plugins.profile.extract_llm import ExtractionError
+from memlab_plugins.profile.models import OpType, Stance
+
+_LIKE = re.compile(r"\bI (?:love|like|enjoy) (.+?)[.!]", re.I)
+_HATE = re.compile(r"\bI (?:hate|dislike) (.+?)(?: now)?(?: because (.+?))?[.!]", re.I)
+_STOP = re.compile(r"\bI (?:stopped|quit) (.+?)[.!]", re.I)
+
+
+class RuleChatModel(LLM):
+    """A real ``LLM``: it reads the profile and turns out of the prompt and answers with JSON ops.
+
+    ``bad_replies`` are returned first (one per call), to exercise validation and the retry.
+    """
+
+    name = "test:rules"
+    supports_json_mode = True
+
+    def __init__(self, bad_replies: list[str] | None = None) -> None:
+        self.bad_replies = list(bad_replies or [])
+        self.prompts: list[list[ChatMessage]] = []
+
+    def _chat(self, messages, *, json_mode, temperature, max_tokens) -> LLMResponse:  # type: ignore[no-untyped-def]
+        self.prompts.append(messages)
+        if self.bad_replies:
+            return LLMResponse(text=self.bad_replies.pop(0), prompt_tokens=10, completion_tokens=5)
+        prompt = messages[1].content
+        profile_part, turns_part = prompt.split("\n\nUser turns of this session:\n")
+        profile = json.loads(profile_part.removeprefix("Current profile:\n"))
+        turns = json.loads(turns_part)
+        current = {e["aspect"]: e for e in profile if e["current"]}
+        ops = []
+        for turn in turns:
+            text, index = turn["text"], turn["turn_index"]
+            if m := _STOP.search(text):
+                aspect = m.group(1)
+                if aspect in current:
+                    ops.append({"op": "DELETE", "entry_id": current[aspect]["entry_id"], "reason": "stopped", "turn_index": index})
+            elif m := _HATE.search(text):
+                aspect, reason = m.group(1), m.group(2)
+                if aspect in current:
+                    ops.append({"op": "UPDATE", "entry_id": current[aspect]["entry_id"], "stance": "dislikes",
+                                "value": f"dislikes {aspect}", "reason": reason, "turn_index": index})
+                else:
+                    ops.append({"op": "ADD", "aspect": aspect, "value": f"dislikes {aspect}", "stance": "dislikes",
+                                "turn_index": index})
+            elif m := _LIKE.search(text):
+                aspect = m.group(1)
+                if aspect in current and current[aspect]["stance"] == "likes":
+                    ops.append({"op": "NOOP", "entry_id": current[aspect]["entry_id"], "turn_index": index})
+                else:
+                    ops.append({"op": "ADD", "aspect": aspect, "value": f"likes {aspect}", "stance": "likes",
+                                "turn_index": index})
+        return LLMResponse(text=json.dumps({"operations": ops}), prompt_tokens=100, completion_tokens=20)
+
+
+def make(llm: LLM, **extra):  # type: ignore[no-untyped-def]
+    config = {"embedder": "hashing", "extractor": "llm", "llm": {"provider": "unused-in-tests"}, **extra}
+    return create_backend("profile", config, llm=llm)
+
+
+def test_llm_ops_add_update_noop_delete() -> None:
+    llm = RuleChatModel()
+    mem = make(llm)
+    mem.ingest(session("s1", ("user", "I love jazz."), ("assistant", "Nice!"), ("user", "I enjoy hiking.")), user_id="u")
+    mem.ingest(session("s2", ("user", "I hate jazz now because it got too loud."), ("user", "I like hiking.")), user_id="u")
+    mem.ingest(session("s3", ("user", "I quit hiking.")), user_id="u")
+    assert [o.op for o in mem.operations("u")] == [OpType.ADD, OpType.ADD, OpType.UPDATE, OpType.NOOP, OpType.DELETE]
+    assert all(o.source == "llm" for o in mem.operations("u"))
+    (jazz,) = mem.get_profile("u")
+    assert jazz.aspect == "jazz" and jazz.stance is Stance.DISLIKES and jazz.reason == "it got too loud"
+    assert jazz.evidence[0].session_id == "s2" and jazz.evidence[0].turn_index == 0
+    # the prompt of a later session shows the profile with its entry ids
+    assert jazz.id in llm.prompts[-1][1].content
+    assert mem.llm_extractor.calls == 3 and mem.llm_extractor.prompt_tokens == 300
+
+
+def test_invalid_json_is_retried_once() -> None:
+    llm = RuleChatModel(bad_replies=["this is not json {"])
+    mem = make(llm)
+    mem.ingest(session("s1", ("user", "I love jazz.")), user_id="u")
+    assert [e.aspect for e in mem.get_profile("u")] == ["jazz"]
+    assert mem.llm_extractor.retries == 1
+    retry_prompt = llm.prompts[1]
+    assert retry_prompt[-1].role == "user" and "not valid JSON" in retry_prompt[-1].content
+    assert retry_prompt[-2].content == "this is not json {"
+
+
+def test_half_valid_batch_is_never_applied() -> None:
+    half_valid = json.dumps({"operations": [
+        {"op": "ADD", "aspect": "tea", "value": "likes tea", "stance": "likes", "turn_index": 0},
+        {"op": "UPDATE", "entry_id": "p_invented", "stance": "dislikes", "turn_index": 0},
+    ]})
+    wrong_turn = json.dumps({"operations": [{"op": "ADD", "aspect": "tea", "value": "v", "stance": "likes", "turn_index": 9}]})
+    mem = make(RuleChatModel(bad_replies=[half_valid, wrong_turn]))
+    mem.ingest(session("s1", ("user", "I love jazz.")), user_id="u")
+    assert mem.get_profile("u") == [], "both replies were invalid: nothing from this session is applied"
+    assert len(mem.extraction_failures) == 1 and "turn_index 9" in mem.extraction_failures[0]
+    # the session itself is recorded, so the replay goes on with the next part
+    assert mem.ingest(session("s1", ("user", "I love jazz.")), user_id="u").first_turn == 1
+    assert [e.aspect for e in mem.get_profile("u")] == ["jazz"]
+
+
+def test_raise_mode_and_missing_llm_config() -> None:
+    mem = make(RuleChatModel(bad_replies=["[]", "{}"]), on_extraction_error="raise")
+    with pytest.raises(ExtractionError, match="after a retry"):
+        mem.ingest(session("s1", ("user", "I love jazz.")), user_id="u")
+    with pytest.raises(Exception, match="needs an 'llm' config"):
+        create_backend("profile", {"embedder": "hashing", "extractor": "llm"})

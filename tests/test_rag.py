@@ -1,0 +1,345 @@
+"""The rag backend: scoring modes, FAISS index choice, chunking, roles and crash-safe persistence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memlab.errors import DataFormatError, MemlabError
+from memlab.memory import Capability, Memory
+from memlab.registry import create_backend
+from memlab.testing import MemoryConformance, session
+from memlab.testing.tiny_bge_m3 import cached_tiny_bge_m3
+from memlab.types import Message, Session
+from memlab_plugins import rag_index
+from memlab_plugins.rag import RagConfig, RagMemory, chunk_session
+
+FACTS = [
+    "I adopted a grey cat named Pixel last spring.",
+    "My sister painted a vegan curry yesterday.",
+    "The doctor recommended a marathon in spring.",
+    "Our team bought a budget spreadsheet after work.",
+    "I keep bees on the roof of my apartment in Lisbon.",
+    "My boss learned pottery during the holidays.",
+    "We planned a hiking route in the mountains.",
+    "My friend cooked dinner for the jazz festival crew.",
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return cached_tiny_bge_m3(tmp_path_factory.getbasetemp())
+
+
+def m3_config(tiny_dir: Path, **extra: Any) -> dict[str, Any]:
+    return {"embedder": "bge-m3", "model": str(tiny_dir), **extra}
+
+
+def facts_session(sid: str = "s1") -> Session:
+    return session(sid, *[("user", f) for f in FACTS])
+
+
+# ----------------------------------------------------------------------------- scoring
+@pytest.mark.parametrize("scoring", ["dense", "sparse", "colbert", "hybrid"])
+def test_each_scoring_ranks_the_exact_match_first(tiny_dir: Path, scoring: str) -> None:
+    memory = create_backend("rag", m3_config(tiny_dir, scoring=scoring, candidates=len(FACTS)))
+    memory.ingest(facts_session(), user_id="u")
+    for turn, fact in enumerate(FACTS):
+        result = memory.retrieve(fact, user_id="u", k=1)
+        assert [i.source["turn_index"] for i in result.items] == [turn], (scoring, fact, result.items)
+    top = memory.retrieve(FACTS[0], user_id="u", k=3).items
+    assert len(top) == 3 and [i.source["turn_index"] for i in top] == sorted(i.source["turn_index"] for i in top)
+    if scoring != "dense":
+        parts = top[0].metadata["scores"]
+        assert "dense" in parts and (scoring in parts or scoring == "hybrid")
+
+
+def test_hybrid_is_the_weighted_sum_of_the_parts(tiny_dir: Path) -> None:
+    weights = {"dense": 0.7, "sparse": 0.2, "colbert": 0.5}
+    memory = create_backend("rag", m3_config(tiny_dir, scoring="hybrid", weights=weights))
+    memory.ingest(facts_session(), user_id="u")
+    for item in memory.retrieve("a cat named Pixel on the roof", user_id="u", k=4).items:
+        parts = item.metadata["scores"]
+        assert item.score == pytest.approx(sum(weights[n] * parts[n] for n in weights), rel=1e-5)
+    default = RagConfig(embedder="bge-m3", scoring="hybrid").weights
+    assert (default.dense, default.sparse, default.colbert) == (1.0, 0.3, 1.0)  # the BGE-M3 paper's
+
+
+def test_reranking_only_sees_the_dense_candidates(tiny_dir: Path) -> None:
+    memory = create_backend("rag", m3_config(tiny_dir, scoring="sparse", candidates=2))
+    memory.ingest(facts_session(), user_id="u")
+    dense = create_backend("rag", m3_config(tiny_dir))
+    dense.ingest(facts_session(), user_id="u")
+    query = "bees and a cat named Pixel"
+    pool = {i.id for i in dense.retrieve(query, user_id="u", k=2).items}
+    # k above the candidate count widens the pool to k, never below it.
+    assert {i.id for i in memory.retrieve(query, user_id="u", k=2).items} == pool
+    assert len(memory.retrieve(query, user_id="u", k=5).items) == 5
+
+
+def test_sparse_needs_bge_m3() -> None:
+    with pytest.raises(MemlabError, match="scoring='sparse' needs BGE-M3"):
+        RagMemory.parse_config({"scoring": "sparse"})
+    with pytest.raises(MemlabError):
+        RagMemory.parse_config({"embedder": "bge-m3", "scoring": "bm25"})
+    with pytest.raises(MemlabError, match="weights must not all be zero"):
+        RagMemory.parse_config({"embedder": "bge-m3", "scoring": "hybrid", "weights": {"dense": 0, "sparse": 0, "colbert": 0}})
+
+
+def test_hybrid_skips_outputs_with_zero_weight() -> None:
+    config = RagConfig(embedder="bge-m3", scoring="hybrid", weights={"dense": 1, "sparse": 0, "colbert": 1})
+    assert config.outputs() == (False, True)
+
+
+# ----------------------------------------------------------------------------- index choice
+def test_hnsw_index_finds_exact_matches_and_persists(tmp_path: Path) -> None:
+    config = {"embedder": "hashing", "index": "hnsw", "hnsw_m": 8, "hnsw_ef_search": 64}
+    memory = create_backend("rag", config, data_dir=tmp_path)
+    turns = [("user", f"Note {i}: I bought {i} apples and {i * 7 % 13} pears on day {i}.") for i in range(300)]
+    memory.ingest(session("s1", *turns), user_id="u")
+    store = memory._stores["u"]
+    assert type(store.index).__name__ == "IndexHNSWFlat" and store.index.hnsw.efSearch == 64
+    for i in (0, 123, 299):
+        assert memory.retrieve(turns[i][1], user_id="u", k=1).items[0].source["turn_index"] == i
+    memory.close()
+    reopened = create_backend("rag", config, data_dir=tmp_path)
+    assert reopened.retrieve(turns[123][1], user_id="u", k=1).items[0].source["turn_index"] == 123
+    assert type(reopened._stores["u"].index).__name__ == "IndexHNSWFlat"
+    # Opening with another index type rebuilds it from the stored vectors.
+    flat = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    assert flat.retrieve(turns[5][1], user_id="u", k=1).items[0].source["turn_index"] == 5
+    assert type(flat._stores["u"].index).__name__ == "IndexFlatIP"
+
+
+# ----------------------------------------------------------------------------- chunking
+CONVERSATION = Session(
+    id="s9",
+    messages=[
+        Message(role="system", content="You are talking to Kanoa."),
+        Message(role="user", content="I started learning the ukulele last month."),
+        Message(role="assistant", content="That is great! Which songs are you practising?"),
+        Message(role="user", content="Mostly old Hawaiian songs my grandmother sang."),
+        Message(role="assistant", content="   "),
+    ],
+)
+
+
+def test_turn_chunking_keeps_session_turn_and_role() -> None:
+    chunks = chunk_session(CONVERSATION, 4, RagConfig(embedder="hashing"))
+    assert [c.source for c in chunks] == [
+        {"session_id": "s9", "turn_index": 5, "role": "user"},
+        {"session_id": "s9", "turn_index": 6, "role": "assistant"},
+        {"session_id": "s9", "turn_index": 7, "role": "user"},
+    ]
+    assert chunks[0].text == CONVERSATION.messages[1].content
+    cut = chunk_session(CONVERSATION, 0, RagConfig(embedder="hashing", max_chunk_chars=50))
+    assert all(len(c.text) <= 50 for c in cut)
+
+
+def test_roles_user_only_or_all() -> None:
+    user = chunk_session(CONVERSATION, 0, RagConfig(embedder="hashing", roles="user"))
+    assert [c.source["role"] for c in user] == ["user", "user"]
+    everything = chunk_session(CONVERSATION, 0, RagConfig(embedder="hashing", roles="all"))
+    assert [c.source["role"] for c in everything] == ["system", "user", "assistant", "user"]
+    with pytest.raises(ValueError):
+        RagConfig(roles="bots")
+
+
+def test_session_chunking_is_one_transcript_chunk() -> None:
+    (chunk,) = chunk_session(CONVERSATION, 0, RagConfig(embedder="hashing", chunking="session"))
+    assert chunk.text.splitlines() == [
+        "user: I started learning the ukulele last month.",
+        "assistant: That is great! Which songs are you practising?",
+        "user: Mostly old Hawaiian songs my grandmother sang.",
+    ]
+    assert chunk.source["session_id"] == "s9"
+    assert [t["turn_index"] for t in chunk.source["turns"]] == [1, 2, 3]
+    assert all(t["session_id"] == "s9" for t in chunk.source["turns"])
+
+
+def test_window_chunking_overlaps_and_covers_everything() -> None:
+    from memlab.tokens import count_tokens
+
+    config = RagConfig(embedder="hashing", chunking="window", window_tokens=10, window_overlap=3)
+    chunks = chunk_session(CONVERSATION, 0, config)
+    transcript = chunk_session(CONVERSATION, 0, RagConfig(embedder="hashing", chunking="session"))[0].text
+    total = count_tokens(transcript)
+    assert len(chunks) == -(-(total - 3) // 7)  # windows every 7 tokens until the end is covered
+    assert all(count_tokens(c.text) <= 10 for c in chunks)
+    assert chunks[0].text.startswith("user: I started") and transcript.endswith(chunks[-1].text)
+    for a, b in zip(chunks, chunks[1:]):
+        shared = count_tokens(a.text) + count_tokens(b.text) - count_tokens(transcript[transcript.index(a.text):transcript.index(b.text) + len(b.text)])
+        assert shared == 3 or b is chunks[-1]
+    # Each window names the turns it overlaps, in order.
+    assert chunks[0].source["turns"][0]["turn_index"] == 1
+    assert chunks[-1].source["turns"][-1]["turn_index"] == 3
+    spanning = [c for c in chunks if len(c.source["turns"]) > 1]
+    assert spanning, "some window must cross a turn boundary"
+    with pytest.raises(ValueError, match="window_overlap"):
+        RagConfig(chunking="window", window_tokens=8, window_overlap=8)
+
+
+def test_window_chunks_are_retrieved_with_their_turns(tiny_dir: Path) -> None:
+    memory = create_backend("rag", m3_config(tiny_dir, chunking="window", window_tokens=12, window_overlap=4, scoring="hybrid"))
+    memory.ingest(facts_session(), user_id="u")
+    result = memory.retrieve("bees on the roof", user_id="u", k=2)
+    assert len(result.items) == 2 and result.context
+    assert all(item.source["turns"] and "turn_index" not in item.source for item in result.items)
+
+
+# ----------------------------------------------------------------------------- persistence
+def test_save_load_round_trips_without_re_embedding(tiny_dir: Path, tmp_path: Path) -> None:
+    config = m3_config(tiny_dir, scoring="hybrid")
+    first = create_backend("rag", config, data_dir=tmp_path)
+    first.ingest(facts_session("s1"), user_id="u")
+    first.ingest(session("s2", ("user", "My cat Pixel now sleeps on the roof.")), user_id="u")
+    queries = ["cat named Pixel", "bees in Lisbon", "marathon"]
+    before = [[(i.id, round(i.score, 5)) for i in first.retrieve(q, user_id="u", k=3).items] for q in queries]
+    first.close()
+    assert len(list(tmp_path.glob("user-u/index-*.faiss"))) == 1
+    second = create_backend("rag", config, data_dir=tmp_path)
+    embedded = second.embedder.texts_embedded
+    after = [[(i.id, round(i.score, 5)) for i in second.retrieve(q, user_id="u", k=3).items] for q in queries]
+    assert after == before
+    assert second.embedder.texts_embedded == embedded + len(queries), "only the queries were embedded"
+    store = second._stores["u"]
+    assert len(store) == len(FACTS) + 1 and store.index.ntotal == len(store)
+    assert second.ingest(session("s2", ("user", "More.")), user_id="u").first_turn == 1
+
+
+def test_a_crash_without_close_loses_nothing(tmp_path: Path) -> None:
+    first = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    first.ingest(facts_session("s1"), user_id="u")
+    first.close()  # index file covers s1
+    first.ingest(session("s2", ("user", "Later I moved to Porto with the bees.")), user_id="u")
+    # no close(): the index on disk lacks s2, the segment has it
+    second = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    hit = second.retrieve("Later I moved to Porto with the bees.", user_id="u", k=1).items[0]
+    assert hit.source == {"session_id": "s2", "turn_index": 0, "role": "user"}
+    assert second._stores["u"].index.ntotal == len(FACTS) + 1
+
+
+def test_a_crash_mid_save_keeps_what_was_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    memory.ingest(facts_session("s1"), user_id="u")
+    real_write = rag_index.atomic_write
+
+    def dying_write(path: Path, write: Any) -> None:
+        if path.name == rag_index.MANIFEST:
+            # Die half-way through writing the new manifest.
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_bytes(b'{"format": 1, "segm')
+            raise KeyboardInterrupt("simulated crash")
+        real_write(path, write)
+
+    monkeypatch.setattr(rag_index, "atomic_write", dying_write)
+    with pytest.raises(KeyboardInterrupt):
+        memory.ingest(session("s2", ("user", "This part was never committed.")), user_id="u")
+    monkeypatch.setattr(rag_index, "atomic_write", real_write)
+    reopened = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    texts = " ".join(i.text for i in reopened.retrieve("never committed", user_id="u", k=20).items)
+    assert "never committed" not in texts and "Pixel" in texts
+    assert len(reopened._stores["u"]) == len(FACTS)
+    leftovers = sorted(p.name for p in (tmp_path / "user-u").iterdir())
+    assert leftovers == ["manifest.json", "seg-000001.jsonl", "seg-000001.npz"], leftovers
+    assert reopened.ingest(session("s2", ("user", "Committed now.")), user_id="u").first_turn == 0
+
+
+def test_other_settings_refuse_a_store(tmp_path: Path) -> None:
+    create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path).ingest(facts_session(), user_id="u")
+    other = create_backend("rag", {"embedder": "hashing", "chunking": "session"}, data_dir=tmp_path)
+    with pytest.raises(DataFormatError, match="chunking"):
+        other.retrieve("cat", user_id="u")
+
+
+def test_scoring_can_change_on_a_saved_store(tiny_dir: Path, tmp_path: Path) -> None:
+    dense = create_backend("rag", m3_config(tiny_dir), data_dir=tmp_path)
+    dense.ingest(facts_session(), user_id="u")
+    dense.close()
+    hybrid = create_backend("rag", m3_config(tiny_dir, scoring="hybrid"), data_dir=tmp_path)
+    top = hybrid.retrieve(FACTS[4], user_id="u", k=1).items[0]
+    assert top.source["turn_index"] == 4 and set(top.metadata["scores"]) == {"dense", "sparse", "colbert"}
+
+
+def test_reset_deletes_the_store(tmp_path: Path) -> None:
+    memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    memory.ingest(facts_session(), user_id="u")
+    memory.ingest(facts_session(), user_id="v")
+    memory.reset("u")
+    assert not (tmp_path / "user-u").exists() and (tmp_path / "user-v").exists()
+    assert create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path).retrieve("cat", user_id="u").is_empty
+
+
+def test_rag_declares_persist() -> None:
+    assert Capability.PERSIST in RagMemory.capabilities
+
+
+# ----------------------------------------------------------------------------- conformance
+class TestRagBGEM3Hybrid(MemoryConformance):
+    @pytest.fixture(autouse=True)
+    def _model(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self.model_dir = cached_tiny_bge_m3(tmp_path_factory.getbasetemp())
+
+    def make_memory(self, data_dir: Path) -> Memory:
+        return create_backend("rag", m3_config(self.model_dir, scoring="hybrid", top_k=3), data_dir=data_dir)
+
+
+class TestRagWindowHNSW(MemoryConformance):
+    def make_memory(self, data_dir: Path) -> Memory:
+        config = {"embedder": "hashing", "chunking": "window", "window_tokens": 16, "window_overlap": 4,
+                  "index": "hnsw", "top_k": 3}
+        return create_backend("rag", config, data_dir=data_dir)
+
+
+def test_vectors_are_unit_length_in_the_index(tiny_dir: Path) -> None:
+    memory = create_backend("rag", m3_config(tiny_dir))
+    memory.ingest(facts_session(), user_id="u")
+    index = memory._stores["u"].index
+    vectors = index.reconstruct_n(0, index.ntotal)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- end to end
+def test_memlab_run_with_bge_m3_end_to_end(tiny_dir: Path, tmp_path: Path) -> None:
+    """`memlab run --backends rag --rag.embedder bge-m3 --rag.model <dir>` with the tiny model."""
+    from memlab.cli import main
+    from memlab.readers.base import Reader
+    from memlab.registry import readers
+    from memlab.results import RunSummary, read_predictions
+    from memlab.types import Answer, Question, Retrieval
+
+    seen: list[Retrieval] = []
+
+    class RecordingReader(Reader):  # answers (a) and keeps what the memory handed over
+        name = "test_recording"
+        description = "records retrievals"
+
+        def answer(self, question: Question, retrieval: Retrieval) -> Answer:
+            seen.append(retrieval)
+            return Answer(choice=0, scores=[1.0, 0.0, 0.0, 0.0])
+
+    readers.register("test_recording", RecordingReader)
+    try:
+        code = main([
+            "run", "--dataset", "synthetic", "--backends", "rag", "--reader", "test_recording",
+            "--rag.embedder", "bge-m3", "--rag.model", str(tiny_dir), "--rag.scoring", "hybrid",
+            "--rag.top-k", "4", "--out", str(tmp_path / "run"), "--max-questions", "3",
+            "--no-controls", "--no-plots", "--no-progress",
+        ])
+    finally:
+        from memlab.embedders import set_default_cache_dir
+
+        readers.unregister("test_recording")
+        set_default_cache_dir(None)  # the runner set it for its jobs
+    assert code == 0
+    summary = RunSummary.load(tmp_path / "run")
+    row = summary.row("rag")
+    assert row.questions > 0 and row.errors == 0
+    assert summary.config["backends"][0]["config"]["embedder"] == "bge-m3"
+    predictions = read_predictions(tmp_path / "run")
+    assert predictions and all(p.retrieved_messages for p in predictions)
+    assert seen and all(1 <= len(r.items) <= 4 and r.context for r in seen)
+    assert all("scores" in item.metadata for r in seen for item in r.items)

@@ -1,0 +1,98 @@
+"""The llm reader's prompt and its answer parsing, with a scripted LLM (no network)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlab.llm import LLM, LLMResponse
+from memlab.readers.llm import LLMReader, final_text, parse_choice
+from memlab.types import Question, Retrieval
+
+OPTIONS = ["(a) Go hiking in the Alps", "(b) Visit a jazz club", "(c) Stay home and read", "(d) Try surfing"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("(b)", 1),
+        ("b", 1),
+        ("B.", 1),
+        ("**C**", 2),
+        ("<final_answer> (d)", 3),
+        ("Option (a) ignores the knee injury. <final_answer>(c)", 2),
+        ("I think (a) is wrong; the user loves music, so (b).\n<final_answer>: (b)", 1),
+        ("Final answer: c", 2),
+        ("The answer is (D) because they like the ocean.", 3),
+        ("The best response is (a) given the user's love of mountains.", 0),
+        ("Visit a jazz club", 1),
+        ("c) Stay home and read", 2),
+        ('{"answer": "d"}', 3),
+    ],
+)
+def test_parse_choice_accepts_common_reply_shapes(reply, expected):
+    assert parse_choice(reply, OPTIONS) == expected
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "",
+        "I cannot tell from the memory.",
+        "Either (a) or (b) would fit.",
+        "A good plan depends on the weather.",  # the article 'A' is not an answer
+        "<final_answer>",
+    ],
+)
+def test_parse_choice_refuses_to_guess(reply):
+    assert parse_choice(reply, OPTIONS) is None
+
+
+def test_parse_choice_json_mode():
+    assert parse_choice('{"answer": "(b)"}', OPTIONS, json_mode=True) == 1
+    assert parse_choice('{"answer": "ab"}', OPTIONS, json_mode=True) is None
+
+
+def test_final_text():
+    assert final_text("thinking... <final_answer> Lisbon") == "Lisbon"
+    assert final_text(" Lisbon ") == "Lisbon"
+
+
+class Replies(LLM):
+    name = "replies:m"
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+        self.prompts = []
+
+    def _chat(self, messages, *, json_mode, temperature, max_tokens):
+        self.prompts.append(messages)
+        return LLMResponse(text=self.replies.pop(0), prompt_tokens=40, completion_tokens=3)
+
+
+QUESTION = Question(id="q", type="t", text="User: Any plans for me?", options=OPTIONS, answer=1, context_id="c", end_index=2)
+
+
+def test_prompt_holds_memory_question_and_relabelled_options(tmp_path):
+    llm = Replies(["(b)"])
+    reader = LLMReader({"llm": {"cache": False}, "max_context_tokens": 5}, llm=llm)
+    answer = reader.answer(QUESTION, Retrieval(context="old old old old old. User: I love jazz."))
+    system, user = llm.prompts[0]
+    assert system.role == "system" and "I love jazz." in system.content and "old old" not in system.content
+    assert user.content.startswith("User: Any plans for me?")
+    assert "(a) Go hiking in the Alps\n(b) Visit a jazz club" in user.content and "(a) (a)" not in user.content
+    assert answer.choice == 1 and answer.scores == [0.0, 1.0, 0.0, 0.0]
+    assert answer.metadata["model"] == "replies:m" and answer.metadata["cost_usd"] == 0.0
+
+
+def test_empty_memory_is_said_explicitly():
+    llm = Replies(["nothing fits"])
+    answer = LLMReader({"llm": {"cache": False}}, llm=llm).answer(QUESTION, Retrieval())
+    assert "(nothing remembered)" in llm.prompts[0][0].content
+    assert answer.choice is None and answer.metadata["parse_failure"] and answer.error is None
+
+
+def test_describe_does_not_build_the_llm():
+    reader = LLMReader({"llm": {"base_url": "http://127.0.0.1:9/v1", "model": "qwen2.5-7b"}})
+    assert reader.describe() == "llm:openai:qwen2.5-7b"
+    assert reader._llm is None
+    assert LLMReader({"llm": {"model": "/models/smollm.gguf"}}).describe() == "llm:hf:smollm.gguf"
