@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     questions = {q.id: q for q in dataset.questions}
     print(f"data: {data} ({len(dataset.questions)} questions); embedder: {embedder} {model or ''}; "
           f"top_k={args.top_k} candidates={args.candidates} chunking={args.chunking}; {seconds:.0f} s")
-    header = f"{'backend':<14} {'reader':<16} {'accuracy':>8} {'95% CI':>15} {'ref-hit@k':>9} {'random':>7} {'retrieve s':>10}"
+    header = f"{'backend':<14} {'reader':<20} {'accuracy':>8} {'95% CI':>15} {'ref-hit@k':>9} {'random':>7} {'retrieve s':>10}"
     print(header)
     print("-" * len(header))
     results = []
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         proxy = f"{hits / n:.3f}" if n else "-"
         rand = f"{floor / n:.3f}" if n else "-"
         ci = f"[{acc.low:.3f}, {acc.high:.3f}]" if acc else "-"
-        print(f"{row.backend:<14} {row.reader:<16} {acc.accuracy if acc else float('nan'):>8.3f} {ci:>15} "
+        print(f"{row.backend:<14} {row.reader:<20} {acc.accuracy if acc else float('nan'):>8.3f} {ci:>15} "
               f"{proxy:>9} {rand:>7} {row.retrieve_seconds:>10.1f}")
         results.append({"backend": row.backend, "reader": row.reader, "accuracy": acc.model_dump() if acc else None,
                         "ref_hit_at_k": hits / n if n else None, "random_ref_hit": floor / n if n else None,

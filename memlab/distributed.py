@@ -361,15 +361,16 @@ class ProcessExecutor:
 
         pool = new_pool()
         generation = 0
+        # No more jobs in the pool than workers: when a worker dies the pool breaks and fails every
+        # job it holds, so only jobs actually running should pay an attempt for it.
+        todo: deque[tuple[int, Job]] = deque((i, _portable_job(j)) for i, j in enumerate(jobs))
         pending: dict[Future[JobOutcome], tuple[int, int]] = {}
 
-        def submit(index: int, job: Job) -> None:
-            pending[pool.submit(_process_task, index, job, plugins)] = (index, generation)
-
         try:
-            for index, job in enumerate(jobs):
-                submit(index, _portable_job(job))
-            while pending:
+            while todo or pending:
+                while todo and len(pending) < size:
+                    index, job = todo.popleft()
+                    pending[pool.submit(_process_task, index, job, plugins)] = (index, generation)
                 done, _ = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
                 _drain(stream, book, _mp_batch)
                 for future in done:
@@ -385,7 +386,7 @@ class ProcessExecutor:
                         outcome = JobOutcome(index, error=exc, traceback=traceback.format_exc())
                     result = book.finish(outcome)
                     if isinstance(result, Job):
-                        submit(index, result)
+                        todo.append((index, result))
                     else:
                         yield result
         finally:

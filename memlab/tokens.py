@@ -26,3 +26,8 @@ def truncate_front(text: str, budget: int) -> str:
     if len(matches) <= budget:
         return text
     return text[matches[-budget].start():]
+
+
+def token_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the tokens ``count_tokens`` counts (for cutting text into token windows)."""
+    return [match.span() for match in _TOKEN.finditer(text)]

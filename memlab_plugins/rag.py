@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from memlab.embedders import CachedEmbedder, Embedder, get_embedder
 from memlab.errors import MemlabError
 from memlab.memory import BackendConfig, Capability, Memory, render_turns
-from memlab.tokens import _TOKEN
+from memlab.tokens import token_spans
 from memlab.types import MemoryItem, Retrieval, Session
 from memlab_plugins.rag_index import ChunkStore, IndexSpec, remove_store
 
@@ -142,7 +142,7 @@ def chunk_session(session: Session, first_turn: int, config: RagConfig) -> list[
                 source={"session_id": session.id, "turns": [_turn_source(session.id, t, r) for t, r, _ in turns]},
             )
         ]
-    spans = [m.span() for m in _TOKEN.finditer(transcript)]
+    spans = token_spans(transcript)
     stride = config.window_tokens - config.window_overlap
     chunks = []
     for number, start in enumerate(range(0, max(len(spans) - config.window_overlap, 1), stride)):

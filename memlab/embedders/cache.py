@@ -49,9 +49,11 @@ class CachedEmbedder(Embedder):
                     found[key] = np.frombuffer(blob, dtype=np.float32)
         missing = [i for i, key in enumerate(keys) if key not in found]
         self.hits += len(texts) - len(missing)
+        computed = 0
         if missing:
             unique = list(dict.fromkeys(texts[i] for i in missing))
             vectors = self.inner.embed(unique, query=query)
+            computed = len(unique)
             new = {self._key(t, query): v for t, v in zip(unique, vectors)}
             with self._lock:
                 self._db.executemany(
@@ -60,7 +62,7 @@ class CachedEmbedder(Embedder):
                 self._db.commit()
             found.update(new)
         # Count only what the model computed, so benchmarks see real model calls.
-        self.texts_embedded -= len(texts) - len(missing)
+        self.texts_embedded -= len(texts) - computed
         return np.stack([found[key] for key in keys])
 
     def close(self) -> None:

@@ -24,7 +24,7 @@ from memlab.memory import BackendConfig, Capability, Memory
 from memlab.types import MemoryItem, Retrieval, Session
 from memlab_plugins.profile.extract_rules import RuleExtractor, stance_of, strip_label
 from memlab_plugins.profile.models import Operation, OperationRecord, OpType, ProfileEntry
-from memlab_plugins.profile.render import render_chain, render_profile
+from memlab_plugins.profile.render import render_profile, render_state
 from memlab_plugins.profile.resolve import ProfileView, Resolver
 from memlab_plugins.profile.store import ProfileStore, ProfileStoreError
 
@@ -228,7 +228,7 @@ class ProfileMemory(Memory):
             source.update(latest.evidence[-1].source())
         return MemoryItem(
             id=latest.id,
-            text=render_chain(versions, quote_chars=self.config.quote_chars, max_versions=self.config.max_versions),
+            text=render_state(versions, quote_chars=self.config.quote_chars),
             score=score,
             source=source,
             metadata={

@@ -55,6 +55,24 @@ def render_chain(versions: list[ProfileEntry], *, quote_chars: int = 300, max_ve
     return "\n".join(lines)
 
 
+def render_state(versions: list[ProfileEntry], *, quote_chars: int = 300) -> str:
+    """The latest state of one entry and why it last changed, without the earlier statements.
+
+    Retrieved items carry this text: a reader that matches its options against items should meet
+    the user's current view, not an outdated quote next to it (the full chain is in the context).
+    """
+    latest = versions[-1]
+    if latest.current:
+        text = f"{latest.aspect}: {_STANCE_WORDS[latest.stance]} ({_when(latest)}) - \"{_clip(latest.value, quote_chars)}\""
+        if len(versions) > 1:
+            why = f" because: {_clip(latest.reason, quote_chars)}" if latest.reason else ""
+            text += f" (changed from {_STANCE_WORDS[versions[-2].stance]}{why})"
+        return text
+    why = f" because: {_clip(latest.closed_reason, quote_chars)}" if latest.closed_reason else ""
+    said = f" - \"{_clip(latest.evidence[-1].quote, quote_chars)}\"" if latest.evidence else ""
+    return f"{latest.aspect}: no longer (stopped in session {latest.valid_to + 1}{why}){said}"
+
+
 def render_profile(chains: list[list[ProfileEntry]], *, quote_chars: int = 300, max_versions: int = 4) -> str:
     if not chains:
         return ""

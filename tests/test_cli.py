@@ -1,0 +1,52 @@
+"""The memlab command line, end to end on synthetic data with the model-free embedder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memlab.cli import main, parse_dotted
+from memlab.errors import MemlabError
+
+
+def test_parse_dotted() -> None:
+    assert parse_dotted(["--rag.top-k", "5", "--llm.base-url=http://127.0.0.1:9/v1", "--rag.index.ef-search", "64"]) == {
+        "rag": {"top_k": 5, "index": {"ef_search": 64}},
+        "llm": {"base_url": "http://127.0.0.1:9/v1"},
+    }
+    assert parse_dotted(["--rag.roles", '["user"]', "--profile.verbose"]) == {
+        "rag": {"roles": ["user"]}, "profile": {"verbose": True}}
+    with pytest.raises(MemlabError, match="unrecognised"):
+        parse_dotted(["--oops"])
+
+
+def test_run_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    code = main(["run", "--dataset", "synthetic:personas=1", "--backends", "rag,full_context",
+                 "--rag.embedder", "hashing", "--rag.top-k", "4", "--reader.embedder", "hashing",
+                 "--out", str(out), "--no-progress"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    for row in ("rag", "full_context", "none (control)", "longest_option"):
+        assert row in printed
+    assert (out / "summary.json").exists() and (out / "report.md").exists()
+    assert sorted(p.name for p in out.glob("*.png"))
+    config = (out / "config.json").read_text()
+    assert '"top_k": 4' in config and '"embedder": "hashing"' in config
+    assert main(["report", str(out), "--no-plots"]) == 0
+    assert "Accuracy" in capsys.readouterr().out
+
+
+def test_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--dataset", "synthetic:personas=1", "--backends", "rga", "--out", str(tmp_path / "x")]) == 2
+    assert "Did you mean 'rag'" in capsys.readouterr().err
+    assert main(["run", "--dataset", "synthetic:personas=1", "--backends", "rag", "--mem0.x", "1",
+                 "--out", str(tmp_path / "y")]) == 2
+    assert "match no chosen backend" in capsys.readouterr().err
+
+
+def test_backends_listing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["backends"]) == 0
+    out = capsys.readouterr().out
+    assert "full_context" in out and "available" in out and "rag" in out

@@ -1,0 +1,62 @@
+"""The LLM-free embedding reader and the longest-option control."""
+
+from __future__ import annotations
+
+from memlab.embedders import HashingEmbedder
+from memlab.readers.controls import LongestOptionReader
+from memlab.readers.embedding import EmbeddingReader
+from memlab.types import MemoryItem, Question, Retrieval
+
+QUESTION = Question(
+    id="q1", type="recall_user_shared_facts", text="What should I cook for my dinner party?",
+    options=["(a) Try a gluten free risotto since you stopped eating wheat",
+             "(b) Bake a big pizza with a thick wheat crust",
+             "(c) Order sushi from the place downtown",
+             "(d) Make whatever you like best"],
+    answer=0, context_id="c", end_index=5,
+)
+
+
+def items(*texts: str) -> Retrieval:
+    its = [MemoryItem(id=str(i), text=t) for i, t in enumerate(texts)]
+    return Retrieval(items=its, context="\n".join(texts))
+
+
+def test_chooses_option_supported_by_memory() -> None:
+    reader = EmbeddingReader(embedder=HashingEmbedder())
+    memory = items("The weather was nice today.", "I stopped eating wheat, I am gluten free now.")
+    answer = reader.answer(QUESTION, memory)
+    assert answer.choice == 0 and len(answer.scores) == 4
+    other = items("I love a thick wheat crust pizza, bake one for me.")
+    assert reader.answer(QUESTION, other).choice == 1
+
+
+def test_relevance_to_the_question_breaks_ties() -> None:
+    # Both turns support an option equally well on their own; only one is about dinner.
+    reader = EmbeddingReader({"relevance_weight": 1.0}, embedder=HashingEmbedder())
+    memory = items("sushi downtown", "dinner party cook: thick wheat crust pizza")
+    assert reader.answer(QUESTION, memory).choice == 1
+
+
+def test_blind_fallback_uses_the_question() -> None:
+    answer = EmbeddingReader(embedder=HashingEmbedder()).answer(QUESTION, Retrieval())
+    assert answer.metadata["blind"] and answer.choice is not None
+
+
+def test_context_only_retrieval_is_read_line_by_line() -> None:
+    retrieval = Retrieval(context="user: hello\nuser: I stopped eating wheat, gluten free now")
+    assert EmbeddingReader(embedder=HashingEmbedder()).answer(QUESTION, retrieval).choice == 0
+
+
+def test_open_questions_are_refused_as_errors() -> None:
+    open_q = Question(id="q", type="t", text="?", answer_text="x", context_id="c", end_index=0)
+    assert EmbeddingReader(embedder=HashingEmbedder()).answer(open_q, Retrieval()).error
+
+
+def test_describe_names_the_embedder_without_loading_it() -> None:
+    reader = EmbeddingReader({"embedder": "minilm"})
+    assert reader.describe() == "embedding[minilm]" and reader._embedder is None
+
+
+def test_longest_option() -> None:
+    assert LongestOptionReader().answer(QUESTION, Retrieval()).choice == 0

@@ -1,0 +1,156 @@
+"""The runner: replay order, one ingest per message, resume after a kill, result files, controls."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from memlab.datasets import load_dataset
+from memlab.memory import Memory
+from memlab.readers.base import Reader
+from memlab.registry import backends, readers
+from memlab.results import SCHEMA_VERSION, RunSummary, read_predictions
+from memlab.runner import BackendSpec, ReaderSpec, RunConfig, run, user_id_for
+from memlab.types import Answer, Question, Retrieval, Session
+
+DATASET = "synthetic:personas=2,seed=3"
+FAST_READER = ReaderSpec(name="embedding", config={"embedder": "hashing"})
+
+
+class RecordingMemory(Memory):
+    """Remembers the (session id, first turn, size) of every ingest and what it knew at each retrieve."""
+
+    name = "recording"
+    description = "test backend that records the replay"
+    log: ClassVar[list[tuple]] = []
+
+    def __init__(self, config=None, *, data_dir=None) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(config, data_dir=data_dir)
+        self.seen = 0
+
+    def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
+        self.log.append(("ingest", user_id, session.id, first_turn, len(session.messages)))
+        self.seen += len(session.messages)
+
+    def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
+        self.log.append(("retrieve", user_id, query, self.seen))
+        return Retrieval()
+
+    def _reset(self, user_id: str) -> None:
+        pass
+
+
+class Killed(BaseException):
+    """Stands in for SIGKILL: not an Exception, so nothing records it as a failed answer."""
+
+
+class DyingReader(Reader):
+    name = "dying"
+    description = "answers (a) and dies after a number of answers"
+    budget: ClassVar[int] = 0
+    calls: ClassVar[int] = 0
+
+    def answer(self, question: Question, retrieval: Retrieval) -> Answer:
+        if DyingReader.calls >= DyingReader.budget:
+            raise Killed()
+        DyingReader.calls += 1
+        return Answer(choice=0, scores=[1, 0, 0, 0])
+
+
+class FailingReader(Reader):
+    name = "failing"
+    description = "always raises"
+
+    def answer(self, question: Question, retrieval: Retrieval) -> Answer:
+        raise RuntimeError("provider down")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _register():
+    backends.register("recording", RecordingMemory)
+    readers.register("dying", DyingReader)
+    readers.register("failing", FailingReader)
+    yield
+    backends.unregister("recording")
+    readers.unregister("dying")
+    readers.unregister("failing")
+
+
+def test_replay_ingests_each_message_once_in_order(tmp_path: Path) -> None:
+    RecordingMemory.log.clear()
+    dataset = load_dataset(DATASET)
+    run(RunConfig(dataset=DATASET, backends=[BackendSpec(name="recording")], reader=FAST_READER,
+                  out=tmp_path / "run", controls=False, progress=False))
+    for context_id, history in dataset.histories.items():
+        events = [e for e in RecordingMemory.log if e[1] == user_id_for(context_id)]
+        ingests = [e for e in events if e[0] == "ingest"]
+        assert sum(e[4] for e in ingests) <= len(history.messages)
+        # Parts of one session continue each other's turn numbering, in order.
+        next_turn: dict[str, int] = {}
+        for _, _, session_id, first_turn, size in ingests:
+            assert first_turn == next_turn.get(session_id, 0)
+            next_turn[session_id] = first_turn + size
+        # Each question is answered with exactly the messages before its end_index.
+        knew = [e[3] for e in events if e[0] == "retrieve"]
+        expected = [q.end_index for q in dataset.questions_for(context_id)]
+        assert knew == expected
+    assert any(e[3] > 0 for e in RecordingMemory.log if e[0] == "ingest"), "some session arrived in parts"
+
+
+def test_resume_after_kill_answers_each_question_once(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    config = RunConfig(dataset=DATASET, backends=[BackendSpec(name="full_context")],
+                       reader=ReaderSpec(name="dying"), out=out, controls=False, progress=False)
+    total = len(load_dataset(DATASET).questions)
+    DyingReader.calls, DyingReader.budget = 0, 7
+    with pytest.raises(Killed):
+        run(config)
+    assert len(read_predictions(out)) == 7
+    # Simulate a torn last line from the kill.
+    with (out / "predictions.jsonl").open("a") as handle:
+        handle.write('{"backend": "full_co')
+    DyingReader.calls, DyingReader.budget = 0, 10_000
+    summary = run(config)
+    assert DyingReader.calls == total - 7, "finished questions are not answered again"
+    assert len(read_predictions(out)) == total
+    assert summary.rows[0].questions == total
+
+
+def test_summary_files_and_controls(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    summary = run(RunConfig(dataset=DATASET, backends=[BackendSpec(name="rag", config={"embedder": "hashing"})],
+                            reader=FAST_READER, out=out, progress=False))
+    loaded = RunSummary.load(out)
+    assert loaded.schema_version == SCHEMA_VERSION
+    assert loaded.versions["pydantic"] and loaded.dataset["questions"] == len(load_dataset(DATASET).questions)
+    rows = {(r.backend, r.reader): r for r in loaded.rows}
+    assert set(rows) == {("rag", "embedding[hashing]"), ("none", "embedding[hashing]"), ("none", "longest_option")}
+    assert rows[("none", "longest_option")].control and not rows[("rag", "embedding[hashing]")].control
+    rag = rows[("rag", "embedding[hashing]")]
+    assert rag.accuracy is not None and 0 <= rag.accuracy.low <= rag.accuracy.accuracy <= rag.accuracy.high <= 1
+    assert set(rag.per_type) == {q.type for q in load_dataset(DATASET).questions}
+    assert rag.mean_context_tokens > 0 and rows[("none", "longest_option")].mean_context_tokens == 0
+    line = json.loads((out / "predictions.jsonl").read_text().splitlines()[0])
+    for field in ("backend", "reader", "question_id", "question_type", "chosen", "correct", "scores",
+                  "context_tokens", "ingest_seconds", "retrieve_seconds"):
+        assert field in line
+    assert summary.model_dump() == loaded.model_dump()
+
+
+def test_failed_answers_are_errors_not_wrong_answers(tmp_path: Path) -> None:
+    summary = run(RunConfig(dataset=DATASET, backends=[BackendSpec(name="none")], reader=ReaderSpec(name="failing"),
+                            out=tmp_path / "run", controls=False, progress=False))
+    row = summary.rows[0]
+    assert row.errors == row.questions and row.accuracy is None
+    assert all("provider down" in p.error for p in read_predictions(tmp_path / "run"))
+
+
+def test_unknown_backend_fails_before_any_work(tmp_path: Path) -> None:
+    from memlab.errors import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match="Did you mean 'rag'"):
+        run(RunConfig(dataset=DATASET, backends=[BackendSpec(name="rga")], out=tmp_path / "run", progress=False))
+    assert not (tmp_path / "run" / "predictions.jsonl").exists()
