@@ -222,6 +222,9 @@ def run_in_worker(
 def _init_process_worker(stream: Any) -> None:
     global _stream
     _stream = stream
+    # Streaming is best effort (each outcome carries all its predictions): a worker must be able to
+    # exit even when the driver has stopped reading and the queue's pipe is full.
+    pass  # TEMP
 
 
 def _process_task(index: int, job: Job, plugins: list[PluginRef]) -> JobOutcome:

@@ -31,6 +31,10 @@ class MissingDependencyError(MemlabError, ImportError):
         self.hint = hint
 
 
+class ConfigurationError(MemlabError):
+    """A setup that can never work as configured (bad key, unknown model): stop, do not retry."""
+
+
 class UnsupportedCapabilityError(MemlabError, NotImplementedError):
     """The backend does not declare the capability the caller asked for."""
 

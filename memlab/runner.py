@@ -27,7 +27,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlab.datasets import Dataset, History, load_dataset
-from memlab.errors import MemlabError
+from memlab.eval.retrieval import evidence_to_indexes, retrieval_metrics, retrieval_ranking
+from memlab.errors import ConfigurationError, MemlabError
 from memlab.memory import Memory
 from memlab.readers.base import Reader
 from memlab.registry import backends, create_backend, create_reader
@@ -38,7 +39,7 @@ from memlab.results import (
     read_predictions,
     summarize_rows,
 )
-from memlab.types import Answer, MemoryItem, Question, Retrieval
+from memlab.types import Answer, Question, Retrieval
 
 CONTROL_BACKEND = "none"
 CONTROL_READER = "longest_option"
@@ -134,44 +135,17 @@ def user_id_for(context_id: str) -> str:
     return "ctx-" + hashlib.sha1(context_id.encode()).hexdigest()[:20]
 
 
-def _message_index_map(history: History) -> dict[str, int]:
-    return {history.session_id(n): start for n, start in enumerate(history.session_starts)}
-
-
-def retrieved_message_indexes(items: list[MemoryItem], session_starts: dict[str, int]) -> list[int] | None:
-    """History message indexes behind the items, best-scored first; None when no item says its source."""
-    ranked = sorted(
-        enumerate(items), key=lambda pair: (-(pair[1].score if pair[1].score is not None else float("-inf")), pair[0])
-    )
-    out: list[int] = []
-    known = False
-    for _, item in ranked:
-        refs = item.source.get("turns") or ([item.source] if "turn_index" in item.source else [])
-        for ref in refs:
-            start = session_starts.get(str(ref.get("session_id")))
-            if start is None or ref.get("turn_index") is None:
-                continue
-            known = True
-            index = start + int(ref["turn_index"])
-            if index not in out:
-                out.append(index)
-    return out if known else None
-
-
 def _question_metrics(
     question: Question, history: History, retrieval: Retrieval, answer: Answer, uses_memory: bool
 ) -> tuple[dict[str, float], list[int] | None, list[int]]:
     metrics: dict[str, float] = {}
     if "parse_failure" in answer.metadata:  # only readers that parse free text report it
         metrics["parse_failure"] = float(bool(answer.metadata["parse_failure"]))
-    retrieved = retrieved_message_indexes(retrieval.items, _message_index_map(history)) if uses_memory else None
-    evidence: list[int] = []
-    if question.evidence:
-        from memlab.eval.retrieval import evidence_to_indexes, retrieval_metrics
-
-        evidence = evidence_to_indexes(history, question)
-        if uses_memory and evidence:
-            metrics.update(retrieval_metrics(retrieved, evidence))
+    ranking = retrieval_ranking(history, retrieval) if uses_memory else None
+    retrieved = None if ranking is None else list(dict.fromkeys(i for group in ranking for i in group))
+    evidence = evidence_to_indexes(history, question) if question.evidence else []
+    if uses_memory and evidence:
+        metrics.update(retrieval_metrics(ranking, evidence))
     if not question.is_multiple_choice and answer.text is not None:
         from memlab.eval.answers import score_open_answer
 
@@ -199,9 +173,12 @@ def run_job(job: Job, emit: Callable[[Prediction], None] | None = None) -> list[
             raise MemlabError(f"history {job.context_id!r} is not in dataset {job.dataset!r}")
         history = History(id=job.context_id, messages=[], session_starts=[])
 
-    from memlab.embedders import set_default_cache_dir
+    # Embeddings and LLM responses are cached per run directory, so a rerun costs nothing.
+    from memlab.embedders import set_default_cache_dir as set_embedding_cache
+    from memlab.llm.cache import set_default_cache_dir as set_llm_cache
 
-    set_default_cache_dir(job.cache_dir)
+    set_embedding_cache(job.cache_dir)
+    set_llm_cache(job.cache_dir)
     # Each job replays from an empty memory: stale state from an interrupted attempt is removed.
     if job.state_dir.exists():
         shutil.rmtree(job.state_dir)
@@ -223,6 +200,8 @@ def run_job(job: Job, emit: Callable[[Prediction], None] | None = None) -> list[
             started = time.perf_counter()
             try:
                 answer = reader.answer(question, retrieval)
+            except ConfigurationError:
+                raise  # a broken setup fails the job once instead of filling every question with errors
             except Exception as exc:  # a failed answer is recorded as an error, never as a wrong answer
                 answer = Answer(error=f"{type(exc).__name__}: {exc}")
             answer_seconds = time.perf_counter() - started
@@ -341,12 +320,28 @@ def _embedder_names(config: RunConfig) -> str:
     return ", ".join(names)
 
 
+SECRET_KEYS = ("api_key", "apikey", "password", "secret")
+
+
+def redact(value: Any) -> Any:
+    """Config as written to result files: secrets (API keys) replaced, everything else kept."""
+    if isinstance(value, dict):
+        return {k: "***" if any(s in k.lower() for s in SECRET_KEYS) and v else redact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def config_for_files(config: RunConfig) -> dict[str, Any]:
+    return redact(json.loads(config.model_dump_json()))
+
+
 def write_summary(config: RunConfig, dataset: Dataset, failed: list[dict[str, Any]]) -> RunSummary:
     predictions = read_predictions(config.out)
     controls = {(CONTROL_BACKEND, p.reader) for p in predictions if p.backend == CONTROL_BACKEND}
     summary = RunSummary(
         name=Path(config.out).name,
-        config=json.loads(config.model_dump_json()),
+        config=config_for_files(config),
         versions=package_versions(),
         dataset=dataset.summary() | {"spec": config.dataset},
         embedder=_embedder_names(config),
@@ -367,7 +362,7 @@ def run(config: RunConfig, *, executor: Any | None = None) -> RunSummary:
         backends.get(spec.name).parse_config(spec.config)
     done = {p.key for p in read_predictions(out) if p.error is None}
     jobs = plan_jobs(config, dataset, done)
-    (out / "config.json").write_text(config.model_dump_json(indent=2), encoding="utf-8")
+    (out / "config.json").write_text(json.dumps(config_for_files(config), indent=2), encoding="utf-8")
 
     if executor is None:
         from memlab.executors import make_executor

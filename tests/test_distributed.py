@@ -185,6 +185,20 @@ def test_process_run_interrupted_resumes_under_local(tmp_path: Path, reference: 
     check_interrupted_resumes_locally(tmp_path, reference, "process")
 
 
+@pytest.mark.timeout(120)
+def test_process_survives_a_burst_of_predictions(tmp_path: Path) -> None:
+    # Hundreds of instant answers per job overfill the stream's pipe (64 KiB) before the driver
+    # reads it; workers must still exit, and every prediction arrive once.
+    out = tmp_path / "run"
+    config = make_config(out, "process", backends_=[BackendSpec(name="none")], controls=False).model_copy(
+        update={"dataset": "synthetic:personas=2,sessions=10,questions=1000",
+                "reader": ReaderSpec(name="longest_option")})
+    summary = run(config, executor=make_executor("process", workers=2))
+    assert not summary.failed_jobs
+    keys = raw_keys(out)
+    assert len(keys) == len(set(keys)) == summary.rows[0].questions > 800
+
+
 # --------------------------------------------------------------------------- units
 def test_executor_options_are_checked() -> None:
     with pytest.raises(MemlabError, match="address"):

@@ -48,9 +48,12 @@ def test_context_only_retrieval_is_read_line_by_line() -> None:
     assert EmbeddingReader(embedder=HashingEmbedder()).answer(QUESTION, retrieval).choice == 0
 
 
-def test_open_questions_are_refused_as_errors() -> None:
-    open_q = Question(id="q", type="t", text="?", answer_text="x", context_id="c", end_index=0)
-    assert EmbeddingReader(embedder=HashingEmbedder()).answer(open_q, Retrieval()).error
+def test_open_questions_get_an_extractive_answer() -> None:
+    open_q = Question(id="q", type="t", text="Which city do I live in?", answer_text="Lisbon", context_id="c", end_index=0)
+    reader = EmbeddingReader(embedder=HashingEmbedder())
+    answer = reader.answer(open_q, items("I like tea.", "I live in the city of Lisbon."))
+    assert answer.text == "I live in the city of Lisbon." and answer.error is None
+    assert "No information" in reader.answer(open_q, Retrieval()).text
 
 
 def test_describe_names_the_embedder_without_loading_it() -> None:

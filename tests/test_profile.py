@@ -119,7 +119,7 @@ def test_retrieval_items_carry_sources_and_respect_k() -> None:
 def test_supporting_turns_are_added() -> None:
     mem = make(supporting_turns=1)
     mem.ingest(session("s1", ("user", "I love jazz concerts."), ("user", "Weather was grey and wet all week long.")), user_id="u")
-    result = mem.retrieve("grey wet weather all week", user_id="u", k=1)
+    result = mem.retrieve("grey wet weather all week", user_id="u", k=2)
     kinds = [i.metadata["kind"] for i in result.items]
     assert "turn" in kinds and "Supporting turns" in result.context
 

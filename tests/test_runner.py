@@ -154,3 +154,11 @@ def test_unknown_backend_fails_before_any_work(tmp_path: Path) -> None:
     with pytest.raises(UnknownNameError, match="Did you mean 'rag'"):
         run(RunConfig(dataset=DATASET, backends=[BackendSpec(name="rga")], out=tmp_path / "run", progress=False))
     assert not (tmp_path / "run" / "predictions.jsonl").exists()
+
+
+def test_secrets_never_reach_result_files() -> None:
+    from memlab.runner import config_for_files
+
+    config = RunConfig(dataset=DATASET, reader=ReaderSpec(name="llm", config={"llm": {"api_key": "sk-secret", "model": "m"}}))
+    dumped = json.dumps(config_for_files(config))
+    assert "sk-secret" not in dumped and '"model": "m"' in dumped and '"api_key": "***"' in dumped

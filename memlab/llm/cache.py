@@ -27,12 +27,6 @@ def set_default_cache_dir(path: str | Path | None) -> None:
 def default_cache_dir() -> Path:
     if _default_cache_dir is not None:
         return _default_cache_dir
-    # The runner points the embedding cache at the run's cache directory; LLM responses belong
-    # next to it, so a run without an explicit llm.cache_dir still resumes from its own cache.
-    from memlab import embedders
-
-    if getattr(embedders, "_default_cache_dir", None) is not None:
-        return Path(embedders._default_cache_dir)
     env = os.environ.get("MEMLAB_CACHE_DIR")
     if env:
         return Path(env)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memlab.errors import MemlabError
+from memlab.errors import ConfigurationError, MemlabError
 
 
 class LLMError(MemlabError):
@@ -24,7 +24,7 @@ class LLMRequestFailed(LLMError):
     """A transient error that did not go away after every retry."""
 
 
-class LLMConfigError(LLMError):
+class LLMConfigError(LLMError, ConfigurationError):
     """The request can never succeed as configured (bad key, unknown model, missing package).
 
     Readers let this propagate: recording it once per question would hide a broken setup.

@@ -5,6 +5,8 @@ question. With unit vectors ``o`` (option), ``m`` (item) and ``q`` (question)::
 
     score(option) = max over items of  o·m + relevance_weight * q·m
 
+Open questions (LoCoMo) get an extractive answer: the most relevant remembered turn.
+
 The relevance term keeps a long memory (``full_context`` hands over every turn) from rewarding an
 option that merely resembles some unrelated turn. With no memory at all (the ``none`` control) the
 reader falls back to question-option similarity, which measures the reader's own blind bias.
@@ -23,6 +25,9 @@ from pydantic import Field
 from memlab.embedders import Embedder, get_embedder
 from memlab.readers.base import Reader, ReaderConfig, argmax, strip_option_label
 from memlab.types import Answer, Question, Retrieval
+
+
+NO_ANSWER = "No information available."
 
 
 class EmbeddingReaderConfig(ReaderConfig):
@@ -63,7 +68,7 @@ class EmbeddingReader(Reader):
 
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:
         if not question.is_multiple_choice:
-            return Answer(error="the embedding reader only answers multiple-choice questions")
+            return self._answer_open(question, retrieval)
         options = self.embedder.embed([strip_option_label(o) for o in question.options])
         query = self.embedder.embed([question.text], query=True)[0]
         texts = self._memory_texts(retrieval)
@@ -79,3 +84,14 @@ class EmbeddingReader(Reader):
             scores=[float(s) for s in scores],
             metadata={"support_items": [int(b) for b in best]},
         )
+
+    def _answer_open(self, question: Question, retrieval: Retrieval) -> Answer:
+        """Extractive answer to an open question: the remembered turn most relevant to it, or an
+        abstention when memory is empty (so LoCoMo's token F1 has an LLM-free baseline)."""
+        texts = self._memory_texts(retrieval)
+        if not texts:
+            return Answer(text=NO_ANSWER, metadata={"blind": True})
+        query = self.embedder.embed([question.text], query=True)[0]
+        relevance = self.embedder.embed(texts) @ query
+        best = int(relevance.argmax())
+        return Answer(text=texts[best], scores=[float(relevance[best])], metadata={"support_items": [best]})

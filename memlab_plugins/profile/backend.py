@@ -42,7 +42,8 @@ class ProfileConfig(BackendConfig):
         default=0.6, ge=-1.0, le=1.0, description="cosine similarity at which a statement is about an existing entry"
     )
     max_statements_per_turn: int = Field(default=2, ge=1, description="rules extractor: statements taken per user turn")
-    supporting_turns: int = Field(default=0, ge=0, description="raw user turns added to each retrieval")
+    # Part of top_k (at most half). 5 measured better than 0 on the PersonaMem dev history (docs/profile.md).
+    supporting_turns: int = Field(default=5, ge=0, description="raw user turns added to each retrieval")
     max_versions: int = Field(default=4, ge=1, description="versions of one entry shown in the rendered context")
     quote_chars: int = Field(default=300, ge=40, description="longest quote kept as evidence and shown")
     llm_max_profile_entries: int = Field(default=80, ge=1, description="entries shown to the LLM extractor")
@@ -184,21 +185,22 @@ class ProfileMemory(Memory):
         best: dict[str, float] = {}
         for (entry_id, _), sim in zip(keys, sims):
             best[entry_id] = max(best.get(entry_id, -1.0), float(sim))
-        chosen = sorted(best, key=lambda e: -best[e])[:k]
+        # k bounds all items: supporting turns take at most half of it, entries the rest.
+        n_turns = min(self.config.supporting_turns, k // 2)
+        chosen = sorted(best, key=lambda e: -best[e])[: k - n_turns]
         # Oldest change first, most recently changed last: the order a transcript would have.
         chosen.sort(key=lambda e: (chains[e][-1].valid_to or chains[e][-1].valid_from, e))
         items = [self._chain_item(chains[e], best[e]) for e in chosen]
         context = render_profile(
             [chains[e] for e in chosen], quote_chars=self.config.quote_chars, max_versions=self.config.max_versions
         )
-        support = self._supporting(user_id, q, chosen_turns={(t["session_id"], t["turn_index"]) for i in items for t in i.source["turns"]})
+        support = self._supporting(user_id, q, n_turns, chosen_turns={(t["session_id"], t["turn_index"]) for i in items for t in i.source["turns"]})
         if support:
             items += support
             context += "\nSupporting turns:\n" + "\n".join(f"user: {i.text}" for i in support)
         return Retrieval(items=items, context=context)
 
-    def _supporting(self, user_id: str, q: np.ndarray, chosen_turns: set[tuple[str, int]]) -> list[MemoryItem]:
-        n = self.config.supporting_turns
+    def _supporting(self, user_id: str, q: np.ndarray, n: int, chosen_turns: set[tuple[str, int]]) -> list[MemoryItem]:
         if not n:
             return []
         turns, vectors = self.store.turns(user_id)

@@ -114,7 +114,8 @@ _STOP_AT = re.compile(
     re.IGNORECASE,
 )
 _LEADING = re.compile(
-    r"^(?:(?:a|an|the|that|this|those|these|my|some|any|our|more|new|another|really|recently|"
+    r"^(?:(?:a|an|the|that|this|those|these|my|some|any|our|more|new|another|really|recently|joining|"
+    r"taking part in|volunteering (?:for|at|with)|"
     r"also|participating in|attending|using|doing|going to|being part of|exploring|the use of|"
     r"engaging in|working on|writing|creating|trying)\s+)+",
     re.IGNORECASE,
