@@ -224,7 +224,7 @@ def _init_process_worker(stream: Any) -> None:
     _stream = stream
     # Streaming is best effort (each outcome carries all its predictions): a worker must be able to
     # exit even when the driver has stopped reading and the queue's pipe is full.
-    pass  # TEMP
+    stream.cancel_join_thread()
 
 
 def _process_task(index: int, job: Job, plugins: list[PluginRef]) -> JobOutcome:

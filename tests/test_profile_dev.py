@@ -9,7 +9,7 @@ import pytest
 
 from memlab.datasets import load_dataset
 from memlab.registry import create_backend
-from memlab.runner import retrieved_message_indexes
+from memlab.eval.retrieval import item_message_indexes
 
 pytestmark = pytest.mark.data
 
@@ -60,9 +60,10 @@ def test_a_flip_keeps_the_old_version(replayed) -> None:  # type: ignore[no-unty
 
 def test_retrievals_map_to_history_messages(replayed) -> None:  # type: ignore[no-untyped-def]
     mem, dataset, history = replayed
-    index = {history.session_id(n): start for n, start in enumerate(history.session_starts)}
     for question in dataset.questions[:20]:
         retrieval = mem.retrieve(question.text, user_id="kanoa")
-        messages = retrieved_message_indexes(retrieval.items, index)
-        assert messages, question.id
-        assert all(0 <= m < len(history.messages) and history.messages[m].role == "user" for m in messages)
+        assert retrieval.items, question.id
+        for item in retrieval.items:
+            messages = item_message_indexes(history, item)
+            assert messages, f"{question.id}: item {item.id} does not map to history messages"
+            assert all(history.messages[m].role == "user" for m in messages)
