@@ -58,11 +58,17 @@ class ProcessOptions(BaseModel):
 
     workers: int | None = Field(default=None, ge=1, description="worker processes (default: usable cores)")
     retries: int = Field(default=2, ge=0, description="extra attempts for a job that raises")
+    threads_per_worker: int | None = Field(
+        default=None, ge=1, description="torch/BLAS threads per worker (default: usable cores / workers)"
+    )
 
 
-class RayOptions(ProcessOptions):
-    """Options of ``--executor ray``."""
+class RayOptions(BaseModel):
+    """Options of ``--executor ray`` (Ray itself gives each worker cpus_per_job BLAS threads)."""
 
+    model_config = ConfigDict(extra="forbid")
+
+    retries: int = Field(default=2, ge=0, description="extra attempts for a job that raises")
     address: str | None = Field(
         default=None, description="existing cluster ('auto', 'ray://host:10001', host:6379); None starts a local Ray"
     )
@@ -219,9 +225,15 @@ def run_in_worker(
     return JobOutcome(index=index, predictions=made, error=error, traceback=trace, worker=_worker_info())
 
 
-def _init_process_worker(stream: Any) -> None:
+def _init_process_worker(stream: Any, threads: int) -> None:
     global _stream
     _stream = stream
+    # Without this every worker would start one torch/BLAS thread per core: workers x cores
+    # threads fighting for the cores (Ray does the same for its workers).
+    for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(variable, str(threads))
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
     # Streaming is best effort (each outcome carries all its predictions): a worker must be able to
     # exit even when the driver has stopped reading and the queue's pipe is full.
     stream.cancel_join_thread()
@@ -359,8 +371,12 @@ class ProcessExecutor:
         context = multiprocessing.get_context("spawn")
         stream = context.Queue()
 
+        threads = self.options.threads_per_worker or max(1, usable_cores() // size)
+
         def new_pool() -> ProcessPoolExecutor:
-            return ProcessPoolExecutor(size, mp_context=context, initializer=_init_process_worker, initargs=(stream,))
+            return ProcessPoolExecutor(
+                size, mp_context=context, initializer=_init_process_worker, initargs=(stream, threads)
+            )
 
         pool = new_pool()
         generation = 0
