@@ -6,7 +6,7 @@ once and answers questions on the way. This script measures both sides on the sa
     python benchmarks/bench_replay.py [--dataset ../shared/data/personamem/128k-dev] [--backend rag]
 
 1. a normal ``memlab run`` of the backend with the embedding reader (times from summary.json);
-2. an instrumented replay with private, uncached embedders that counts the texts the backend
+2. an instrumented replay with a private, uncached embedder that counts the texts the backend
    embeds while ingesting, and the count a per-question re-ingest would need (every indexed
    message before each question's end index, once per question).
 """
@@ -25,7 +25,6 @@ os.environ.setdefault("MEM0_TELEMETRY", "False")
 
 from memlab.datasets import load_dataset  # noqa: E402
 from memlab.embedders.sentence_transformer import SentenceTransformerEmbedder  # noqa: E402
-from memlab.readers.embedding import EmbeddingReader  # noqa: E402
 from memlab.runner import BackendSpec, RunConfig, run, user_id_for  # noqa: E402
 from memlab_plugins.rag import RagMemory  # noqa: E402
 
@@ -49,21 +48,20 @@ def count_embeddings(dataset_spec: str) -> None:
     dataset = load_dataset(dataset_spec)
     backend_embedder = SentenceTransformerEmbedder()
     memory = RagMemory(embedder=backend_embedder)
-    reader = EmbeddingReader(embedder=SentenceTransformerEmbedder())
-    indexed_roles = set(memory.config.roles)
-    replay_calls = per_question_calls = 0
+    replay_calls = per_question_calls = replayed_before_context = 0
     start = time.perf_counter()
     for context_id, history in dataset.histories.items():
         user, position = user_id_for(context_id), 0
         for question in dataset.questions_for(context_id):
+            before = backend_embedder.texts_embedded
             for session, _ in history.slices(position, question.end_index):
                 memory.ingest(session, user_id=user)
+            replay_calls += backend_embedder.texts_embedded - before  # (queries are not counted)
             position = max(position, question.end_index)
-            reader.answer(question, memory.retrieve(question.text, user_id=user))
-            per_question_calls += sum(
-                1 for m in history.messages[: question.end_index] if m.role in indexed_roles and m.content.strip()
-            )
-    replay_calls = backend_embedder.texts_embedded
+            memory.retrieve(question.text, user_id=user)
+            # A per-question rebuild embeds this history's whole prefix again, for every question.
+            per_question_calls += replay_calls - replayed_before_context
+        replayed_before_context = replay_calls
     print(f"instrumented replay: {time.perf_counter() - start:.1f} s")
     print(f"  texts embedded while ingesting (replay once):     {replay_calls:>8,}")
     print(f"  texts a per-question re-ingest would embed:       {per_question_calls:>8,}")
