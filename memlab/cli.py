@@ -91,6 +91,8 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
         data.setdefault("executor_options", {})["address"] = args.ray_address
     if args.workers:
         data.setdefault("executor_options", {})["workers"] = args.workers
+    if args.retries is not None:
+        data.setdefault("executor_options", {})["retries"] = args.retries
     if args.no_progress:
         data["progress"] = False
     config = RunConfig.model_validate(data)
@@ -208,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.add_argument("--executor", choices=["local", "process", "ray"], help="where jobs run (default local)")
     run_p.add_argument("--ray-address", help="Ray cluster address for --executor ray (auto, ray://host:10001)")
     run_p.add_argument("--workers", type=int, help="parallel workers for process/ray executors")
+    run_p.add_argument("--retries", type=int, help="retries of a failed job for process/ray executors (default 2)")
     run_p.add_argument("--no-plots", action="store_true")
     run_p.add_argument("--no-progress", action="store_true")
     run_p.set_defaults(func=cmd_run)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import math
 import multiprocessing
 import os
 import pickle
@@ -370,7 +371,6 @@ class ProcessExecutor:
         size = min(self.options.workers or usable_cores(), len(jobs))
         context = multiprocessing.get_context("spawn")
         stream = context.Queue()
-
         threads = self.options.threads_per_worker or max(1, usable_cores() // size)
 
         def new_pool() -> ProcessPoolExecutor:
@@ -443,15 +443,18 @@ class RayExecutor:
         options = self.options
         kwargs: dict[str, Any] = {"address": options.address, "runtime_env": options.runtime_env}
         if options.address is None:
-            # A private local Ray: exactly `workers` CPUs, no dashboard. It stays up until this process
-            # exits (Ray registers its own shutdown), so several runs in one process start it once.
-            kwargs.update(num_cpus=int(options.workers or usable_cores()), include_dashboard=False)
+            # A private local Ray: CPUs for `workers` actors, no dashboard. It stays up until this
+            # process exits (Ray registers its own shutdown), so runs in one process start it once.
+            cpus = math.ceil(options.workers * options.cpus_per_job) if options.workers else usable_cores()
+            kwargs.update(num_cpus=cpus, include_dashboard=False)
         try:
             ray.init(**kwargs)
         except ConnectionError as exc:
             raise MemlabError(
-                f"cannot reach a Ray cluster at {options.address!r} ({exc}): start one with `ray start --head` "
-                "or leave --ray-address out to run a local Ray"
+                f"cannot connect to a Ray cluster at {options.address!r} ({exc}): start one with `ray start "
+                "--head`, or leave --ray-address out to run a local Ray. If the log says InvalidAuthToken, the "
+                "cluster uses token authentication: set RAY_AUTH_MODE=token (and the cluster's token in "
+                "~/.ray/auth_token or RAY_AUTH_TOKEN) where memlab runs"
             ) from exc
 
     def _pool_size(self, jobs: int) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
-from memlab.errors import UnknownNameError
+from memlab.errors import MemlabError, UnknownNameError
 from memlab.results import Prediction
 from memlab.runner import Job, run_job
 
@@ -48,7 +48,9 @@ class LocalExecutor:
 
 def make_executor(name: str = "local", **options: Any) -> Executor:
     if name == "local":
-        return LocalExecutor(**options)
+        if options:
+            raise MemlabError(f"executor 'local' takes no options (got {sorted(options)}): use --executor process or ray")
+        return LocalExecutor()
     if name in ("process", "ray"):
         from memlab import distributed
 

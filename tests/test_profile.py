@@ -250,3 +250,218 @@ def test_crash_between_sessions_loses_nothing(tmp_path: Path) -> None:
             Stance.LIKES,
             Stance.DISLIKES,
         ]
+
+
+# ---------------------------------------------------------------------- change statements (issue 5 follow-up)
+from memlab.client import MemoryClient  # noqa: E402
+from memlab_plugins.profile.change_cues import split_reason  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("text", "aspect", "stance", "change"),
+    [
+        ("No more pizza for me.", "pizza", Stance.DISLIKES, "away"),
+        ("I'm off sugar these days.", "sugar", Stance.DISLIKES, "away"),
+        ("I can't stand jazz anymore.", "jazz", Stance.DISLIKES, "away"),
+        ("I'm done with social media.", "social media", Stance.DISLIKES, "away"),
+        ("Honestly, reality TV isn't for me anymore.", "reality TV", Stance.DISLIKES, "away"),
+        ("I'm no longer a fan of horror movies.", "horror movies", Stance.DISLIKES, "away"),
+        ("I'm not a fan of horror movies.", "horror movies", Stance.DISLIKES, "none"),
+        ("I don't eat red meat anymore.", "red meat", Stance.DISLIKES, "away"),
+        ("I quit poker last year.", "poker", Stance.DISLIKES, "stop"),
+        ("I've stopped running.", "running", Stance.DISLIKES, "stop"),
+        ("I've grown to love country music.", "country music", Stance.LIKES, "start"),
+        ("I'm into bouldering now.", "bouldering", Stance.LIKES, "start"),
+        ("I've warmed up to opera.", "opera", Stance.LIKES, "start"),
+        ("I've gone gluten-free.", "gluten-free", Stance.FACT, "start"),
+        ("I went vegan last year.", "vegan", Stance.FACT, "start"),
+        ("I'm vegetarian now.", "vegetarian", Stance.FACT, "start"),
+    ],
+)
+def test_change_cue_families(text: str, aspect: str, stance: Stance, change: str) -> None:
+    (found,) = RuleExtractor().turn_statements(text, 0)
+    assert (found.aspect, found.stance, found.change) == (aspect, stance, change)
+
+
+@pytest.mark.parametrize(
+    ("text", "pairs"),
+    [
+        ("I switched from coffee to tea.", [("coffee", Stance.DISLIKES, "stop"), ("tea", Stance.LIKES, "start")]),
+        ("I replaced my morning coffee with green tea.", [("morning coffee", Stance.DISLIKES, "stop"), ("green tea", Stance.LIKES, "start")]),
+        ("These days I prefer tea over coffee.", [("tea", Stance.LIKES, "start"), ("coffee", Stance.DISLIKES, "away")]),
+        ("I prefer cats to dogs.", [("cats", Stance.LIKES, "none"), ("dogs", Stance.DISLIKES, "none")]),
+        (
+            "I've gone gluten-free, so no more pizza for me.",
+            [("gluten-free", Stance.FACT, "start"), ("pizza", Stance.DISLIKES, "away")],
+        ),
+    ],
+)
+def test_two_sided_change_statements(text: str, pairs: list[tuple[str, Stance, str]]) -> None:
+    found = RuleExtractor().turn_statements(text, 0)
+    assert [(s.aspect, s.stance, s.change) for s in found] == pairs
+    assert len({s.sentence for s in found}) == 1  # one sentence: the resolver keeps them apart
+
+
+REASON = "my blood test came back high"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"I'm off sugar because {REASON}.",
+        f"Because {REASON}, I'm off sugar.",
+        f"I'm off sugar since {REASON}.",
+        f"Since {REASON}, I'm off sugar.",
+        f"{REASON[0].upper() + REASON[1:]}, so I'm off sugar.",
+        f"I'm off sugar as {REASON}.",
+        f"As {REASON}, I'm off sugar.",
+        f"I'm off sugar after {REASON}.",
+        f"After {REASON}, I'm off sugar.",
+        f"I'm off sugar ever since {REASON}.",
+        f"Ever since {REASON}, I'm off sugar.",
+        "I'm off sugar due to my blood test coming back high.",
+        "Due to my blood test coming back high, I'm off sugar.",
+    ],
+)
+def test_reason_before_or_after_the_change(text: str) -> None:
+    (found,) = RuleExtractor().turn_statements(text, 0)
+    assert found.aspect == "sugar" and found.change == "away"
+    assert found.reason and found.reason.lower().startswith("my blood test") and "sugar" not in found.reason
+
+
+def test_change_without_a_reason_clause_takes_the_next_sentence() -> None:
+    ex = RuleExtractor()
+    (pizza,) = ex.turn_statements("No more pizza for me. It gives me heartburn. Anyway, how are you?", 0)
+    assert pizza.reason == "It gives me heartburn."
+    (label,) = ex.turn_statements("I went vegan last year. It gives me heartburn.", 0)
+    assert label.reason is None  # a label is not a change of view that needs a why
+
+
+def test_reason_splitting_leaves_non_reasons_alone() -> None:
+    # A "so" clause after the change is a consequence, not the reason.
+    assert split_reason("I stopped running, so I have more free time now.", has_statement=lambda c: "running" in c) == (
+        "I stopped running, so I have more free time now.",
+        None,
+    )
+    assert split_reason("After a while, I quit poker.")[1] is None  # says when, not why
+    assert split_reason("I tried it as part of a workshop.")[1] is None  # "as part of" is no reason
+    ex = RuleExtractor()
+    (poker,) = ex.turn_statements("I kept losing money, so I quit poker.", 0)
+    assert (poker.aspect, poker.change, poker.reason) == ("poker", "stop", "I kept losing money")
+    (tea,) = ex.turn_statements("I love tea, so I drink it daily.", 0)
+    assert tea.reason is None
+    # Hedged changes are not changes.
+    assert ex.turn_statements("I'm thinking about going vegan.", 0) == []
+    assert ex.turn_statements("I might switch from coffee to tea.", 0) == []
+    assert [s.change for s in ex.turn_statements("I'm considering quitting my book club.", 0)] != ["stop"]
+    # "prefer sticking to X" is not "prefer A to B"; "Italian" is not the pronoun "it".
+    assert all(s.aspect != "family recipes" or s.stance is not Stance.DISLIKES
+               for s in ex.turn_statements("I much prefer sticking to family recipes.", 0))
+    assert aspect_of("I love Italian food.") == "Italian food"
+
+
+def _chain(mem: ProfileMemory, aspect: str, user: str = "u") -> list:  # type: ignore[type-arg]
+    return [v for v in mem.get_profile(user, include_closed=True) if v.aspect == aspect]
+
+
+@pytest.mark.parametrize(
+    ("first", "change", "new_stance", "reason"),
+    [
+        ("I love pizza.", "I've gone gluten-free, so no more pizza for me.", Stance.DISLIKES, "I've gone gluten-free"),
+        ("I love pizza.", "Since my stomach surgery, I'm off pizza.", Stance.DISLIKES, "my stomach surgery"),
+        ("I love pizza.", "I can't stand pizza anymore because it makes me sleepy.", Stance.DISLIKES, "it makes me sleepy"),
+        ("I love pizza.", "I'm done with pizza after that food poisoning.", Stance.DISLIKES, "that food poisoning"),
+        ("I love pizza.", "Pizza isn't for me anymore, as my cholesterol is high.", Stance.DISLIKES, "my cholesterol is high"),
+        ("I love pizza.", "My doctor was worried, so I'm no longer a fan of pizza.", Stance.DISLIKES, "My doctor was worried"),
+        ("I can't stand opera.", "Ever since my trip to Vienna, I've grown to love opera.", Stance.LIKES, "my trip to Vienna"),
+        ("I really don't enjoy opera.", "I'm into opera now due to my new partner's influence.", Stance.LIKES, "my new partner's influence"),
+    ],
+)
+def test_change_updates_and_closes_the_old_version(first: str, change: str, new_stance: Stance, reason: str) -> None:
+    mem = make()
+    mem.ingest(session("s1", ("user", first)), user_id="u")
+    mem.ingest(session("s2", ("user", change)), user_id="u")
+    aspect = mem.get_profile("u", include_closed=True)[0].aspect
+    old, new = _chain(mem, aspect)
+    assert old.valid_to == 1 and old.closed_reason == reason
+    assert new.current and new.stance is new_stance and new.reason == reason and new.op is OpType.UPDATE
+    assert reason in mem.retrieve(aspect, user_id="u").context
+    # Saying it again changes nothing.
+    mem.ingest(session("s3", ("user", change)), user_id="u")
+    assert len(_chain(mem, aspect)) == 2
+    assert [o.op for o in mem.operations("u") if o.entry_id == old.id][-1] is OpType.NOOP
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ("I quit running because my knee is injured.", "my knee is injured"),
+        ("My knee is injured, so I've stopped running.", "My knee is injured"),
+        ("Due to a knee injury, I gave up running.", "a knee injury"),
+    ],
+)
+def test_ceasing_an_activity_deletes_it_with_the_reason(change: str, reason: str) -> None:
+    mem = make()
+    mem.ingest(session("s1", ("user", "I love running.")), user_id="u")
+    mem.ingest(session("s2", ("user", change)), user_id="u")
+    assert mem.get_profile("u") == []
+    (closed,) = mem.get_profile("u", include_closed=True)
+    assert closed.valid_to == 1 and closed.closed_reason == reason
+    assert [o.op for o in mem.operations("u")] == [OpType.ADD, OpType.DELETE]
+
+
+def test_new_aspects_from_change_statements_are_added() -> None:
+    mem = make()
+    mem.ingest(session("s1", ("user", "I'm into bouldering now."), ("user", "No more soda for me.")), user_id="u")
+    assert [o.op for o in mem.operations("u")] == [OpType.ADD, OpType.ADD]
+    assert {(e.aspect, e.stance) for e in mem.get_profile("u")} == {
+        ("bouldering", Stance.LIKES),
+        ("soda", Stance.DISLIKES),
+    }
+
+
+def test_switch_closes_the_old_side_and_keeps_the_sides_apart() -> None:
+    # A threshold of -1 makes every entry a candidate for every statement: only the one-sentence
+    # rule keeps "tea" from reopening the "coffee" entry the same sentence just closed.
+    mem = make(aspect_threshold=-1.0)
+    mem.ingest(session("s1", ("user", "I love coffee.")), user_id="u")
+    mem.ingest(session("s2", ("user", "I switched from coffee to tea because coffee kept me awake.")), user_id="u")
+    ops = [(o.op, o.entry_id) for o in mem.operations("u")]
+    assert [o for o, _ in ops] == [OpType.ADD, OpType.DELETE, OpType.ADD] and ops[1][1] == ops[0][1] != ops[2][1]
+    (tea,) = mem.get_profile("u")
+    assert (tea.aspect, tea.stance, tea.reason) == ("tea", Stance.LIKES, "coffee kept me awake")
+    (coffee,) = _chain(mem, "coffee")
+    assert not coffee.current and coffee.closed_reason == "coffee kept me awake"
+
+
+def test_closest_statement_of_a_sentence_resolves_first() -> None:
+    mem = make(aspect_threshold=-1.0)
+    mem.ingest(session("s1", ("user", "I can't stand tea.")), user_id="u")
+    mem.ingest(session("s2", ("user", "I switched from coffee to tea.")), user_id="u")
+    (tea_v1, tea_v2) = _chain(mem, "tea")
+    assert tea_v1.stance is Stance.DISLIKES and tea_v2.stance is Stance.LIKES
+    (coffee,) = _chain(mem, "coffee")
+    assert coffee.stance is Stance.DISLIKES and coffee.op is OpType.ADD
+
+
+def test_mission_example_through_memory_client(tmp_path: Path) -> None:
+    """The README example, with the default config (the packaged MiniLM)."""
+    client = MemoryClient("profile", data_dir=tmp_path / "x")
+    client.remember("alice", [("user", "I love pizza.")], session_id="s1")
+    client.remember("alice", [("user", "I've gone gluten-free, so no more pizza for me.")], session_id="s2")
+    texts = [i.text for i in client.memories("alice")]
+    assert any(t.startswith("pizza: dislikes") and "changed from likes because: I've gone gluten-free" in t for t in texts)
+    assert any(t.startswith("gluten-free: fact") for t in texts)
+    mem = client.memory
+    assert isinstance(mem, ProfileMemory)
+    ops = mem.operations("alice")
+    update = next(o for o in ops if o.op is OpType.UPDATE)
+    assert update.reason == "I've gone gluten-free" and update.session_id == "s2"
+    old, new = mem.history(update.entry_id, user_id="alice")
+    assert (old["stance"], old["valid_to"], old["closed_reason"]) == ("likes", 1, "I've gone gluten-free")
+    assert (new["stance"], new["valid_to"]) == ("dislikes", None)
+    # MiniLM puts "tea" and "coffee" above the aspect threshold: the two sides must still stay apart.
+    client.remember("bob", [("user", "I love coffee.")], session_id="s1")
+    client.remember("bob", [("user", "I switched from coffee to tea.")], session_id="s2")
+    assert [(e.aspect, e.stance) for e in mem.get_profile("bob")] == [("tea", Stance.LIKES)]
+    client.close()

@@ -11,6 +11,10 @@ X.", "I've also revisited X ...") and the following sentences elaborate or give 
    reason is the "because ..." clause or the next sentence;
 4. ``resolve.Resolver`` matches the aspect against the profile by embedding similarity and picks
    ADD / UPDATE / DELETE / NOOP.
+
+Explicit change statements ("no more X for me", "I switched from X to Y", "I've gone vegan", "I'm
+into X now", reasons before or after the change) are found first, by the cue families of
+``change_cues``; a sentence none of them matches goes through the generic cues below.
 """
 
 from __future__ import annotations
@@ -20,9 +24,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from memlab.types import Message
+from memlab_plugins.profile.change_cues import cue_statements, hedged, split_reason
 from memlab_plugins.profile.models import Stance
 
-Change = Literal["stop", "start", "none"]
+# stop: the user ceased X (DELETE); start: took X up or came to like it; away: turned against X,
+# which stays in the profile as a dislike (UPDATE); none: a plain stance or fact.
+Change = Literal["stop", "start", "away", "none"]
 
 _LABEL = re.compile(r"^\s*(?:patient|user|client|me|human)\s*:\s*", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'“])")
@@ -69,7 +76,6 @@ _NEUTRAL = re.compile(
     re.IGNORECASE,
 )
 _CONTRAST = re.compile(r"\b(?:but|however|though|although|yet)\b", re.IGNORECASE)
-_REASON = re.compile(r"\b(?:because|since|as|due to|after|so that)\b\s+(.*)", re.IGNORECASE)
 
 # First-person statements about doing or liking something. The group captures the aspect phrase.
 _ACT = (
@@ -143,6 +149,9 @@ class Statement:
     change: Change
     quote: str
     reason: str | None
+    # Index of the sentence in its turn: statements of one sentence ("I switched from X to Y") are
+    # about different things, so the resolver never maps two of them onto one entry.
+    sentence: int = 0
 
 
 def strip_label(text: str) -> str:
@@ -163,13 +172,21 @@ def _clean_aspect(phrase: str, max_words: int) -> str:
     return " ".join(words[:max_words])
 
 
+_PRONOUNS = {"it", "it's", "its", "them", "themselves", "myself", "itself", "him", "her", "you"}
+
+
+def _usable(aspect: str) -> bool:
+    # A pronoun names nothing without coreference ("I stopped it"); "Italian food" is fine.
+    return len(aspect) >= 3 and aspect.split()[0].lower() not in _PRONOUNS
+
+
 def aspect_of(sentence: str, max_words: int = 8) -> str | None:
     """The thing a first-person sentence is about, or None when it is not such a statement."""
     for pattern in (_CHANGE_OBJECT, _PREF_OBJECT, _STATEMENT):
         match = pattern.search(sentence)
         if match:
             aspect = _clean_aspect(match.group(match.lastindex or 1), max_words)
-            if len(aspect) >= 3 and not aspect.lower().startswith(("it ", "them", "it", "myself")):
+            if _usable(aspect):
                 return aspect
     match = _GERUND.match(sentence)
     if match:
@@ -202,24 +219,25 @@ def stance_of(text: str) -> Stance | None:
 
 def change_of(sentence: str) -> Change:
     head = sentence[:160]
-    if _STOP.search(head):
+    stop = _STOP.search(head)
+    # "I'm thinking about quitting X" is not a change yet.
+    if stop and not hedged(head, stop.start()):
         return "stop"
     if _START.search(head):
         return "start"
     return "none"
 
 
-def explicit_reason(statement: str) -> str | None:
-    """The "because ..." / "since ..." / "after ..." clause of a statement, if it has one."""
-    match = _REASON.search(statement)
-    if match and len(match.group(1).split()) >= 3:
-        return re.sub(r"^of\s+", "", match.group(1).strip()).rstrip(".")
-    return None
+def explicit_reason(statement: str, aspect: str = "") -> str | None:
+    """The reason clause of a statement, before or after it ("because/since/as/after/due to ...",
+    "Since R, S", "R, so S" when S names the aspect), if it has one."""
+    _, reason = split_reason(statement, has_statement=lambda clause: bool(aspect) and aspect.lower() in clause.lower())
+    return reason
 
 
 def reason_of(statement: str, following: str | None, aspect: str = "") -> str | None:
     """Why a change happened: an explicit clause, the part after a contrast or a colon, else the next sentence."""
-    explicit = explicit_reason(statement)
+    explicit = explicit_reason(statement, aspect)
     if explicit:
         return explicit
     contrast = _CONTRAST.search(statement)
@@ -255,6 +273,11 @@ class RuleExtractor:
                 break
             if sentence.endswith("?") or _QUESTION_START.match(sentence):
                 continue
+            following = parts[i + 1] if i + 1 < len(parts) else None
+            cued = self.cue_statements(sentence, turn_index, sentence_index=i, following=following)
+            if cued:
+                out.extend(cued[: self.max_per_turn - len(out)])
+                continue
             aspect = aspect_of(sentence, self.max_aspect_words)
             if aspect is None:
                 continue
@@ -276,7 +299,7 @@ class RuleExtractor:
             if change != "none" or stance in (Stance.DISLIKES, Stance.NEUTRAL):
                 reason = reason_of(sentence, following, aspect)
             else:
-                reason = explicit_reason(sentence)
+                reason = explicit_reason(sentence, aspect)
             out.append(
                 Statement(
                     turn_index=turn_index,
@@ -285,6 +308,47 @@ class RuleExtractor:
                     change=change,
                     quote=sentence[: self.quote_chars],
                     reason=reason[: self.quote_chars] if reason else None,
+                    sentence=i,
                 )
             )
+        return out
+
+    def cue_statements(
+        self, sentence: str, turn_index: int, *, sentence_index: int = 0, following: str | None = None
+    ) -> list[Statement]:
+        """Statements of the explicit change cues (``change_cues``) in one sentence, in text order.
+
+        The statement clause and the reason clause are matched separately: in "I've gone
+        gluten-free, so no more pizza for me" the change is "no more pizza" with the reason "I've
+        gone gluten-free", which is itself a statement (a diet label). A change with no reason in
+        its sentence takes the next sentence, as the generic path does ("No more pizza for me. It
+        gives me heartburn.").
+        """
+        core, reason = split_reason(sentence, has_statement=lambda clause: bool(cue_statements(clause, None)))
+        found = cue_statements(core, reason)
+        if not found:
+            return []
+        if reason:
+            found += cue_statements(reason, None)
+        out: list[Statement] = []
+        for cue in found:
+            aspect = _clean_aspect(cue.phrase, self.max_aspect_words)
+            if not _usable(aspect) or any(s.aspect.lower() == aspect.lower() for s in out):
+                continue
+            why = cue.reason
+            if why is None and cue.change != "none" and cue.stance is not Stance.FACT:
+                why = following
+            out.append(
+                Statement(
+                    turn_index=turn_index,
+                    aspect=aspect,
+                    stance=cue.stance,
+                    change=cue.change,  # type: ignore[arg-type]
+                    quote=sentence[: self.quote_chars],
+                    reason=why[: self.quote_chars] if why else None,
+                    sentence=sentence_index,
+                )
+            )
+        lower = sentence.lower()
+        out.sort(key=lambda s: lower.find(s.aspect.lower()) % (len(lower) + 1))
         return out
