@@ -177,18 +177,18 @@ def run_job(job: Job, emit: Callable[[Prediction], None] | None = None) -> list[
     from memlab.embedders import set_default_cache_dir as set_embedding_cache
     from memlab.llm.cache import set_default_cache_dir as set_llm_cache
 
-    set_embedding_cache(job.cache_dir)
-    set_llm_cache(job.cache_dir)
+    saved_caches = set_embedding_cache(job.cache_dir), set_llm_cache(job.cache_dir)
     # Each job replays from an empty memory: stale state from an interrupted attempt is removed.
     if job.state_dir.exists():
         shutil.rmtree(job.state_dir)
-    memory: Memory = create_backend(job.backend.name, job.backend.config, data_dir=job.state_dir)
+    memory: Memory | None = None
     user_id = user_id_for(job.context_id)
     reader_name = reader.describe()
     results: list[Prediction] = []
     position = 0
     pending_ingest = 0.0
     try:
+        memory = create_backend(job.backend.name, job.backend.config, data_dir=job.state_dir)
         for question in questions:
             if reader.uses_memory:
                 for session, _start in history.slices(position, question.end_index):
@@ -241,8 +241,11 @@ def run_job(job: Job, emit: Callable[[Prediction], None] | None = None) -> list[
             if emit is not None:
                 emit(prediction)
     finally:
-        memory.close()
+        if memory is not None:
+            memory.close()
         shutil.rmtree(job.state_dir, ignore_errors=True)
+        set_embedding_cache(saved_caches[0])
+        set_llm_cache(saved_caches[1])
     return results
 
 

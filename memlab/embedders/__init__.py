@@ -37,10 +37,12 @@ def _build(kind: str, model: str | None) -> Embedder:
     raise ValueError(f"unknown embedder {kind!r}; choose one of {', '.join(EMBEDDER_KINDS)}")
 
 
-def set_default_cache_dir(path: str | Path | None) -> None:
-    """Where embeddings are cached when a caller names no cache directory (the runner sets this)."""
+def set_default_cache_dir(path: str | Path | None) -> Path | None:
+    """Where embeddings are cached when a caller names no cache directory (the runner sets this).
+    Returns the previous setting, so a caller can restore it."""
     global _default_cache_dir
-    _default_cache_dir = Path(path) if path else None
+    previous, _default_cache_dir = _default_cache_dir, (Path(path) if path else None)
+    return previous
 
 
 def get_embedder(kind: str = "minilm", model: str | None = None, *, cache_dir: str | Path | None = None) -> Embedder:

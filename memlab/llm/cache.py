@@ -18,10 +18,12 @@ CACHE_FILE = "llm_responses.sqlite"
 _default_cache_dir: Path | None = None
 
 
-def set_default_cache_dir(path: str | Path | None) -> None:
-    """Where responses are cached when a config names no ``cache_dir`` (the runner sets this)."""
+def set_default_cache_dir(path: str | Path | None) -> Path | None:
+    """Where responses are cached when a config names no ``cache_dir`` (the runner sets this).
+    Returns the previous setting, so a caller can restore it."""
     global _default_cache_dir
-    _default_cache_dir = Path(path) if path else None
+    previous, _default_cache_dir = _default_cache_dir, (Path(path) if path else None)
+    return previous
 
 
 def default_cache_dir() -> Path:
