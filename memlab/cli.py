@@ -120,7 +120,7 @@ def _print_report(run_dir: Path, plots: bool) -> None:
 
     summary = report.load_run(run_dir)
     print(report.terminal_table(summary))
-    for extra in (report.distance_table(summary), report.metrics_table(summary)):
+    for extra in (report.distance_table(summary), report.metrics_table(summary, per_type=False)):
         if extra:
             print()
             print(extra)
@@ -147,16 +147,21 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     return 0
 
 
+# Every backend that runs offline on the embedded defaults (no model download, no LLM).
+DEMO_BACKENDS = ("full_context", "rag", "profile", "mem0")
+
+
 def cmd_demo(args: argparse.Namespace, extra: list[str]) -> int:
     from memlab.runner import BackendSpec, RunConfig, run
 
     config = RunConfig(
         dataset=args.dataset,
-        backends=[BackendSpec(name="full_context"), BackendSpec(name="rag")],
+        backends=[BackendSpec(name=name) for name in DEMO_BACKENDS],
         out=Path(args.out),
         progress=not args.no_progress,
     )
-    print(f"memlab demo: {config.dataset}, backends full_context, rag (+ blind controls), offline", file=sys.stderr)
+    print(f"memlab demo: {config.dataset}, backends {', '.join(DEMO_BACKENDS)} (+ blind controls), offline",
+          file=sys.stderr)
     run(config)
     _print_report(config.out, plots=True)
     return 0
