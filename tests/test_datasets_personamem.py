@@ -254,8 +254,10 @@ def test_folder_with_several_sizes_needs_a_choice(release_folder: Path) -> None:
     assert len(load_personamem(release_folder, size="32K").questions) == 3
 
 
-def test_size_name_reads_the_cache_dir(release_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MEMLAB_DATA_DIR", str(release_folder))
+def test_size_name_reads_the_cache_dir(release_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "personamem").symlink_to(release_folder)  # $MEMLAB_DATA_DIR/personamem
+    monkeypatch.setenv("MEMLAB_DATA_DIR", str(tmp_path / "data"))
     dataset = load_dataset("personamem:32k")
     assert dataset.name == "personamem-32k" and len(dataset.questions) == 3 and len(dataset.histories) == 2
 

@@ -214,15 +214,15 @@ def test_directory_path_finds_locomo10(tmp_path: Path) -> None:
 
 
 def test_offline_download_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MEMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MEMLAB_DATA_DIR", str(tmp_path / "data"))
     with pytest.raises(DatasetUnavailableError) as info:
         load_locomo(None)  # sockets are blocked in tests: this is the offline path
     message = str(info.value)
     assert LOCOMO_URL in message
-    assert str(tmp_path / "cache" / "datasets" / "locomo" / "locomo10.json") in message
-    assert not (tmp_path / "cache" / "datasets" / "locomo" / "locomo10.json").exists()
+    assert str(tmp_path / "data" / "locomo" / "locomo10.json") in message
+    assert not (tmp_path / "data" / "locomo" / "locomo10.json").exists()
     # once the file is where the message says, no download is attempted
-    target = tmp_path / "cache" / "datasets" / "locomo" / "locomo10.json"
+    target = tmp_path / "data" / "locomo" / "locomo10.json"
     target.write_text(json.dumps([_sample()]), encoding="utf-8")
     assert download_locomo() == target
     assert load_dataset("locomo").summary()["questions"] == 3

@@ -3,9 +3,11 @@
 ``load_dataset(spec)`` is the single entry point the runner uses. Specs:
 
 - ``synthetic`` or ``synthetic:personas=3,seed=7`` - generated offline, deterministic by seed
-- ``personamem:32k`` / ``personamem:128k`` / ``personamem:1M`` - the released files (downloaded once)
-- ``personamem:<folder>`` or just ``<folder>`` - a local PersonaMem folder
-- ``locomo:<file.json>`` - a LoCoMo file (``locomo`` alone downloads locomo10.json)
+- ``personamem:32k`` / ``personamem:128k`` / ``personamem:1M`` - the released files, looked up in
+  ``$MEMLAB_DATA_DIR/personamem`` and downloaded there once
+- ``personamem:<folder>``, ``personamem:<questions.csv>`` or just ``<folder>`` - local files; a folder
+  without a contexts file loads questions only (blind controls can still run on it)
+- ``locomo:<file.json>`` - a LoCoMo file (``locomo`` alone downloads locomo10.json to ``$MEMLAB_DATA_DIR/locomo``)
 """
 
 from __future__ import annotations

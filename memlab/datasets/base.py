@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,3 +98,10 @@ class Dataset:
             "questions": len(self.questions),
             "issues": len(self.issues),
         }
+
+
+def data_home(name: str) -> Path:
+    """Where dataset ``name`` is looked for and downloaded to: ``$MEMLAB_DATA_DIR/<name>``
+    (default ``~/.cache/memlab/datasets/<name>``). One variable for every dataset."""
+    root = os.environ.get("MEMLAB_DATA_DIR") or Path.home() / ".cache" / "memlab" / "datasets"
+    return Path(root) / name

@@ -23,14 +23,13 @@ as LoCoMo's own evaluation prompts do; the image is part of what was said.
 from __future__ import annotations
 
 import json
-import os
 import re
 import urllib.request
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.datasets.base import DataIssue, Dataset, History
+from memlab.datasets.base import DataIssue, Dataset, History, data_home
 from memlab.errors import DataFormatError, DatasetUnavailableError
 from memlab.types import Message, Question
 
@@ -58,8 +57,8 @@ _DIA_ID = re.compile(r"^D(\d+):0*(\d+)$")
 
 
 def default_cache_dir() -> Path:
-    """Where downloaded datasets live: ``$MEMLAB_CACHE_DIR`` or ``~/.cache/memlab``."""
-    return Path(os.environ.get("MEMLAB_CACHE_DIR") or Path.home() / ".cache" / "memlab")
+    """Where the downloaded LoCoMo file lives (see ``memlab.datasets.base.data_home``)."""
+    return data_home("locomo")
 
 
 def parse_locomo_datetime(text: str) -> datetime | None:
@@ -75,7 +74,7 @@ def parse_locomo_datetime(text: str) -> datetime | None:
 
 def download_locomo(target: Path | None = None, *, url: str = LOCOMO_URL, timeout: float = 60.0) -> Path:
     """Fetch ``locomo10.json`` once into the cache (or ``target``) and return its path."""
-    target = target or default_cache_dir() / "datasets" / "locomo" / LOCOMO_FILE
+    target = target or default_cache_dir() / LOCOMO_FILE
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memlab.datasets.base import DataIssue, Dataset, History, split_at_system
+from memlab.datasets.base import DataIssue, Dataset, History, data_home, split_at_system
 from memlab.datasets.question_types import type_mapping
 from memlab.errors import DataFormatError, DatasetUnavailableError, MemlabError
 from memlab.types import OPTION_LETTERS, Message, Question
@@ -57,8 +57,8 @@ _CONTEXT_KEY = re.compile(r'^\s*\{\s*"((?:[^"\\]|\\.)*)"\s*:')
 
 
 def default_data_dir() -> Path:
-    """Where size names are looked up and downloaded to: ``$MEMLAB_DATA_DIR`` or ``~/.cache/memlab/personamem``."""
-    return Path(os.environ.get("MEMLAB_DATA_DIR") or Path.home() / ".cache" / "memlab" / "personamem")
+    """Where size names are looked up and downloaded to (see ``memlab.datasets.base.data_home``)."""
+    return data_home("personamem")
 
 
 def _size_name(text: str) -> str | None:
