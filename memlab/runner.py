@@ -384,6 +384,7 @@ def run(config: RunConfig, *, executor: Any | None = None) -> RunSummary:
     finally:
         bar.close()
         writer.close()
+        shutil.rmtree(out / "state", ignore_errors=True)  # jobs' scratch space; results live in the files
     return write_summary(config, dataset, failed)
 
 
