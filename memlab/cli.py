@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from memlab.errors import MemlabError
 
 
@@ -53,17 +55,27 @@ def parse_dotted(tokens: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def _load_config_file(path: str) -> dict[str, Any]:
-    text = Path(path).read_text(encoding="utf-8")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MemlabError(f"{path}: cannot read the run config: {exc}") from exc
     if path.endswith((".yaml", ".yml")):
         try:
             import yaml
         except ImportError as exc:
             raise MemlabError(f"{path}: reading YAML needs PyYAML (pip install pyyaml), or use JSON") from exc
-        return yaml.safe_load(text) or {}
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise MemlabError(f"{path}: not valid JSON: {exc}") from exc
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
+            raise MemlabError(f"{path}: not valid YAML: {exc}") from exc
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise MemlabError(f"{path}: not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise MemlabError(f"{path}: a run config is a mapping of settings, got {type(data).__name__}")
+    return data
 
 
 def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
@@ -81,7 +93,7 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
         data["reader"] = {"name": args.reader, "config": data.get("reader", {}).get("config", {})}
     if args.no_controls:
         data["controls"] = False
-    if args.max_questions:
+    if args.max_questions is not None:  # 0 must be refused by RunConfig, not silently mean "all"
         data["max_questions"] = args.max_questions
     if args.contexts:
         data["contexts"] = args.contexts.split(",")
@@ -89,13 +101,16 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
         data["executor"] = args.executor
     if getattr(args, "ray_address", None):
         data.setdefault("executor_options", {})["address"] = args.ray_address
-    if args.workers:
+    if args.workers is not None:
         data.setdefault("executor_options", {})["workers"] = args.workers
     if args.retries is not None:
         data.setdefault("executor_options", {})["retries"] = args.retries
     if args.no_progress:
         data["progress"] = False
-    config = RunConfig.model_validate(data)
+    try:
+        config = RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise MemlabError(f"invalid run config ({args.config or 'command line'}):\n{exc}") from exc
     # Dotted options: backends by name or label, then the reader and its LLM.
     reader_config = dict(config.reader.config)
     reader_config.update(dotted.pop("reader", {}))

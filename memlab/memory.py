@@ -62,6 +62,8 @@ def validate_user_id(user_id: str) -> str:
         raise ValueError(
             f"invalid user_id {user_id!r}: use 1-128 characters from letters, digits and _.:@-"
         )
+    if not user_id.strip("."):  # "." and ".." would name this or the parent folder in a path
+        raise ValueError(f"invalid user_id {user_id!r}: it must not consist of dots only")
     return user_id
 
 

@@ -139,6 +139,10 @@ class Registry(Generic[T]):
             raise MissingDependencyError(
                 missing, f"{self._kind()} {name!r} ({entry.target}) needs it: pip install {missing}"
             ) from exc
+        except AttributeError as exc:  # the module imports but the entry point names nothing in it
+            raise PluginValidationError(
+                f"{self._kind()} {name!r}: entry point {entry.target} does not exist ({exc})"
+            ) from exc
         self._validate(name, obj)
         return obj
 
@@ -150,6 +154,10 @@ class Registry(Generic[T]):
                 obj = self.get(name)
             except (MissingDependencyError, PluginValidationError) as exc:
                 rows.append(PluginInfo(name, entry.target, entry.distribution, False, reason=str(exc)))
+                continue
+            except Exception as exc:  # a plugin that fails to import must not hide the others
+                reason = f"import failed: {type(exc).__name__}: {exc}"
+                rows.append(PluginInfo(name, entry.target, entry.distribution, False, reason=reason))
                 continue
             caps = sorted(c.value for c in getattr(obj, "capabilities", ()))
             rows.append(

@@ -127,6 +127,14 @@ def cached_dataset(spec: str) -> Dataset:
     return load_dataset(spec)
 
 
+def state_dir_name(label: str) -> str:
+    """A single, safe path component for a backend label (labels are free text: "a/b", "..", "/tmp")."""
+    safe = "".join(c if c.isalnum() or c in "_.-" else "_" for c in label)
+    if safe == label and safe.strip("."):
+        return safe
+    return (safe.strip(".")[:40] or "backend") + "-" + hashlib.sha1(label.encode()).hexdigest()[:10]
+
+
 def user_id_for(context_id: str) -> str:
     """A valid user id for a history id (long or odd ids are hashed)."""
     safe = "".join(c for c in context_id if c.isalnum() or c in "_.-")
@@ -276,7 +284,7 @@ def plan_jobs(config: RunConfig, dataset: Dataset, done: set[tuple[str, str, str
                     reader=reader,
                     context_id=context_id,
                     dataset=config.dataset,
-                    state_dir=out / "state" / backend.display / user_id_for(context_id),
+                    state_dir=out / "state" / state_dir_name(backend.display) / user_id_for(context_id),
                     cache_dir=cache_dir,
                     question_ids=todo,
                     max_questions=config.max_questions,
@@ -323,13 +331,21 @@ def _embedder_names(config: RunConfig) -> str:
     return ", ".join(names)
 
 
-SECRET_KEYS = ("api_key", "apikey", "password", "secret")
+SECRET_KEYS = ("api_key", "apikey", "password", "passwd", "secret", "authorization", "credential", "private_key")
+# Token-like keys named exactly so; a substring match would also hide max_tokens and friends.
+SECRET_TOKEN_KEYS = ("token", "access_token", "auth_token", "hf_token", "bearer_token", "refresh_token")
+
+
+def is_secret_key(key: Any) -> bool:
+    """Whether a config key names a secret ("api-key" in headers counts like "api_key")."""
+    name = str(key).lower().replace("-", "_")
+    return any(s in name for s in SECRET_KEYS) or name in SECRET_TOKEN_KEYS
 
 
 def redact(value: Any) -> Any:
     """Config as written to result files: secrets (API keys) replaced, everything else kept."""
     if isinstance(value, dict):
-        return {k: "***" if any(s in k.lower() for s in SECRET_KEYS) and v else redact(v) for k, v in value.items()}
+        return {k: "***" if is_secret_key(k) and v else redact(v) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v) for v in value]
     return value

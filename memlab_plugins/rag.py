@@ -271,13 +271,27 @@ class RagMemory(Memory):
         store = self._store(user_id, create=True)
         assert store is not None
         chunks = chunk_session(session, first_turn, self.config)
-        store.sessions[session.id] = first_turn + len(session.messages)
         texts = [c.text for c in chunks]
+        # Embed before touching the store: a failed model call must not count the session's turns.
         if self._needs_sparse or self._needs_colbert:
             out = self._m3.encode(texts, sparse=self._needs_sparse, colbert=self._needs_colbert)
-            store.add(chunks, out.dense, out.sparse or None, out.colbert or None)
+            dense, sparse, colbert = out.dense, out.sparse or None, out.colbert or None
         else:
-            store.add(chunks, self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), np.float32))
+            dense = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), np.float32)
+            sparse = colbert = None
+        previous = store.sessions.get(session.id)
+        store.sessions[session.id] = first_turn + len(session.messages)  # add() writes it to the manifest
+        try:
+            store.add(chunks, dense, sparse, colbert)
+        except BaseException:
+            if previous is None:
+                store.sessions.pop(session.id, None)
+            else:
+                store.sessions[session.id] = previous
+            if store.directory is not None:
+                # The save failed part-way: the manifest on disk is the truth, reopen from it on next use.
+                self._stores.pop(user_id, None)
+            raise
 
     def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
         store = self._store(user_id, create=False)

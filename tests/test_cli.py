@@ -50,3 +50,22 @@ def test_backends_listing(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["backends"]) == 0
     out = capsys.readouterr().out
     assert "full_context" in out and "available" in out and "rag" in out
+
+
+def test_bad_config_files_and_values_are_clear_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["run", "--dataset", "synthetic:personas=1", "--out", str(tmp_path / "x"), "--no-progress"]
+    assert main([*base, "--config", str(tmp_path / "missing.json")]) == 2
+    assert "cannot read the run config" in capsys.readouterr().err
+    unknown = tmp_path / "unknown.json"
+    unknown.write_text('{"dataset": "synthetic", "not_a_setting": 1}')
+    assert main([*base, "--config", str(unknown)]) == 2
+    err = capsys.readouterr().err
+    assert "invalid run config" in err and "not_a_setting" in err and str(unknown) in err
+    listing = tmp_path / "list.json"
+    listing.write_text("[1, 2]")
+    assert main([*base, "--config", str(listing)]) == 2
+    assert "mapping of settings" in capsys.readouterr().err
+    # --max-questions 0 used to be ignored silently (running every question); now it is refused.
+    assert main([*base, "--max-questions", "0"]) == 2
+    assert "max_questions" in capsys.readouterr().err
+    assert not (tmp_path / "x" / "predictions.jsonl").exists()

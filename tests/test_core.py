@@ -97,3 +97,28 @@ def test_embedding_cache_hits_disk(tmp_path: Path) -> None:
 
 def test_retrieval_empty() -> None:
     assert Retrieval().is_empty
+
+
+def test_dot_only_user_ids_are_rejected() -> None:
+    # User ids become path components (transcripts, per-user stores): "." and ".." would escape them.
+    from memlab.memory import validate_user_id
+
+    for bad in (".", "..", "..."):
+        with pytest.raises(ValueError, match="dots only"):
+            validate_user_id(bad)
+    for good in ("a.b", ".hidden", "user..1", "x@y.z"):
+        assert validate_user_id(good) == good
+    with pytest.raises(ValueError):
+        create_backend("full_context").retrieve("x", user_id="..")
+
+
+def test_longest_option_control_refuses_open_questions_clearly() -> None:
+    from memlab.readers.controls import LongestOptionReader
+
+    reader = LongestOptionReader()
+    open_question = Question(id="q1", type="t", text="when?", answer_text="May", context_id="c", end_index=0)
+    answer = reader.answer(open_question, Retrieval())
+    assert answer.choice is None and answer.error is not None and "multiple-choice" in answer.error
+    choice = Question(id="q2", type="t", text="?", options=["(a) x", "(b) longest", "(c) y", "(d) z"],
+                      answer=1, context_id="c", end_index=0)
+    assert reader.answer(choice, Retrieval()).choice == 1

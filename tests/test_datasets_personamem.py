@@ -316,3 +316,14 @@ def test_real_32k_questions_only(shared_data: Path) -> None:
     assert len(dataset.issues) == 37 and all(i.field == "shared_context_id" for i in dataset.issues)
     assert len({q.persona_id for q in dataset.questions}) == 20
     assert Counter(q.answer for q in dataset.questions) == Counter({2: 158, 1: 146, 0: 143, 3: 142})
+
+
+def test_contexts_line_with_a_bad_key_escape_is_an_issue_not_a_crash(tmp_path: Path) -> None:
+    # The fast key pre-filter must not crash on a key that is not valid JSON; the line is reported.
+    from memlab.datasets.personamem import read_contexts
+
+    path = tmp_path / "shared_contexts.jsonl"
+    path.write_text('{"bad\\q": []}\n' + json.dumps({"c1": [{"role": "user", "content": "hi"}]}) + "\n")
+    histories, issues = read_contexts(path, {"c1"})
+    assert list(histories) == ["c1"] and len(histories["c1"].messages) == 1
+    assert len(issues) == 1 and issues[0].row == 1 and "not valid JSON" in issues[0].message

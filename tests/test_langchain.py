@@ -109,6 +109,19 @@ def test_history_transcript_survives_restart(tmp_path: Path) -> None:
     client.close()
 
 
+def test_history_ids_cannot_leave_the_transcript_dir(tmp_path: Path) -> None:
+    # '..' as a directory name would write next to transcript_dir; validate_user_id refuses it.
+    client = MemoryClient("full_context")
+    for user_id, session_id in (("..", "conv"), (".", "conv"), ("alice", "..")):
+        with pytest.raises(ValueError, match="dots only"):
+            MemlabChatMessageHistory(client, user_id=user_id, session_id=session_id, transcript_dir=tmp_path / "tr")
+    dotted = MemlabChatMessageHistory(client, user_id="a.b", session_id="v1.2", transcript_dir=tmp_path / "tr")
+    dotted.add_user_message("hi")
+    assert (tmp_path / "tr" / "a.b" / "v1.2.jsonl").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tr"]
+    client.close()
+
+
 def test_runnable_with_message_history_stores_into_memlab(tmp_path: Path) -> None:
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
     from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder

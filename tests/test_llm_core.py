@@ -176,3 +176,21 @@ def test_cached_answers_are_priced_with_the_current_table(tmp_path):
     response = priced.chat(HELLO)
     assert response.cached and response.metadata["cost_usd"] == pytest.approx(1000 / 1e6)
     assert priced.requests == 0
+
+
+def test_close_releases_the_cache_file_and_the_provider(tmp_path):
+    import sqlite3
+
+    class Closable(Scripted):
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    inner = Closable(["a"])
+    llm = make_llm({"cache_dir": str(tmp_path)}, llm=inner)
+    llm.chat(HELLO)
+    llm.close()
+    assert inner.closed
+    with pytest.raises(sqlite3.ProgrammingError):  # the SQLite handle is closed, not leaked
+        llm.cache.get("any")

@@ -254,3 +254,37 @@ def test_memlab_server_round_trip(tmp_path):
         assert json.loads(llm.chat(HELLO, json_mode=True).text) == {"answer": "a"}
     finally:
         srv.stop()
+
+
+def test_memlab_server_answers_bad_requests_and_model_failures_with_json(tmp_path):
+    import urllib.error
+    import urllib.request
+
+    class Broken(Echo):
+        def _chat(self, messages, *, json_mode, temperature, max_tokens):
+            if messages[-1].content == "boom":
+                raise RuntimeError("model crashed")
+            return super()._chat(messages, json_mode=json_mode, temperature=temperature, max_tokens=max_tokens)
+
+    srv = OpenAICompatServer(Broken()).start()
+
+    def post(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        request = urllib.request.Request(f"{srv.base_url}/chat/completions", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as exc:  # a dropped connection would raise URLError/RemoteDisconnected
+            return exc.code, json.loads(exc.read())
+
+    try:
+        for bad in ({"messages": []}, {"messages": HELLO, "temperature": "hot"}, {"messages": HELLO, "max_tokens": "9"},
+                    {"messages": HELLO, "max_tokens": 0}, {"messages": HELLO, "response_format": "json"}):
+            status, body = post(bad)
+            assert status == 400 and body["error"]["type"] == "invalid_request_error", bad
+        status, body = post({"messages": [{"role": "user", "content": "boom"}]})
+        assert status == 500 and "model crashed" in body["error"]["message"]
+        status, body = post({"messages": HELLO, "max_tokens": 5, "temperature": 0.5})
+        assert status == 200 and body["choices"][0]["message"]["content"] == "echo: hi"
+    finally:
+        srv.stop()

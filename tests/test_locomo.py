@@ -208,6 +208,19 @@ def test_broken_files_are_errors(tmp_path: Path) -> None:
         load_locomo(tmp_path / "missing.json")
 
 
+def test_wrongly_shaped_entries_are_named_not_crashes(tmp_path: Path) -> None:
+    with pytest.raises(DataFormatError, match=r"conversation 1: expected an object, got list"):
+        load_locomo(_write(tmp_path, [_sample(), ["not", "a", "conversation"]]))
+    with pytest.raises(DataFormatError, match=r"conv-x: session_2\[0\] must be an object, got str"):
+        load_locomo(_write(tmp_path, [_sample(conversation={"session_2": ["Bob: hi"]})]))
+    sample = _sample()
+    sample["qa"].insert(0, "What is Ann's cat called?")
+    dataset = load_locomo(_write(tmp_path, [sample]))
+    assert len(dataset.questions) == 3  # the string is reported and skipped, the real questions stay
+    issue = next(i for i in dataset.issues if i.field == "qa")
+    assert issue.row == 0 and "got str" in issue.message
+
+
 def test_directory_path_finds_locomo10(tmp_path: Path) -> None:
     (tmp_path / "locomo10.json").write_text(json.dumps([_sample()]), encoding="utf-8")
     assert list(load_locomo(tmp_path).histories) == ["conv-x"]

@@ -162,6 +162,43 @@ def test_update_delete_history_export_import(tmp_path: Path) -> None:
     assert [o.op for o in other.operations("v")] == [OpType.ADD, OpType.UPDATE]
 
 
+def test_import_copies_a_profile_to_another_user_of_the_same_store(tmp_path: Path) -> None:
+    with make(tmp_path) as mem:
+        mem.ingest(session("s1", ("user", "I love sushi, it is my favourite food.")), user_id="a")
+        mem.ingest(session("s2", ("user", "I hate sushi now, I got sick.")), user_id="a")
+        exported = mem.export_profile("a")
+        assert mem.import_profile("b", exported) == 2
+        a_ids = {e.id for e in mem.get_profile("a", include_closed=True)}
+        b_ids = {e.id for e in mem.get_profile("b", include_closed=True)}
+        assert len(b_ids) == 1 and not a_ids & b_ids, "entry ids stay unique across users"
+        assert {o.entry_id for o in mem.operations("b")} == b_ids
+        assert [e.stance for e in mem.get_profile("b", include_closed=True)] == [Stance.LIKES, Stance.DISLIKES]
+        (b_id,) = b_ids
+        mem.delete(b_id, user_id="b")  # changing the copy leaves the original alone
+        assert [e.stance for e in mem.get_profile("a")] == [Stance.DISLIKES]
+        assert mem.import_profile("a", exported) == 2  # re-importing one's own export keeps the ids
+        assert {e.id for e in mem.get_profile("a", include_closed=True)} == a_ids
+
+
+def test_add_cannot_take_another_users_entry_id() -> None:
+    mem = make()
+    mem.ingest(session("s1", ("user", "I love sushi.")), user_id="a")
+    (item,) = mem.list_memories(user_id="a")
+    taken = Operation(op=OpType.ADD, entry_id=item.id, aspect="tea", value="likes tea", stance=Stance.LIKES)
+    with pytest.raises(ProfileStoreError, match="already in use"):
+        mem.apply([taken], user_id="b")
+    assert mem.get_profile("b") == [] and [e.aspect for e in mem.get_profile("a")] == ["sushi"]
+
+
+def test_entry_ids_with_a_dot_v_are_found() -> None:
+    mem = make()
+    op = Operation(op=OpType.ADD, entry_id="my.vinyl", aspect="vinyl", value="collects vinyl records", stance=Stance.LIKES)
+    mem.apply([op], user_id="u")
+    assert len(mem.history("my.vinyl", user_id="u")) == 1
+    assert len(mem.history("my.vinyl.v1", user_id="u")) == 1
+    assert [o.op for o in mem.operations("u", "my.vinyl.v1")] == [OpType.ADD]
+
+
 def test_invalid_batch_is_not_half_applied() -> None:
     mem = make()
     mem.ingest(session("s1", ("user", "I love sushi.")), user_id="u")

@@ -248,6 +248,44 @@ def test_a_crash_mid_save_keeps_what_was_stored(tmp_path: Path, monkeypatch: pyt
     assert reopened.ingest(session("s2", ("user", "Committed now.")), user_id="u").first_turn == 0
 
 
+def test_a_failed_embedding_does_not_count_the_turns(monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = create_backend("rag", {"embedder": "hashing"})
+    memory.ingest(session("s1", ("user", "I adopted a cat.")), user_id="u")
+
+    def failing(texts: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("model down")
+
+    monkeypatch.setattr(memory.embedder, "embed", failing)
+    with pytest.raises(RuntimeError, match="model down"):
+        memory.ingest(session("s1", ("user", "I named it Pixel.")), user_id="u")
+    monkeypatch.undo()
+    assert memory.ingest(session("s1", ("user", "I named it Pixel.")), user_id="u").first_turn == 1
+    assert [i.id for i in memory.retrieve("cat named Pixel", user_id="u", k=5).items] == ["s1#0", "s1#1"]
+
+
+def test_a_failed_save_in_process_then_a_retry_stores_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    memory.ingest(facts_session("s1"), user_id="u")
+    real_write = rag_index.atomic_write
+
+    def failing_write(path: Path, write: Any) -> None:
+        if path.name == rag_index.MANIFEST:
+            raise OSError("disk full")
+        real_write(path, write)
+
+    monkeypatch.setattr(rag_index, "atomic_write", failing_write)
+    with pytest.raises(OSError, match="disk full"):
+        memory.ingest(session("s2", ("user", "Saved on the second try.")), user_id="u")
+    monkeypatch.setattr(rag_index, "atomic_write", real_write)
+    # Same process, same backend: the uncommitted part is neither kept nor counted.
+    assert memory.ingest(session("s2", ("user", "Saved on the second try.")), user_id="u").first_turn == 0
+    texts = [i.text for i in memory.retrieve("Saved on the second try.", user_id="u", k=20).items]
+    assert texts.count("Saved on the second try.") == 1 and len(texts) == len(FACTS) + 1
+    memory.close()
+    reopened = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    assert len(reopened.retrieve("Saved", user_id="u", k=20).items) == len(FACTS) + 1
+
+
 def test_other_settings_refuse_a_store(tmp_path: Path) -> None:
     create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path).ingest(facts_session(), user_id="u")
     other = create_backend("rag", {"embedder": "hashing", "chunking": "session"}, data_dir=tmp_path)

@@ -96,3 +96,58 @@ def test_describe_does_not_build_the_llm():
     assert reader.describe() == "llm:openai:qwen2.5-7b"
     assert reader._llm is None
     assert LLMReader({"llm": {"model": "/models/smollm.gguf"}}).describe() == "llm:hf:smollm.gguf"
+
+
+@pytest.mark.parametrize(
+    ("prompt", "match"),
+    [("You remember nothing.", r"must contain \{memory\}"), ('Reply as {"a": 1}. {memory}', "only field")],
+)
+def test_system_prompt_template_is_checked_at_config_time(prompt, match):
+    from memlab.errors import MemlabError
+    from memlab.readers.logprob import LogprobReader
+
+    with pytest.raises(MemlabError, match=match):
+        LLMReader({"system_prompt": prompt})
+    with pytest.raises(MemlabError, match=match):
+        LogprobReader({"system_prompt": prompt})
+    escaped = LLMReader({"llm": {"cache": False}, "system_prompt": 'Reply as {{"a": 1}}.\n{memory}'}, llm=Replies(["(a)"]))
+    assert escaped.messages(QUESTION, Retrieval(context="x"))[0].content == 'Reply as {"a": 1}.\nx'
+
+
+def test_answer_many_builds_one_llm_for_all_threads(monkeypatch):
+    import threading
+    import time
+
+    import memlab.readers.llm as reader_module
+
+    built = []
+    real = reader_module.make_llm
+
+    def slow_make_llm(*args, **kwargs):
+        time.sleep(0.05)  # widen the window in which threads would each build their own
+        built.append(threading.get_ident())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(reader_module, "make_llm", slow_make_llm)
+    reader = LLMReader({"llm": {"cache": False, "max_concurrency": 4}}, llm=Replies(["(a)"] * 8))
+    answers = reader.answer_many([(QUESTION, Retrieval())] * 8)
+    assert [a.choice for a in answers] == [0] * 8 and len(built) == 1
+
+
+def test_close_keeps_a_given_llm_open_and_closes_the_cache_it_opened(tmp_path):
+    import sqlite3
+
+    class Closable(Replies):
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    given = Closable(["(a)"])
+    reader = LLMReader({"llm": {"cache_dir": str(tmp_path)}}, llm=given)
+    reader.answer(QUESTION, Retrieval())
+    cache = reader.llm.cache
+    reader.close()
+    assert not given.closed and reader._llm is None
+    with pytest.raises(sqlite3.ProgrammingError):
+        cache.get("any")

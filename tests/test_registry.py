@@ -122,3 +122,23 @@ def test_builtins_are_registered_through_entry_points() -> None:
         assert name in names
     assert {"embedding", "longest_option"} <= set(readers.names())
     assert backends.entry("rag").distribution == "memlab"
+
+
+def test_broken_plugins_are_listed_not_fatal(fake_module: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One plugin whose module raises on import, one whose entry point names a missing class: the
+    # listing still shows every plugin instead of crashing `memlab backends`.
+    broken = types.ModuleType("fake_broken_plugin")
+
+    def explode(name: str) -> None:
+        raise RuntimeError("plugin module crashed at import")
+
+    broken.__getattr__ = explode  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "fake_broken_plugin", broken)
+    reg = registry(ep("good", f"{fake_module}:GoodMemory"), ep("typo", f"{fake_module}:NoSuchClass"),
+                   ep("crash", "fake_broken_plugin:Anything"))
+    with pytest.raises(PluginValidationError, match="NoSuchClass does not exist"):
+        reg.get("typo")
+    info = {row.name: row for row in reg.info()}
+    assert info["good"].available
+    assert not info["typo"].available and "does not exist" in info["typo"].reason
+    assert not info["crash"].available and "RuntimeError: plugin module crashed" in info["crash"].reason

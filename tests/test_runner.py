@@ -162,3 +162,36 @@ def test_secrets_never_reach_result_files() -> None:
     config = RunConfig(dataset=DATASET, reader=ReaderSpec(name="llm", config={"llm": {"api_key": "sk-secret", "model": "m"}}))
     dumped = json.dumps(config_for_files(config))
     assert "sk-secret" not in dumped and '"model": "m"' in dumped and '"api_key": "***"' in dumped
+
+
+def test_redaction_covers_header_and_token_spellings() -> None:
+    from memlab.runner import redact
+
+    config = {"llm": {"extra_params": {"extra_headers": {"Authorization": "Bearer sk-1", "x-api-key": "sk-2"}},
+                      "langchain_kwargs": {"openai_api_key": "sk-3", "hf_token": "hf-4"}, "max_tokens": 64},
+              "full_context": {"max_tokens": 1000, "token": "tok-5"}}
+    dumped = json.dumps(redact(config))
+    for secret in ("sk-1", "sk-2", "sk-3", "hf-4", "tok-5"):
+        assert secret not in dumped
+    assert '"max_tokens": 64' in dumped and '"max_tokens": 1000' in dumped
+
+
+def test_backend_labels_cannot_escape_the_state_dir(tmp_path: Path) -> None:
+    from memlab.runner import plan_jobs, state_dir_name
+
+    assert state_dir_name("rag") == "rag" and state_dir_name("rag-top5.v2") == "rag-top5.v2"
+    for label in ("..", "../../outside", "/abs/path", "a/b", "."):
+        name = state_dir_name(label)
+        assert "/" not in name and name.strip(".") and name not in (".", "..")
+    assert state_dir_name("a/b") != state_dir_name("a_b"), "sanitised labels stay distinct"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("must survive")
+    out = tmp_path / "runs" / "r"
+    specs = [BackendSpec(name="full_context", label="../../../outside"), BackendSpec(name="none", label="/tmp")]
+    config = RunConfig(dataset=DATASET, backends=specs, reader=FAST_READER, out=out, controls=False, progress=False)
+    jobs = plan_jobs(config, load_dataset(DATASET), set())
+    assert jobs and all(job.state_dir.resolve().is_relative_to((out / "state").resolve()) for job in jobs)
+    summary = run(config)
+    assert (outside / "keep.txt").read_text() == "must survive"
+    assert {r.backend for r in summary.rows} == {"../../../outside", "/tmp"}

@@ -389,6 +389,39 @@ def test_settings_key_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ADMIN_KEY not in repr(settings), "keys never appear in reprs or logs"
 
 
+def test_rejected_keys_are_not_echoed_in_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # A rejected key is often a real one mistyped; `memlab serve` prints validation errors to stderr.
+    from pydantic import ValidationError
+
+    from memlab.server.cli import main
+    from memlab.server.settings import ServerSettings
+
+    secret = "Mistyped+SecretKey0123456789"  # '+' is not allowed
+    for attempt in ({"api_keys": [f"{secret}:alice"]}, {"api_keys": [{"key": secret}]}):
+        with pytest.raises(ValidationError, match="16-256 characters") as caught:
+            ServerSettings.model_validate(attempt)
+        assert secret not in str(caught.value)
+    with pytest.raises(ValidationError, match="16-256 characters") as caught:
+        ServerSettings().with_env_keys({"MEMLAB_API_KEYS": f"{ADMIN_KEY},{secret}"})
+    assert secret not in str(caught.value)
+    monkeypatch.setenv("MEMLAB_API_KEYS", secret)
+    assert main(["--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "16-256 characters" in err and secret not in err
+
+
+def test_unreadable_settings_files_are_reported_not_raised(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from memlab.server.cli import main
+
+    broken = tmp_path / "serve.yaml"
+    broken.write_text("backend: [unclosed\n", encoding="utf-8")
+    assert main(["--config", str(broken), "--data-dir", str(tmp_path)]) == 2
+    assert "not valid YAML" in capsys.readouterr().err
+    assert main(["--config", str(tmp_path / "missing.json"), "--data-dir", str(tmp_path)]) == 2
+    assert "cannot read the settings file" in capsys.readouterr().err
+
+
 @pytest.mark.slow  # ~15 s alone, ~20 s on a busy 2-core machine
 def test_schemathesis_finds_no_server_errors(tmp_path: Path) -> None:
     # Limits chosen so every schema-valid body fits the byte limit (20 x 2000 chars, even \u-escaped,

@@ -122,6 +122,8 @@ def _turn_text(turn: dict[str, Any], name: str) -> str:
 def _load_history(
     sample: dict[str, Any], file: str, row: int, issues: list[DataIssue]
 ) -> tuple[History, dict[str, int]]:
+    if not isinstance(sample, dict):
+        raise DataFormatError(f"{file}, conversation {row}: expected an object, got {type(sample).__name__}")
     conv = sample.get("conversation")
     sample_id = sample.get("sample_id")
     if not isinstance(conv, dict) or not sample_id:
@@ -150,6 +152,10 @@ def _load_history(
         starts.append(len(messages))
         session_meta.append({"session_number": number, "date_time": raw_date, "sample_id": sample_id})
         for position, turn in enumerate(turns):
+            if not isinstance(turn, dict):
+                raise DataFormatError(
+                    f"{file}, {sample_id}: session_{number}[{position}] must be an object, got {type(turn).__name__}"
+                )
             name = turn.get("speaker")
             role = speakers.get(name)
             if role is None:
@@ -203,6 +209,10 @@ def _evidence(raw: Any, known: dict[str, int], file: str, row: int, sample_id: s
 def _question(qa: dict[str, Any], history: History, known: dict[str, int], file: str, row: int,
               issues: list[DataIssue]) -> Question | None:
     sample_id = history.id
+    if not isinstance(qa, dict):
+        issues.append(DataIssue(file=file, row=row, field="qa",
+                                message=f"{sample_id}: question skipped (an object was expected, got {type(qa).__name__})"))
+        return None
     text = str(qa.get("question", "")).strip()
     category = qa.get("category")
     if not text or category not in CATEGORIES:

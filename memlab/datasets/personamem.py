@@ -391,6 +391,18 @@ def _history(context_id: str, raw: Any, path: Path, line: int, issues: list[Data
     return History(id=context_id, messages=messages, session_starts=split_at_system(messages), metadata=metadata)
 
 
+def _skippable(text: str, wanted: set[str]) -> bool:
+    """Whether a line's first key is a context nobody asked for (decided without parsing the line).
+    A key that is not valid JSON is not skippable: the full parse reports the line."""
+    key = _CONTEXT_KEY.match(text)
+    if key is None:
+        return False
+    try:
+        return json.loads(f'"{key.group(1)}"') not in wanted
+    except json.JSONDecodeError:
+        return False
+
+
 def read_contexts(path: Path, wanted: set[str] | None = None) -> tuple[dict[str, History], list[DataIssue]]:
     """Histories of a PersonaMem JSONL file (one ``{context_id: [messages]}`` object per line).
 
@@ -420,10 +432,8 @@ def read_contexts(path: Path, wanted: set[str] | None = None) -> tuple[dict[str,
             line += 1
             if not text.strip():
                 continue
-            if wanted is not None:
-                key = _CONTEXT_KEY.match(text)
-                if key and json.loads(f'"{key.group(1)}"') not in wanted:
-                    continue
+            if wanted is not None and _skippable(text, wanted):
+                continue
             try:
                 obj = json.loads(text)
             except json.JSONDecodeError as exc:

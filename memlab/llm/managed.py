@@ -98,3 +98,5 @@ class ManagedLLM(LLM):
 
     def close(self) -> None:
         self.inner.close()
+        if self.cache is not None:  # its SQLite handle would otherwise stay open for the process
+            self.cache.close()

@@ -51,21 +51,29 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._error(404, f"no route {self.path}")
             return
+        # Every field is checked before the model runs: an exception escaping this handler would
+        # drop the connection without any HTTP response.
         try:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
             messages = [ChatMessage.model_validate(m) for m in body["messages"]]
-        except (ValueError, KeyError, TypeError, ValidationError) as exc:
+            if not messages:
+                raise ValueError("'messages' must not be empty")
+            json_mode = (body.get("response_format") or {}).get("type") == "json_object"
+            max_tokens = _optional_int(body.get("max_completion_tokens") or body.get("max_tokens"), "max_tokens")
+            temperature = float(body.get("temperature") or 0.0)
+            if temperature < 0:
+                raise ValueError("'temperature' must be >= 0")
+        except (ValueError, KeyError, TypeError, AttributeError, ValidationError) as exc:
             self._error(400, f"bad request: {exc}")
             return
-        json_mode = (body.get("response_format") or {}).get("type") == "json_object"
-        max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
         try:
             with self.server.lock:
-                response = self.server.llm.chat(
-                    messages, json_mode=json_mode, temperature=float(body.get("temperature") or 0.0), max_tokens=max_tokens
-                )
+                response = self.server.llm.chat(messages, json_mode=json_mode, temperature=temperature, max_tokens=max_tokens)
         except LLMError as exc:
             self._error(500, str(exc), "server_error")
+            return
+        except Exception as exc:  # a model failure must still answer the client
+            self._error(500, f"{type(exc).__name__}: {exc}", "server_error")
             return
         self._send(
             200,
@@ -88,6 +96,14 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             },
         )
+
+
+def _optional_int(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name!r} must be a positive integer, got {value!r}")
+    return value
 
 
 class OpenAICompatServer(ThreadingHTTPServer):

@@ -15,5 +15,7 @@ class LongestOptionReader(Reader):
     uses_memory = False
 
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:
+        if not question.is_multiple_choice:  # open questions (LoCoMo) have no options to compare
+            return Answer(error=f"{self.name} answers only multiple-choice questions; {question.id!r} is open")
         scores = [float(len(strip_option_label(o))) for o in question.options]
         return Answer(choice=argmax(scores), scores=scores)

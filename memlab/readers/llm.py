@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from memlab.llm.base import LLM, ChatMessage
 from memlab.llm.config import LLMConfig, make_llm
@@ -53,6 +53,25 @@ class LLMReaderConfig(ReaderConfig):
     )
     instructions: str = PERSONAMEM_INSTRUCTIONS
     system_prompt: str = Field(default=MEMORY_SYSTEM_PROMPT, description="must contain {memory}")
+
+    @field_validator("system_prompt")
+    @classmethod
+    def _memory_slot(cls, value: str) -> str:
+        return check_system_prompt(value)
+
+
+def check_system_prompt(template: str) -> str:
+    """Refuse at config time a prompt that would fail (or drop the memory) on every question."""
+    if "{memory}" not in template:
+        raise ValueError("system_prompt must contain {memory}, where the retrieved memory goes")
+    try:
+        template.format(memory="")
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ValueError(
+            f"system_prompt is a str.format template: {{memory}} is its only field; write other braces "
+            f"as {{{{ and }}}} ({type(exc).__name__}: {exc})"
+        ) from exc
+    return template
 
 
 def memory_text(retrieval: Retrieval, max_context_tokens: int | None) -> str:
@@ -202,5 +221,18 @@ class LLMReader(Reader):
 
     def answer_many(self, items: Sequence[tuple[Question, Retrieval]]) -> list[Answer]:
         """Answer several questions with up to ``llm.max_concurrency`` requests in flight."""
+        # Built here, before the threads: built lazily in each, every thread would get its own
+        # ManagedLLM (own cache handle, own concurrency bound).
+        _ = self.llm
         with ThreadPoolExecutor(max_workers=self.config.llm.max_concurrency) as pool:
             return list(pool.map(lambda item: self.answer(*item), items))
+
+    def close(self) -> None:
+        """Release what this reader opened: the LLM it built (HTTP client, cache file), or only the
+        cache file of the wrapper around an LLM passed in (that LLM is the caller's to close)."""
+        if self._llm is not None:
+            if self._given is None:
+                self._llm.close()
+            elif self._llm is not self._given and self._llm.cache is not None:
+                self._llm.cache.close()
+        self._llm = None

@@ -20,7 +20,14 @@ from memlab.llm.config import LLMConfig, build_provider, make_llm
 from memlab.llm.errors import LLMConfigError, LLMError
 from memlab.llm.managed import ManagedLLM
 from memlab.readers.base import Reader, ReaderConfig, argmax, strip_option_label
-from memlab.readers.llm import MEMORY_SYSTEM_PROMPT, OPEN_INSTRUCTIONS, describe_llm, final_text, memory_text
+from memlab.readers.llm import (
+    MEMORY_SYSTEM_PROMPT,
+    OPEN_INSTRUCTIONS,
+    check_system_prompt,
+    describe_llm,
+    final_text,
+    memory_text,
+)
 from memlab.types import Answer, Question, Retrieval
 
 
@@ -34,6 +41,11 @@ class LogprobReaderConfig(ReaderConfig):
     )
     open_max_tokens: int = Field(default=64, ge=1)
     system_prompt: str = Field(default=MEMORY_SYSTEM_PROMPT, description="must contain {memory}")
+
+    @field_validator("system_prompt")
+    @classmethod
+    def _memory_slot(cls, value: str) -> str:
+        return check_system_prompt(value)
 
     @field_validator("llm")
     @classmethod
@@ -135,3 +147,13 @@ class LogprobReader(Reader):
             completion_tokens=response.completion_tokens,
             metadata={"model": llm.name, "cost_usd": 0.0, "cached": response.cached},
         )
+
+    def close(self) -> None:
+        """Close the score cache and the open-question LLM's cache. The model itself stays loaded:
+        it is shared by every reader of this process (``release_local_models`` frees it)."""
+        if self._open_llm is not None and self._open_llm.cache is not None:
+            self._open_llm.cache.close()
+        if self._cache is not None:
+            self._cache.close()
+        self._open_llm = self._cache = None
+        self._model = None

@@ -27,7 +27,8 @@ _KEY = re.compile(r"^[A-Za-z0-9_\-]{16,256}$")
 class ApiKey(BaseModel):
     """One API key and the users it may act for (empty: every user)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # A rejected key is often a real key mistyped: keep it out of error messages and logs.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
     key: str = Field(repr=False)
     users: tuple[str, ...] = ()
@@ -58,7 +59,8 @@ class ApiKey(BaseModel):
 class ServerSettings(BaseModel):
     """Everything ``memlab serve`` needs; also the format of its ``--config`` file (JSON or YAML)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Errors of nested ApiKeys are rendered with this config: hide inputs so no key reaches stderr.
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     backend: str = Field(default="full_context", description="registered backend name")
     backend_config: dict[str, Any] = Field(default_factory=dict, description="the backend's own config")
@@ -118,13 +120,19 @@ def is_loopback(host: str) -> bool:
 def load_settings_file(path: str | Path) -> dict[str, Any]:
     """Read a JSON or YAML settings file into a dict (validated by ``ServerSettings``)."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:  # `memlab serve` reports ValueErrors, not tracebacks
+        raise ValueError(f"{path}: cannot read the settings file: {exc}") from exc
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             import yaml
         except ImportError as exc:  # pragma: no cover - PyYAML ships with most installs
             raise ValueError(f"{path}: reading YAML needs PyYAML (pip install pyyaml), or use JSON") from exc
-        data = yaml.safe_load(text)
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{path}: not valid YAML: {exc}") from exc
     else:
         try:
             data = json.loads(text)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +32,11 @@ from memlab_plugins.profile.store import ProfileStore, ProfileStoreError
 log = logging.getLogger(__name__)
 
 STORE_FILE = "profile.sqlite"
+_VERSION_SUFFIX = re.compile(r"\.v\d+$")  # "<entry id>.v<n>" names one version of an entry
+
+
+def _entry_of(item_id: str) -> str:
+    return _VERSION_SUFFIX.sub("", item_id)
 
 
 class ProfileConfig(BackendConfig):
@@ -251,7 +257,7 @@ class ProfileMemory(Memory):
 
     # ------------------------------------------------------------------ capabilities
     def _entry_id(self, item_id: str, user_id: str) -> str:
-        entry_id = item_id.split(".v")[0]
+        entry_id = _entry_of(item_id)
         if not self.store.versions(user_id, entry_id):
             raise ProfileStoreError(f"user {user_id!r} has no profile entry {item_id!r}")
         return entry_id
@@ -289,7 +295,7 @@ class ProfileMemory(Memory):
 
     def operations(self, user_id: str, entry_id: str | None = None) -> list[OperationRecord]:
         """The operation log, oldest first; for one entry when ``entry_id`` is given."""
-        return self.store.operations(user_id, entry_id.split(".v")[0] if entry_id else None)
+        return self.store.operations(user_id, _entry_of(entry_id) if entry_id else None)
 
     def apply(self, operations: list[Operation], *, user_id: str) -> list[OperationRecord]:
         """Apply operations directly (all or nothing), e.g. from a chatbot's own extraction."""

@@ -321,6 +321,9 @@ class ProfileStore:
         if op.op is OpType.ADD:
             if latest is not None and latest["valid_to"] is None:
                 raise ProfileStoreError(f"ADD: entry {op.entry_id!r} is current; use UPDATE to change it")
+            # Entry ids are unique across users (the table's key): another user's id cannot be reused.
+            if latest is None and entry_id is not None and self._id_taken(entry_id):
+                raise ProfileStoreError(f"ADD: entry id {entry_id!r} is already in use; leave entry_id empty or pick another")
             if entry_id is None:
                 entry_id = self._new_id()
             version = 1 if latest is None else latest["version"] + 1
@@ -413,6 +416,9 @@ class ProfileStore:
     def _new_id(self) -> str:
         return "p_" + uuid.uuid4().hex[:12]
 
+    def _id_taken(self, entry_id: str) -> bool:
+        return self.db.execute("SELECT 1 FROM entries WHERE entry_id=? LIMIT 1", (entry_id,)).fetchone() is not None
+
     def revectorize(self, vectorize: Vectorizer, embed_turns: Callable[[list[str]], np.ndarray] | None) -> None:
         """Recompute stored vectors (the embedder changed since they were written)."""
         with self._transaction():
@@ -451,7 +457,11 @@ class ProfileStore:
         }
 
     def import_user(self, user_id: str, data: dict[str, Any], *, vectorize: Vectorizer) -> int:
-        """Replace ``user_id``'s profile with an export (possibly of another user id). Atomic."""
+        """Replace ``user_id``'s profile with an export (possibly of another user id). Atomic.
+
+        Entry ids are unique across the store's users, so an entry whose id another user of this
+        store holds (an export copied from one user to another) gets a new id, in its operations too.
+        """
         if data.get("format") != "memlab-profile":
             raise ProfileStoreError("import: not a memlab profile export (field 'format')")
         entries = [ProfileEntry.model_validate({**e, "user_id": user_id}) for e in data.get("entries", [])]
@@ -459,6 +469,12 @@ class ProfileStore:
         with self._transaction():
             for table in ("entries", "operations", "sessions", "turns"):
                 self.db.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
+            renamed: dict[str, str] = {}
+            for e in entries:
+                if e.id not in renamed and self._id_taken(e.id):
+                    renamed[e.id] = self._new_id()
+            entries = [e.model_copy(update={"id": renamed.get(e.id, e.id)}) for e in entries]
+            ops = [o.model_copy(update={"entry_id": renamed.get(o.entry_id, o.entry_id)}) if o.entry_id else o for o in ops]
             for e in entries:
                 v = vectorize([e.aspect, e.text])
                 self.db.execute(
