@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     try:
         return int(args.func(args, extra) or 0)
-    except MemlabError as exc:
+    except (MemlabError, ValidationError) as exc:
         print(f"memlab: error: {exc}", file=sys.stderr)
         return 2
 

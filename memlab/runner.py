@@ -186,9 +186,6 @@ def run_job(job: Job, emit: Callable[[Prediction], None] | None = None) -> list[
     from memlab.llm.cache import set_default_cache_dir as set_llm_cache
 
     saved_caches = set_embedding_cache(job.cache_dir), set_llm_cache(job.cache_dir)
-    # Each job replays from an empty memory: stale state from an interrupted attempt is removed.
-    if job.state_dir.exists():
-        shutil.rmtree(job.state_dir)
     memory: Memory | None = None
     user_id = user_id_for(job.context_id)
     reader_name = reader.describe()
@@ -196,6 +193,8 @@ def run_job(job: Job, emit: Callable[[Prediction], None] | None = None) -> list[
     position = 0
     pending_ingest = 0.0
     try:
+        # Each job replays from an empty memory: stale state from an interrupted attempt is removed.
+        shutil.rmtree(job.state_dir, ignore_errors=True)
         memory = create_backend(job.backend.name, job.backend.config, data_dir=job.state_dir)
         for question in questions:
             if reader.uses_memory:
@@ -249,6 +248,7 @@ def run_job(job: Job, emit: Callable[[Prediction], None] | None = None) -> list[
             if emit is not None:
                 emit(prediction)
     finally:
+        reader.close()
         if memory is not None:
             memory.close()
         shutil.rmtree(job.state_dir, ignore_errors=True)
@@ -275,6 +275,8 @@ def plan_jobs(config: RunConfig, dataset: Dataset, done: set[tuple[str, str, str
             questions = dataset.questions_for(context_id)
             if config.max_questions:
                 questions = questions[: config.max_questions]
+            if reader.name == CONTROL_READER and not any(q.is_multiple_choice for q in questions):
+                continue  # the longest-option control has nothing to say about open questions (LoCoMo)
             todo = [q.id for q in questions if (backend.display, reader_id, q.id) not in done]
             if not todo:
                 continue

@@ -260,6 +260,11 @@ class ChunkStore:
                 f"{self.directory} was built with other settings (stored vs configured: {diff}); "
                 "open it with the same rag embedder/model/chunking, or use a new data_dir"
             )
+        if int(manifest.get("dim", self.dim)) != self.dim:
+            raise DataFormatError(
+                f"{path}: vectors of {manifest.get('dim')} dimensions stored, the configured embedder makes "
+                f"{self.dim}: open it with the model that built it, or use a new data_dir"
+            )
         self._counter = int(manifest.get("counter", 0))
         self.sessions = {str(k): int(v) for k, v in manifest.get("sessions", {}).items()}
         listed = set()

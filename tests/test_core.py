@@ -122,3 +122,15 @@ def test_longest_option_control_refuses_open_questions_clearly() -> None:
     choice = Question(id="q2", type="t", text="?", options=["(a) x", "(b) longest", "(c) y", "(d) z"],
                       answer=1, context_id="c", end_index=0)
     assert reader.answer(choice, Retrieval()).choice == 1
+
+
+def test_sentence_transformer_cache_names_tell_same_named_folders_apart(tmp_path: Path) -> None:
+    from memlab.embedders.sentence_transformer import cache_name
+
+    (tmp_path / "a" / "model").mkdir(parents=True)
+    (tmp_path / "b" / "model").mkdir(parents=True)
+    first = cache_name(str(tmp_path / "a" / "model"), str(tmp_path / "a" / "model"))
+    second = cache_name(str(tmp_path / "b" / "model"), str(tmp_path / "b" / "model"))
+    assert first != second and first.startswith("st:model-")
+    assert cache_name("minilm", "/any/site-packages/path") == "st:all-MiniLM-L6-v2"
+    assert cache_name("BAAI/bge-small-en", "BAAI/bge-small-en") == "st:BAAI/bge-small-en"

@@ -381,3 +381,23 @@ def test_memlab_run_with_bge_m3_end_to_end(tiny_dir: Path, tmp_path: Path) -> No
     assert predictions and all(p.retrieved_messages for p in predictions)
     assert seen and all(1 <= len(r.items) <= 4 and r.context for r in seen)
     assert all("scores" in item.metadata for r in seen for item in r.items)
+
+
+def test_a_store_built_with_another_dimension_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from memlab.errors import DataFormatError
+    from memlab.registry import create_backend
+    from memlab.types import Message, Session
+
+    first = create_backend("rag", {"embedder": "hashing", "model": "128"}, data_dir=tmp_path)
+    first.ingest(Session(id="s", messages=[Message(role="user", content="hello there")]), user_id="u")
+    first.close()
+    # Same embedder kind and name pattern, other width: the manifest's dimension must be checked.
+    import json
+
+    manifest = next(tmp_path.rglob("manifest.json"))
+    data = json.loads(manifest.read_text())
+    data["dim"] = 64
+    manifest.write_text(json.dumps(data))
+    second = create_backend("rag", {"embedder": "hashing", "model": "128"}, data_dir=tmp_path)
+    with pytest.raises(DataFormatError, match="dimensions"):
+        second.retrieve("hello", user_id="u")

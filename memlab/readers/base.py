@@ -42,6 +42,9 @@ class Reader(ABC):
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:
         """Choose one of ``question.options`` given ``retrieval``."""
 
+    def close(self) -> None:
+        """Release clients and caches the reader opened (the runner calls this after each job)."""
+
     def describe(self) -> str:
         """Identity written to result files (name plus what changes its answers, e.g. the model)."""
         return self.name
