@@ -135,7 +135,8 @@ def _print_report(run_dir: Path, plots: bool) -> None:
 
     summary = report.load_run(run_dir)
     print(report.terminal_table(summary))
-    for extra in (report.distance_table(summary), report.metrics_table(summary, per_type=False)):
+    for extra in (report.paired_table(summary), report.distance_table(summary),
+                  report.metrics_table(summary, per_type=False)):
         if extra:
             print()
             print(extra)

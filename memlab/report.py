@@ -262,6 +262,20 @@ def metrics_table(summary: RunSummary, per_type: bool = True) -> str:
     return _md(headers, body, set(range(first_metric, len(headers))))
 
 
+def paired_table(summary: RunSummary) -> str:
+    """Markdown table: each row against each blind control on the same questions (exact McNemar);
+    empty string when there is no control to compare with."""
+    body = [
+        [row.backend, row.reader, c.control, str(c.n), str(c.wins), str(c.losses), f"{c.p_value:.3g}"]
+        for row in ordered_rows(summary)
+        for c in row.vs_controls
+    ]
+    if not body:
+        return ""
+    headers = ["Backend", "Reader", "vs control", "n", "wins", "losses", "p (McNemar)"]
+    return _md(headers, body, {3, 4, 5, 6})
+
+
 def _metric_order(name: str) -> tuple[str, int, str]:
     # recall@2 before recall@10: numeric suffixes sort by value.
     base, _, k = name.partition("@")
@@ -425,6 +439,12 @@ def render_report(summary: RunSummary, images: Sequence[Path] = ()) -> str:
         + "\n\nAccuracy in %, Wilson 95% interval in brackets, over the n - errors scored questions; "
         "Ctx tokens = mean tokens of memory context shown to the reader; "
         "(control) rows never use memory and show what can be scored without it.",
+    )
+    out += _section(
+        "Against the blind controls",
+        paired_table(summary) + "\n\nwins = questions this row answered right and the control wrong, losses the "
+        "reverse; p = exact two-sided McNemar test on those discordant questions."
+        if paired_table(summary) else "",
     )
     out += _section("Accuracy by distance to the evidence", distance_table(summary))
     out += _section("Retrieval metrics", metrics_table(summary))

@@ -80,6 +80,16 @@ class Score(BaseModel):
     high: float
 
 
+class PairedComparison(BaseModel):
+    """A row against a blind control on the questions both scored (exact two-sided McNemar test)."""
+
+    control: str = Field(description="'backend / reader' of the control")
+    n: int = Field(description="questions scored by both")
+    wins: int = Field(description="right here, wrong in the control")
+    losses: int = Field(description="wrong here, right in the control")
+    p_value: float
+
+
 class RowSummary(BaseModel):
     backend: str
     reader: str
@@ -98,6 +108,7 @@ class RowSummary(BaseModel):
     cost_usd: float = 0.0
     metrics: dict[str, float] = Field(default_factory=dict)
     metrics_per_type: dict[str, dict[str, float]] = Field(default_factory=dict)
+    vs_controls: list[PairedComparison] = Field(default_factory=list)
 
 
 class RunSummary(BaseModel):
@@ -258,5 +269,40 @@ def summarize_rows(predictions: list[Prediction], controls: set[tuple[str, str]]
                 metrics_per_type={t: _mean_metrics(v) for t, v in sorted(by_type.items())},
             )
         )
+    _compare_with_controls(rows, groups)
     rows.sort(key=lambda r: (r.control, r.backend, r.reader))
     return rows
+
+
+def mcnemar_exact(wins: int, losses: int) -> float:
+    """Two-sided exact McNemar p-value: how likely this split of discordant pairs is by chance."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def _compare_with_controls(rows: list[RowSummary], groups: dict[tuple[str, str], list[Prediction]]) -> None:
+    """Paired comparison of every row with every control: the same questions, so far more telling
+    than overlapping confidence intervals."""
+    scored = {
+        key: {p.question_id: bool(p.correct) for p in preds if p.error is None and p.correct is not None}
+        for key, preds in groups.items()
+    }
+    controls = [r for r in rows if r.control]
+    for row in rows:
+        if row.control:
+            continue
+        mine = scored[(row.backend, row.reader)]
+        for control in controls:
+            theirs = scored[(control.backend, control.reader)]
+            shared = mine.keys() & theirs.keys()
+            if not shared:
+                continue
+            wins = sum(mine[q] and not theirs[q] for q in shared)
+            losses = sum(theirs[q] and not mine[q] for q in shared)
+            row.vs_controls.append(PairedComparison(
+                control=f"{control.backend} / {control.reader}", n=len(shared), wins=wins, losses=losses,
+                p_value=mcnemar_exact(wins, losses),
+            ))

@@ -23,4 +23,7 @@ def test_rag_beats_blind_controls_on_dev_history(personamem_dev: Path, tmp_path:
     assert rag.questions == 135 and rag.errors == 0
     assert rag.accuracy.accuracy > longest.accuracy.accuracy + 0.05
     assert rag.accuracy.accuracy > blind_reader.accuracy.accuracy + 0.10
+    versus = {c.control: c for c in rag.vs_controls}
+    assert versus["none / longest_option"].wins > versus["none / longest_option"].losses
+    assert versus["none / embedding[minilm]"].p_value < 0.01
     assert summary.dataset["questions"] == 135 and summary.dataset["messages"] == 698

@@ -208,3 +208,22 @@ def test_longest_option_control_is_skipped_for_open_questions(tmp_path: Path) ->
     config = RunConfig(dataset="unused", backends=[BackendSpec(name="full_context")], reader=FAST_READER, out=tmp_path)
     jobs = plan_jobs(config, dataset, set())
     assert {(j.backend.name, j.reader.name) for j in jobs} == {("full_context", "embedding"), ("none", "embedding")}
+
+
+def test_rows_are_compared_with_each_control_on_the_same_questions() -> None:
+    from memlab.results import Prediction, mcnemar_exact, summarize_rows
+
+    def preds(backend: str, reader: str, right: list[bool]) -> list[Prediction]:
+        return [Prediction(backend=backend, reader=reader, question_id=f"q{i}", context_id="c",
+                           question_type="t", correct=r) for i, r in enumerate(right)]
+
+    mine = preds("rag", "r", [True] * 8 + [False] * 2)
+    control = preds("none", "longest_option", [True, False] * 5)
+    rows = summarize_rows(mine + control, {("none", "longest_option")})
+    rag = next(r for r in rows if r.backend == "rag")
+    (comparison,) = rag.vs_controls
+    assert (comparison.n, comparison.wins, comparison.losses) == (10, 4, 1)
+    assert comparison.p_value == pytest.approx(mcnemar_exact(4, 1)) == pytest.approx(0.375)
+    assert mcnemar_exact(34, 18) == pytest.approx(0.0365, abs=1e-4)
+    assert mcnemar_exact(0, 0) == 1.0
+    assert not next(r for r in rows if r.backend == "none").vs_controls
