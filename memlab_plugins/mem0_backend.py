@@ -440,6 +440,13 @@ class Mem0Memory(Memory):
                     infer=False,
                 )
                 ids += [r["id"] for r in result.get("results", [])]
+        except BaseException:
+            # All or nothing: a session part that failed half-way is removed again, so that retrying
+            # it (the turn count did not advance) stores each message once.
+            for memory_id in ids:
+                self._mem.delete(memory_id)
+            ids = []
+            raise
         finally:
             if self._batcher is not None:
                 self._batcher.clear()

@@ -344,3 +344,24 @@ def test_other_users_ids_are_not_found(tmp_path: Path) -> None:
     with pytest.raises(KeyError):
         memory.history(bob_id, user_id="alice")
     memory.close()
+
+
+def test_a_session_that_fails_half_way_is_rolled_back_and_retried_once(tmp_path: Path) -> None:
+    memory = create_backend("mem0", {"embedder": "hashing"}, data_dir=tmp_path)
+    three = session("s1", *[("user", f"fact number {i}") for i in range(3)])
+    real_add, calls = memory._mem.add, []
+
+    def flaky_add(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("vector store down")
+        return real_add(*args, **kwargs)
+
+    memory._mem.add = flaky_add
+    with pytest.raises(RuntimeError):
+        memory.ingest(three, user_id="u")
+    assert memory.list_memories(user_id="u") == []
+    assert memory.ingest(three, user_id="u").first_turn == 0
+    texts = sorted(item.text for item in memory.list_memories(user_id="u"))
+    assert texts == ["fact number 0", "fact number 1", "fact number 2"]
+    memory.close()
