@@ -194,3 +194,15 @@ def test_close_releases_the_cache_file_and_the_provider(tmp_path):
     assert inner.closed
     with pytest.raises(sqlite3.ProgrammingError):  # the SQLite handle is closed, not leaked
         llm.cache.get("any")
+
+
+def test_cache_identity_defaults_to_the_name() -> None:
+    from memlab.llm.base import LLM, LLMResponse
+
+    class Named(LLM):
+        name = "openai:some-model"
+
+        def _chat(self, messages, *, json_mode, temperature, max_tokens):  # type: ignore[no-untyped-def]
+            return LLMResponse(text="x")
+
+    assert Named().cache_identity == "openai:some-model"

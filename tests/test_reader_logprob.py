@@ -65,7 +65,7 @@ def test_logprob_reader_scores_options_and_caches(tmp_path):
     assert meta["mean_logprob"][1] - blind.metadata["mean_logprob"][1] > 0
     # A rerun reads the scores from the cache without touching the model.
     rerun = LogprobReader(config)
-    rerun._model = type("NoModel", (), {"name": reader.model.name, "score_continuations": None})()
+    rerun._model = type("NoModel", (), {"name": reader.model.name, "cache_identity": reader.model.cache_identity, "score_continuations": None})()
     rerun._cache = reader._cache
     assert rerun.answer(QUESTION, MEMORY).scores == answer.scores
 

@@ -33,6 +33,12 @@ class LLM(ABC):
     name: str = "llm"
     supports_json_mode: bool = False
 
+    @property
+    def cache_identity(self) -> str:
+        """What keys cached responses: the name, plus whatever else changes the answers (local
+        models add their weights' location and dtype). Shown names stay short."""
+        return self.name
+
     def chat(
         self,
         messages: list[ChatMessage] | list[dict[str, str]],

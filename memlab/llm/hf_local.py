@@ -12,6 +12,7 @@ cropped back to the prompt after each one). The ``logprob`` reader is built on i
 from __future__ import annotations
 
 import copy
+import hashlib
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,8 +82,15 @@ class HFLocalLLM(LLM):
         self.model_obj.to(self.device).eval()
         self.model = gguf or Path(source).name
         self.name = f"hf:{self.model}"
+        # Two folders named alike, or one model in two dtypes, must not share cached answers.
+        location = str(Path(source, gguf or "").resolve()) if Path(source).exists() else source
+        self._identity = f"{self.name}|{torch_dtype}|{hashlib.sha1(location.encode()).hexdigest()[:10]}"
         self.window = int(getattr(self.model_obj.config, "max_position_embeddings", 0) or 0) or None
         self._lock = threading.Lock()  # one forward pass at a time: the model is shared
+
+    @property
+    def cache_identity(self) -> str:
+        return self._identity
 
     # ----------------------------------------------------------------- prompts
     def prompt_ids(self, messages: list[ChatMessage]) -> list[int]:

@@ -54,7 +54,7 @@ class ManagedLLM(LLM):
         self, messages: list[ChatMessage], *, json_mode: bool, temperature: float, max_tokens: int | None
     ) -> LLMResponse:
         params = {"temperature": temperature, "max_tokens": max_tokens, "json_mode": json_mode, **self.params}
-        key = cache_key(self.name, params, [m.model_dump() for m in messages])
+        key = cache_key(self.inner.cache_identity, params, [m.model_dump() for m in messages])
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:

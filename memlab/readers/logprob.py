@@ -96,7 +96,7 @@ class LogprobReader(Reader):
         model = self.model
         messages = self.messages(question, retrieval)
         options = [strip_option_label(o) for o in question.options]
-        key = cache_key(model.name, {"kind": "option_logprobs"}, [[m.model_dump() for m in messages], options])
+        key = cache_key(model.cache_identity, {"kind": "option_logprobs"}, [[m.model_dump() for m in messages], options])
         cached = self._cache.get(key) if self._cache is not None else None
         if cached is None:
             try:
