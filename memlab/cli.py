@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from memlab.config_files import read_config_file
 from memlab.errors import MemlabError
 
 
@@ -54,34 +55,10 @@ def parse_dotted(tokens: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _load_config_file(path: str) -> dict[str, Any]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MemlabError(f"{path}: cannot read the run config: {exc}") from exc
-    if path.endswith((".yaml", ".yml")):
-        try:
-            import yaml
-        except ImportError as exc:
-            raise MemlabError(f"{path}: reading YAML needs PyYAML (pip install pyyaml), or use JSON") from exc
-        try:
-            data = yaml.safe_load(text) or {}
-        except yaml.YAMLError as exc:
-            raise MemlabError(f"{path}: not valid YAML: {exc}") from exc
-    else:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise MemlabError(f"{path}: not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise MemlabError(f"{path}: a run config is a mapping of settings, got {type(data).__name__}")
-    return data
-
-
 def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
     from memlab.runner import BackendSpec, ReaderSpec, RunConfig
 
-    data: dict[str, Any] = _load_config_file(args.config) if args.config else {}
+    data: dict[str, Any] = read_config_file(args.config, "run config") if args.config else {}
     dotted = parse_dotted(extra)
     if args.dataset:
         data["dataset"] = args.dataset

@@ -6,7 +6,6 @@ data directory, each user's history is an append-only JSON-lines file, so it sur
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import Field

