@@ -39,6 +39,13 @@ def main() -> int:
     embedder = get_embedder("minilm")
     memories = {k: create_backend("rag", {"top_k": k}) for k in (10, 30)}
     records = []  # (question, option vectors, query vector, {memory name: item vectors})
+    memo: dict[str, np.ndarray] = {}
+
+    def embed(texts: list[str]) -> np.ndarray:  # each distinct text is embedded once
+        new = [t for t in dict.fromkeys(texts) if t not in memo]
+        memo.update(zip(new, embedder.embed(new)))
+        return np.stack([memo[t] for t in texts]) if texts else np.zeros((0, embedder.dim), np.float32)
+
     for context_id, history in dataset.histories.items():
         position = 0
         for question in dataset.questions_for(context_id):
@@ -47,10 +54,10 @@ def main() -> int:
                     memory.ingest(session, user_id="u")
             position = max(position, question.end_index)
             turns = [m.content for m in history.messages[: question.end_index] if m.role != "system"]
-            views = {f"rag@{k}": embedder.embed([i.text for i in m.retrieve(question.text, user_id="u").items])
+            views = {f"rag@{k}": embed([i.text for i in m.retrieve(question.text, user_id="u").items])
                      for k, m in memories.items()}
-            views["all turns"] = embedder.embed(turns)
-            records.append((question, embedder.embed([strip_option_label(o) for o in question.options]),
+            views["all turns"] = embed(turns)
+            records.append((question, embed([strip_option_label(o) for o in question.options]),
                             embedder.embed([question.text], query=True)[0], views))
 
     def variant(name: str, view: str, fn) -> None:  # type: ignore[no-untyped-def]
