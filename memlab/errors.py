@@ -49,3 +49,17 @@ class DatasetUnavailableError(MemlabError):
 
 class DataFormatError(MemlabError, ValueError):
     """Input data that cannot be used at all (a file, not a row, is broken)."""
+
+
+class NotFoundError(MemlabError, KeyError):
+    """An item id (or user) that the backend does not hold for this user: unknown or someone else's.
+
+    Every backend raises this for such ids, so the client and the REST service answer 404 alike.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class DirectoryInUseError(MemlabError):
+    """A data or run directory is held by another live process (one writer per directory)."""

@@ -16,6 +16,7 @@ import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from datetime import datetime
 from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar
@@ -48,12 +49,15 @@ class BackendConfig(BaseModel):
 
 
 class IngestReport(BaseModel):
-    """What one ``ingest`` call did."""
+    """What one ``ingest`` call did, including what LLM calls made while ingesting cost."""
 
     session_id: str
     first_turn: int = Field(description="turn index of the first message within its session")
     messages: int
     seconds: float
+    prompt_tokens: int = Field(default=0, description="LLM prompt tokens spent while ingesting (mem0, LLM extractors)")
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
 
 
 def validate_user_id(user_id: str) -> str:
@@ -79,6 +83,21 @@ class Memory(ABC):
     Config: ClassVar[type[BackendConfig]] = BackendConfig
     capabilities: ClassVar[frozenset[Capability]] = frozenset()
 
+    @classmethod
+    def display_name(cls, config: BackendConfig) -> str:
+        """The label result rows carry when the user gives none (e.g. ``mem0 (no LLM)``)."""
+        return cls.name
+
+    @classmethod
+    def memory_depends_only_on_turns(cls, config: BackendConfig) -> bool:
+        """True when the memory is a function of the set of stored turns alone.
+
+        Then how sessions were split into ``ingest`` calls does not matter, and a per-question
+        rebuild of memory equals one replay (``--replay rebuild`` reuses the single replay). The
+        safe default is False: a backend that chunks sessions or extracts per ingest call differs.
+        """
+        return False
+
     def __init__(
         self, config: BackendConfig | Mapping[str, Any] | None = None, *, data_dir: str | Path | None = None
     ) -> None:
@@ -88,6 +107,7 @@ class Memory(ABC):
             self.data_dir.mkdir(parents=True, exist_ok=True)
         # (user_id, session_id) -> messages of that session seen so far; lets a session arrive in parts.
         self._session_turns: dict[tuple[str, str], int] = {}
+        self._ingest_usage = [0, 0, 0.0]  # prompt tokens, completion tokens, cost of the ingest in flight
 
     # ------------------------------------------------------------------ config
     @classmethod
@@ -110,14 +130,19 @@ class Memory(ABC):
         if not isinstance(session, Session):
             session = Session.model_validate(session)
         first_turn = self._next_turn_index(user_id, session.id)
+        self._ingest_usage = [0, 0, 0.0]
         start = time.perf_counter()
         self._ingest(session, user_id=user_id, first_turn=first_turn)
         self._record_turns(user_id, session.id, first_turn + len(session.messages))
+        prompt_tokens, completion_tokens, cost = self._ingest_usage
         return IngestReport(
             session_id=session.id,
             first_turn=first_turn,
             messages=len(session.messages),
             seconds=time.perf_counter() - start,
+            prompt_tokens=int(prompt_tokens),
+            completion_tokens=int(completion_tokens),
+            cost_usd=float(cost),
         )
 
     def add_messages(self, messages: list[Message], *, user_id: str, session_id: str) -> IngestReport:
@@ -197,6 +222,12 @@ class Memory(ABC):
     def _reset(self, user_id: str) -> None:
         """Delete all of ``user_id``'s data."""
 
+    def record_llm_usage(self, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float = 0.0) -> None:
+        """Backends call this for every LLM call they make inside ``_ingest``; the report carries the sum."""
+        self._ingest_usage[0] += prompt_tokens
+        self._ingest_usage[1] += completion_tokens
+        self._ingest_usage[2] += cost_usd
+
     def _next_turn_index(self, user_id: str, session_id: str) -> int:
         """Turns of ``session_id`` already stored. Persistent backends override this to ask their store."""
         return self._session_turns.get((user_id, session_id), 0)
@@ -217,10 +248,39 @@ class Memory(ABC):
         raise NotImplementedError
 
 
+def turn_source(session: Session, turn_index: int, message: Message) -> dict[str, Any]:
+    """The standard ``MemoryItem.source`` of one stored turn: what metrics and date rendering read.
+
+    ``timestamp`` (ISO 8601) is present only when the message has one (LoCoMo sessions carry dates).
+    """
+    source: dict[str, Any] = {"session_id": session.id, "turn_index": turn_index, "role": message.role}
+    if message.timestamp is not None:
+        source["timestamp"] = message.timestamp.isoformat()
+    return source
+
+
+def format_date(timestamp: str | datetime) -> str:
+    """How every built-in backend shows a turn's date: ``8 May 2023, 13:56`` (time omitted at midnight)."""
+    when = datetime.fromisoformat(timestamp) if isinstance(timestamp, str) else timestamp
+    day = f"{when.day} {when:%B %Y}"
+    return day if (when.hour, when.minute) == (0, 0) else f"{day}, {when:%H:%M}"
+
+
 def render_turns(items: list[MemoryItem]) -> str:
-    """Render turn-like items as a transcript, one ``role: text`` line each."""
+    """Render turn-like items as a transcript, one ``role: text`` line each.
+
+    Items whose ``source`` has a ``timestamp`` get a ``DATE: ...`` header line whenever the date
+    differs from the previous item's, so relative dates ("yesterday") can be resolved by a reader.
+    """
     lines = []
+    last_date: str | None = None
     for item in items:
+        stamp = item.source.get("timestamp")
+        if stamp:
+            date = format_date(stamp)
+            if date != last_date:
+                lines.append(f"DATE: {date}")
+                last_date = date
         role = item.source.get("role")
         lines.append(f"{role}: {item.text}" if role else item.text)
     return "\n".join(lines)
