@@ -99,9 +99,15 @@ class Memory(ABC):
         return False
 
     def __init__(
-        self, config: BackendConfig | Mapping[str, Any] | None = None, *, data_dir: str | Path | None = None
+        self,
+        config: BackendConfig | Mapping[str, Any] | None = None,
+        *,
+        data_dir: str | Path | None = None,
+        cache_dir: str | Path | None = None,
     ) -> None:
         self.config = self.parse_config(config)
+        # Where embeddings / LLM responses may be cached (the runner passes its cache; never a global).
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.data_dir = Path(data_dir) if data_dir is not None else None
         if self.data_dir is not None:
             self.data_dir.mkdir(parents=True, exist_ok=True)

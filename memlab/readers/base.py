@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -27,7 +28,11 @@ class Reader(ABC):
     Config: ClassVar[type[ReaderConfig]] = ReaderConfig
     uses_memory: ClassVar[bool] = True
 
-    def __init__(self, config: ReaderConfig | Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, config: ReaderConfig | Mapping[str, Any] | None = None, *, cache_dir: str | Path | None = None
+    ) -> None:
+        # Where this reader caches embeddings / LLM responses; passed in by the runner, never a global.
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         if config is None:
             self.config = self.Config()
         elif isinstance(config, self.Config):
