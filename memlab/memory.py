@@ -215,6 +215,16 @@ class Memory(ABC):
         self._require(Capability.HISTORY)
         return self._history(item_id, user_id=validate_user_id(user_id))
 
+    def export(self, user_id: str) -> dict[str, Any]:
+        """Everything this backend stores about ``user_id``, as one JSON-serialisable document.
+
+        The default lists the user's items (backends with the ``list`` capability); backends that
+        keep more (raw turns, versions, operation logs) override ``_export`` to include all of it.
+        """
+        validate_user_id(user_id)
+        document = self._export(user_id)
+        return {"backend": self.name, "user_id": user_id, **document}
+
     # ------------------------------------------------------------------ for subclasses
     @abstractmethod
     def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
@@ -252,6 +262,14 @@ class Memory(ABC):
 
     def _history(self, item_id: str, *, user_id: str) -> list[dict[str, Any]]:
         raise NotImplementedError
+
+    def _export(self, user_id: str) -> dict[str, Any]:
+        if Capability.LIST not in self.capabilities:
+            raise UnsupportedCapabilityError(
+                f"backend {self.name!r} cannot export a user's data: it declares no 'list' capability "
+                "and does not override _export"
+            )
+        return {"items": [item.model_dump(mode="json") for item in self._list(user_id)]}
 
 
 def turn_source(session: Session, turn_index: int, message: Message) -> dict[str, Any]:
