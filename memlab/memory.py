@@ -1,15 +1,30 @@
-"""The one interface every memory backend implements.
+"""The one interface every memory backend implements, and the rules it must keep.
 
 Like langchain-core's ``BaseRetriever``, the abstract surface is tiny: a plugin implements
-``_ingest`` and ``_retrieve`` (and ``_reset``). The public methods in this base class validate
-arguments, scope every call to a user, track how sessions arrive in parts, and time each call, so
-every backend behaves the same way to the runner, the client API and the REST service.
+``_ingest``, ``_retrieve`` and ``_reset``. The public methods in this base class validate
+arguments, scope every call to a user, track how sessions arrive in parts, time each call and
+check what the plugin returns, so every backend behaves the same to the runner, the client API and
+the REST service.
 
-Optional abilities (listing, updating, deleting, showing the history of a memory, persisting to a
-data directory) are declared in ``capabilities``; the matching public methods refuse clearly when a
-backend does not declare them.
+The contract (docs/plugins.md walks through it with a complete example):
+
+- ``_ingest(session, user_id, first_turn)``: store ``session.messages``; message ``i`` is turn
+  ``first_turn + i`` of ``session.id``. A session may arrive in several parts. A persistent
+  backend overrides ``_next_turn_index`` to ask its store, so numbering continues after a reopen.
+- ``_retrieve(query, user_id, k)``: return a ``Retrieval`` with at most ``k`` items and
+  ``context``, the text a reader sees. Rank is the items' ``score`` (higher is better) when every
+  item has one, so items may come in conversation order for the reader; without scores, items
+  come most relevant first (render turns with ``render_turns`` so dates and
+  roles look the same for every backend). ``k`` is the caller's bound for this call;
+  ``config.top_k`` is only the default the base class fills in when the caller gives none.
+- Items that come from turns carry ``turn_source(...)`` as ``source`` (``session_id``,
+  ``turn_index``, ``role``, ``timestamp``): retrieval metrics and date rendering read these keys.
+- Unknown or foreign item ids raise ``NotFoundError`` (the service answers 404).
+- Optional abilities are declared in ``capabilities`` and implemented by overriding the matching
+  hook (``list`` -> ``_list``, ``update`` -> ``_update``, ``delete`` -> ``_delete``, ``history`` ->
+  ``_history``, ``persist`` -> ``_next_turn_index``); registration checks that each declared
+  capability has its hook, and the public methods refuse undeclared ones.
 """
-
 from __future__ import annotations
 
 import re
@@ -23,11 +38,13 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from memlab.errors import MemlabError, UnsupportedCapabilityError
+from memlab.errors import MemlabError, PluginValidationError, UnsupportedCapabilityError
 from memlab.tokens import count_tokens
 from memlab.types import MemoryItem, Message, Retrieval, Session
 
 _USER_ID = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
+
+MAX_K = 1000  # the most items one retrieve may ask for; a larger k is a caller's mistake, not a request
 
 
 class Capability(str, Enum):
@@ -38,6 +55,16 @@ class Capability(str, Enum):
     DELETE = "delete"
     HISTORY = "history"
     PERSIST = "persist"  # state survives a restart when given a data_dir
+
+
+# The hook a backend must override for each capability it declares (checked at registration).
+CAPABILITY_HOOKS: dict[Capability, str] = {
+    Capability.LIST: "_list",
+    Capability.UPDATE: "_update",
+    Capability.DELETE: "_delete",
+    Capability.HISTORY: "_history",
+    Capability.PERSIST: "_next_turn_index",
+}
 
 
 class BackendConfig(BaseModel):
@@ -58,6 +85,14 @@ class IngestReport(BaseModel):
     prompt_tokens: int = Field(default=0, description="LLM prompt tokens spent while ingesting (mem0, LLM extractors)")
     completion_tokens: int = 0
     cost_usd: float = 0.0
+
+
+def config_error_message(what: str, model: type[BaseModel], exc: ValidationError) -> str:
+    """A config error that names the bad keys and, for unknown ones, lists the valid keys."""
+    message = f"invalid config for {what}:\n{exc}"
+    if any(error["type"] == "extra_forbidden" for error in exc.errors()):
+        message += f"\nvalid keys: {', '.join(sorted(model.model_fields))}"
+    return message
 
 
 def validate_user_id(user_id: str) -> str:
@@ -127,7 +162,7 @@ class Memory(ABC):
         try:
             return cls.Config.model_validate(dict(config))
         except ValidationError as exc:
-            raise MemlabError(f"invalid config for backend {cls.name or cls.__name__!r}:\n{exc}") from exc
+            raise MemlabError(config_error_message(f"backend {cls.name or cls.__name__!r}", cls.Config, exc)) from exc
 
     # ------------------------------------------------------------------ public API
     def ingest(self, session: Session | Mapping[str, Any], *, user_id: str) -> IngestReport:
@@ -162,11 +197,16 @@ class Memory(ABC):
             raise TypeError(f"query must be a string, got {type(query).__name__}")
         if k is None:
             k = self.config.top_k
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+            raise ValueError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
         start = time.perf_counter()
         result = self._retrieve(query, user_id=user_id, k=k)
         seconds = time.perf_counter() - start
+        if not isinstance(result, Retrieval):
+            raise PluginValidationError(
+                f"backend {self.name or type(self).__name__!r} ({type(self).__module__}.{type(self).__qualname__}): "
+                f"_retrieve returned {type(result).__name__}, expected memlab.Retrieval"
+            )
         tokens = result.tokens or count_tokens(result.context)
         return result.model_copy(update={"seconds": seconds, "tokens": tokens})
 

@@ -11,10 +11,14 @@ before it is handed out.
 from __future__ import annotations
 
 import difflib
-import importlib
+import importlib.util
+import pkgutil
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from importlib import metadata
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -44,16 +48,18 @@ class PluginEntry:
 
     def load(self) -> Any:
         if self._loaded is None:
-            if self.loader is not None:
-                self._loaded = self.loader()
-            else:
-                module_name, _, attr = self.target.partition(":")
-                module = importlib.import_module(module_name)
-                obj = module
-                for part in attr.split("."):
-                    obj = getattr(obj, part)
-                self._loaded = obj
+            self._loaded = self.loader() if self.loader is not None else pkgutil.resolve_name(self.target)
         return self._loaded
+
+    @property
+    def version(self) -> str | None:
+        """Version of the distribution that provides the plugin (None for in-process registrations)."""
+        if self.distribution is None:
+            return None
+        try:
+            return metadata.version(self.distribution)
+        except metadata.PackageNotFoundError:
+            return None
 
 
 @dataclass
@@ -107,6 +113,8 @@ class Registry(Generic[T]):
         """Register a class in-process (notebooks, tests). Same duplicate rule as entry points."""
         entries = self._discover()
         if name in entries:
+            if entries[name]._loaded is obj:
+                return  # the same class registered again (a re-run notebook cell, --plugin given twice)
             raise DuplicateNameError(f"{self.group}: name {name!r} is already registered ({entries[name].target})")
         self._validate(name, obj)
         entries[name] = PluginEntry(name, f"{obj.__module__}:{obj.__qualname__}", None, _loaded=obj)
@@ -146,6 +154,33 @@ class Registry(Generic[T]):
         self._validate(name, obj)
         return obj
 
+    def show(self, name: str) -> dict[str, Any]:
+        """Everything a plugin author or user needs to configure ``name`` (``memlab backends --show``)."""
+        entry = self.entry(name)
+        obj = self.get(name)
+        config = getattr(obj, "Config", None)
+        fields = []
+        if isinstance(config, type) and issubclass(config, BaseModel):
+            for key, info in config.model_fields.items():
+                default = None if info.is_required() else info.get_default(call_default_factory=True)
+                fields.append({
+                    "name": key,
+                    "type": _type_name(info.annotation),
+                    "default": default,
+                    "required": info.is_required(),
+                    "description": info.description or "",
+                })
+        return {
+            "name": name,
+            "kind": self._kind(),
+            "target": entry.target,
+            "description": getattr(obj, "description", "") or (obj.__doc__ or "").strip().split("\n")[0],
+            "capabilities": sorted(c.value for c in getattr(obj, "capabilities", ())),
+            "package": entry.distribution,
+            "version": entry.version,
+            "config": fields,
+        }
+
     def info(self) -> list[PluginInfo]:
         rows = []
         for name in self.names():
@@ -169,9 +204,15 @@ class Registry(Generic[T]):
         return self.group.rsplit(".", 1)[-1].rstrip("s")
 
 
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "")
+
+
 # ----------------------------------------------------------------------- validation
 def validate_backend(name: str, obj: Any) -> None:
-    from memlab.memory import BackendConfig, Memory
+    from memlab.memory import CAPABILITY_HOOKS, BackendConfig, Memory
 
     where = f"backend {name!r} ({getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)})"
     if not (isinstance(obj, type) and issubclass(obj, Memory)):
@@ -186,6 +227,12 @@ def validate_backend(name: str, obj: Any) -> None:
         raise PluginValidationError(f"{where}: Config must forbid unknown keys (extra='forbid')")
     if not obj.description:
         raise PluginValidationError(f"{where} has no description")
+    for capability in obj.capabilities:
+        hook = CAPABILITY_HOOKS.get(capability)
+        if hook is not None and getattr(obj, hook) is getattr(Memory, hook):
+            raise PluginValidationError(
+                f"{where} declares the {capability.value!r} capability but does not override {hook}()"
+            )
 
 
 def validate_reader(name: str, obj: Any) -> None:
@@ -213,3 +260,48 @@ def create_backend(name: str, config: dict[str, Any] | None = None, **kwargs: An
 
 def create_reader(name: str, config: dict[str, Any] | None = None, **kwargs: Any) -> Any:
     return readers.get(name)(config, **kwargs)
+
+
+def load_plugin(reference: str) -> tuple[str, str]:
+    """Register a plugin class from ``module:Class`` or ``path/to/file.py:Class`` without packaging it.
+
+    This is what ``memlab run --plugin`` does (like lm-evaluation-harness's ``--include_path``):
+    the class registers under its ``name`` as a backend (a ``Memory`` subclass) or a reader (a
+    ``Reader`` subclass). Returns (kind, name).
+    """
+    from memlab.memory import Memory
+    from memlab.readers.base import Reader
+
+    target, sep, attr = reference.rpartition(":")
+    if not sep or not target or not attr:
+        raise PluginValidationError(f"--plugin {reference!r}: expected module:Class or path/to/file.py:Class")
+    if target.endswith(".py"):
+        path = Path(target)
+        if not path.is_file():
+            raise PluginValidationError(f"--plugin {reference!r}: no such file {path}")
+        module_name = f"memlab_local_plugin_{path.stem}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise PluginValidationError(f"--plugin {reference!r}: cannot import {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # dataclasses, pickling and pydantic look modules up by name
+        spec.loader.exec_module(module)
+        obj = getattr(module, attr, None)
+    else:
+        try:
+            obj = pkgutil.resolve_name(reference)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise PluginValidationError(f"--plugin {reference!r}: {type(exc).__name__}: {exc}") from exc
+    if obj is None:
+        raise PluginValidationError(f"--plugin {reference!r}: {target} has no attribute {attr!r}")
+    if isinstance(obj, type) and issubclass(obj, Memory):
+        registry: Registry[Any] = backends
+    elif isinstance(obj, type) and issubclass(obj, Reader):
+        registry = readers
+    else:
+        raise PluginValidationError(f"--plugin {reference!r} is neither a memlab.Memory nor a memlab Reader subclass")
+    name = getattr(obj, "name", "")
+    if not name:
+        raise PluginValidationError(f"--plugin {reference!r}: the class sets no `name`")
+    registry.register(name, obj)
+    return registry._kind(), name

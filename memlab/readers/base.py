@@ -1,4 +1,18 @@
-"""The reader interface: a question, its options and a retrieval in; the chosen option out."""
+"""The reader interface: a question, its options and a retrieval in; the chosen option out.
+
+The contract (docs/plugins.md has a complete example):
+
+- ``answer(question, retrieval)`` returns an ``Answer``: for a multiple-choice question ``choice``
+  is the option index (0 = "(a)") or None when the reader could not decide, ``scores`` one number
+  per option (higher is better) where the reader has them; for an open question ``text``. A
+  failure that is the reader's own (unparseable reply, timeout) goes into ``error``, never into
+  a wrong ``choice``; a setup that can never work raises ``ConfigurationError`` instead.
+- ``answer.metadata["metrics"]`` (``dict[str, float]``) is averaged per result row by the runner
+  (e.g. ``parse_failure``, ``lenient_only``).
+- ``describe()`` names everything that changes answers (model, parser, prompt): it is part of the
+  result row's identity.
+- ``uses_memory = False`` marks a blind control: it is never given a retrieval.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +24,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memlab.errors import MemlabError
+from memlab.memory import config_error_message
 from memlab.types import Answer, Question, Retrieval
 
 
@@ -41,7 +56,7 @@ class Reader(ABC):
             try:
                 self.config = self.Config.model_validate(dict(config))
             except ValidationError as exc:
-                raise MemlabError(f"invalid config for reader {self.name!r}:\n{exc}") from exc
+                raise MemlabError(config_error_message(f"reader {self.name!r}", self.Config, exc)) from exc
 
     @abstractmethod
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:

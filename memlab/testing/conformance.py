@@ -8,9 +8,19 @@ Subclass ``MemoryConformance`` in your plugin's tests and implement ``make_memor
         def make_memory(self, data_dir):
             return MyBackend({"top_k": 5}, data_dir=data_dir)
 
-Every built-in backend passes it. Set ``remembers = False`` for a backend that stores nothing
-(the ``none`` control), and ``exact_recall = False`` for one that paraphrases what it stores
-(the suite then checks recall by keyword instead of verbatim text).
+Every built-in backend passes it. Flags a subclass may set (class attributes):
+
+- ``remembers = False``: the backend stores nothing (the ``none`` control); recall checks are skipped.
+- ``exact_recall = False``: the backend paraphrases what it stores (facts, profile entries); recall is
+  checked by keyword and turn numbers of recalled items are not compared.
+- ``returns_everything = True``: the backend returns its newest turns whatever the query
+  (``full_context``); the relevance-ranking check is skipped, ``k`` is still enforced.
+- ``turn_sources = False``: items do not come from turns (so they need not carry ``session_id`` /
+  ``turn_index`` provenance). By default items must trace back to the turns they came from.
+
+Failing checks show their values when pytest rewrites this module's asserts: memlab registers a
+``pytest11`` entry point that does so; without it, add ``pytest.register_assert_rewrite(
+"memlab.testing")`` to your ``conftest.py`` before importing the suite.
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ import pytest
 
 from memlab.errors import MemlabError, UnsupportedCapabilityError
 from memlab.memory import Capability, Memory
-from memlab.types import Message, Retrieval, Session
+from memlab.types import MemoryItem, Message, Retrieval, Session
 
 ALICE_FACT = "I adopted a grey cat named Pixel last spring."
 BOB_FACT = "I keep bees on the roof of my apartment in Lisbon."
@@ -30,6 +40,14 @@ BOB_FACT = "I keep bees on the roof of my apartment in Lisbon."
 
 def session(session_id: str, *turns: tuple[str, str]) -> Session:
     return Session(id=session_id, messages=[Message(role=role, content=text) for role, text in turns])  # type: ignore[arg-type]
+
+
+def ranked(items: list[MemoryItem]) -> list[MemoryItem]:
+    """Items best first: by ``score`` when every item has one (a backend may hand items back in
+    conversation order for the reader's sake), else in the order given."""
+    if items and all(item.score is not None for item in items):
+        return sorted(items, key=lambda item: -float(item.score))  # type: ignore[arg-type]
+    return list(items)
 
 
 def _text(retrieval: Retrieval) -> str:
@@ -41,6 +59,8 @@ class MemoryConformance:
 
     remembers: ClassVar[bool] = True
     exact_recall: ClassVar[bool] = True
+    returns_everything: ClassVar[bool] = False
+    turn_sources: ClassVar[bool] = True
 
     def make_memory(self, data_dir: Path) -> Memory:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -94,9 +114,90 @@ class MemoryConformance:
     def test_k_bounds_items(self, memory: Memory) -> None:
         turns = [("user", f"Fact number {i}: I visited city {i} in year {2000 + i}.") for i in range(12)]
         memory.ingest(session("s1", *turns), user_id="alice")
-        result = memory.retrieve("Which cities did I visit?", user_id="alice", k=3)
-        if self.remembers and not getattr(self, "returns_everything", False):
-            assert 1 <= len(result.items) <= 3
+        result = memory.retrieve("Fact number: which city did I visit in which year?", user_id="alice", k=3)
+        assert len(result.items) <= 3
+        if self.remembers:
+            assert len(result.items) >= 1
+
+    def test_k_is_the_callers_bound_not_top_k(self, memory: Memory) -> None:
+        """Two different ``k`` give two different bounds (a backend that reads config.top_k fails)."""
+        turns = [("user", f"Fact number {i}: I visited city {i} in year {2000 + i}.") for i in range(12)]
+        memory.ingest(session("s1", *turns), user_id="alice")
+        query = "Fact number: which city did I visit in which year?"
+        two = memory.retrieve(query, user_id="alice", k=2)
+        five = memory.retrieve(query, user_id="alice", k=5)
+        assert len(two.items) <= 2
+        assert len(five.items) <= 5
+        if self.remembers:
+            assert len(five.items) > len(two.items), "k=5 returned no more items than k=2"
+
+    # ------------------------------------------------------------------ relevance and provenance
+    TOPICS: ClassVar[list[tuple[str, str, str]]] = [
+        # (keyword, statement, query sharing words with the statement)
+        ("cello", "I play the cello in a jazz quartet every Friday night.", "cello jazz quartet Friday"),
+        ("kayak", "My kayak trip on the river Douro starts in July.", "kayak trip river Douro"),
+        ("sourdough", "I bake sourdough bread with rye flour on Sundays.", "bake sourdough bread rye flour"),
+        ("chess", "I coach the chess club at the public library downtown.", "coach chess club library"),
+        ("tulips", "I planted purple tulips along the garden fence.", "planted purple tulips garden fence"),
+        ("marathon", "I am training for the Berlin marathon in September.", "training Berlin marathon September"),
+    ]
+
+    def test_ranking_puts_the_relevant_item_first(self, memory: Memory) -> None:
+        """An inverted or random ranking fails: each topic's own statement must come first."""
+        if not self.remembers or self.returns_everything:
+            pytest.skip("backend does not rank by relevance")
+        memory.ingest(session("s1", *[("user", statement) for _, statement, _ in self.TOPICS]), user_id="alice")
+        firsts = {}
+        for keyword, _, query in self.TOPICS:
+            items = ranked(memory.retrieve(query, user_id="alice", k=3).items)
+            firsts[keyword] = items[0].text if items else None
+        misses = [k for k, text in firsts.items() if text is None or k not in text.lower()]
+        assert len(misses) <= 1, f"top item did not match the query for {misses}: {firsts}"
+
+    def test_items_trace_back_to_turns(self, memory: Memory) -> None:
+        """Items carry ``session_id`` + ``turn_index`` (or ``turns``) naming the turn they came from."""
+        if not self.remembers or not self.turn_sources:
+            pytest.skip("backend's items do not come from turns")
+        statements = [statement for _, statement, _ in self.TOPICS]
+        memory.ingest(session("s7", *[("user", statement) for statement in statements]), user_id="alice")
+        items = memory.retrieve("kayak trip river Douro", user_id="alice", k=3).items
+        assert items
+        for item in items:
+            refs = item.source.get("turns") or [item.source]
+            assert all("session_id" in ref and "turn_index" in ref for ref in refs), item.source
+            for ref in refs:
+                assert ref["session_id"] == "s7", item.source
+                assert 0 <= int(ref["turn_index"]) < len(statements), item.source
+            if self.exact_recall and "turns" not in item.source:
+                turn_text = statements[int(item.source["turn_index"])]
+                assert turn_text in item.text or item.text in turn_text, (item.text, turn_text)
+
+    # ------------------------------------------------------------------ instances and data_dir
+    def test_instances_do_not_share_state(self, tmp_path: Path) -> None:
+        """Two instances with two data directories are two memories (no class-level or global state)."""
+        first = self.make_memory(tmp_path / "one")
+        second = self.make_memory(tmp_path / "two")
+        try:
+            first.ingest(session("s1", ("user", ALICE_FACT)), user_id="alice")
+            assert not self._recalls(second.retrieve("cat named Pixel", user_id="alice"), "pixel")
+        finally:
+            first.close()
+            second.close()
+
+    def test_persistent_state_lives_in_data_dir(self, tmp_path: Path) -> None:
+        first = self.make_memory(tmp_path / "here")
+        if Capability.PERSIST not in first.capabilities:
+            first.close()
+            pytest.skip("backend does not declare PERSIST")
+        first.ingest(session("s1", ("user", ALICE_FACT)), user_id="alice")
+        first.close()
+        files = [p for p in (tmp_path / "here").rglob("*") if p.is_file() and p.name != ".memlab.lock"]
+        assert files, "a persistent backend wrote nothing under its data_dir"
+        elsewhere = self.make_memory(tmp_path / "elsewhere")
+        try:
+            assert not self._recalls(elsewhere.retrieve("cat named Pixel", user_id="alice"), "pixel")
+        finally:
+            elsewhere.close()
 
     # ------------------------------------------------------------------ isolation
     def test_users_are_isolated(self, memory: Memory) -> None:
