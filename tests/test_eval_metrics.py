@@ -7,6 +7,8 @@ import pytest
 
 from memlab.datasets.base import History
 from memlab.eval.answers import (
+    bleu1,
+    bleu_tokens,
     is_abstention,
     multi_answer_f1,
     normalize_answer,
@@ -161,12 +163,32 @@ def test_token_f1_values() -> None:
 
 def test_score_open_answer_by_category() -> None:
     assert score_open_answer(_question([]), "Her cat is called Miso.") == {
-        "f1": pytest.approx(1 / 3), "abstained": 0.0}  # 5 tokens, 1 shared
+        "f1": pytest.approx(1 / 3),  # 5 tokens, 1 shared
+        "bleu1": pytest.approx(1 / 6),  # 6 NLTK tokens (the period is one), 1 shared, no brevity penalty
+        "abstained": 0.0}
     open_domain = _question([], category=3, answer="Psychology; counseling", type_="open-domain")
     assert score_open_answer(open_domain, "psychology")["f1"] == 1.0
     multi = _question([], category=1, answer="Paris, Rome", type_="multi-hop")
     assert score_open_answer(multi, "Rome")["f1"] == 0.5
-    assert score_open_answer(_question([]), None) == {"f1": 0.0, "abstained": 0.0}
+    assert score_open_answer(_question([]), None) == {"f1": 0.0, "bleu1": 0.0, "abstained": 0.0}
+    # LoCoMo's multi-hop rule: each gold part takes its best predicted part; an empty reply is 0
+    assert score_open_answer(multi, "Berlin, Rome, Paris")["f1"] == 1.0
+    assert score_open_answer(multi, "")["f1"] == 0.0
+    # open-domain: only the gold part before the first ';' counts for F1 (BLEU-1 keeps it all, as mem0)
+    assert score_open_answer(open_domain, "counseling")["f1"] == 0.0
+    assert score_open_answer(open_domain, "counseling")["bleu1"] > 0
+
+
+def test_bleu1_as_mem0_reports_it() -> None:
+    # brevity penalty exp(1 - 3/2) on a fully matching two-token answer
+    assert bleu1("may 2023", "7 May 2023") == pytest.approx(np.exp(1 - 3 / 2))
+    assert bleu1("7 May 2023", "7 may 2023") == 1.0  # lower-cased
+    assert bleu1("Oslo", "Miso") == 0.0 and bleu1("", "Miso") == 0.0
+    # unigram precision with clipped counts: 'cat' appears once in the reference
+    assert bleu1("cat cat dog", "cat dog") == pytest.approx(2 / 3)
+    assert bleu1("cat cat dog", "the cat and a dog") == pytest.approx(2 / 3 * np.exp(1 - 5 / 3))
+    # NLTK tokens: sentences split, contractions and final periods separated
+    assert bleu_tokens("She moved to Paris. He didn't.") == ["she", "moved", "to", "paris", ".", "he", "did", "n't", "."]
     assert score_open_answer(_question([]), "That is not mentioned.")["abstained"] == 1.0
 
 
