@@ -278,3 +278,8 @@ def test_run_end_to_end(fixture_file: Path, tmp_path: Path) -> None:
     assert by_id["e47becba"]["metrics"]["recall@10"] == 1.0  # full_context hands back everything
     assert by_id["e47becba"]["metrics"]["f1"] == 1.0
     assert "recall@10" not in by_id["0a995998_abs"]["metrics"]  # abstention: no evidence to find
+
+
+def test_a_longmemeval_file_given_as_locomo_says_so(fixture_file: Path) -> None:
+    with pytest.raises(DataFormatError, match="looks like a LongMemEval file: use --dataset longmemeval:"):
+        load_dataset(str(fixture_file))  # a bare .json path is read as LoCoMo

@@ -137,7 +137,9 @@ def _load_history(
     conv = sample.get("conversation")
     sample_id = sample.get("sample_id")
     if not isinstance(conv, dict) or not sample_id:
-        raise DataFormatError(f"{file}, conversation {row}: needs 'sample_id' and a 'conversation' object")
+        hint = (" - it looks like a LongMemEval file: use --dataset longmemeval:<file>"
+                if "haystack_sessions" in sample else "")
+        raise DataFormatError(f"{file}, conversation {row}: needs 'sample_id' and a 'conversation' object{hint}")
     speakers = {conv.get("speaker_a"): SPEAKER_ROLES[0], conv.get("speaker_b"): SPEAKER_ROLES[1]}
     if None in speakers or len(speakers) != 2:
         raise DataFormatError(f"{file}, {sample_id}: needs two distinct names in speaker_a and speaker_b")
