@@ -7,13 +7,25 @@ import pytest
 
 from memlab.datasets.base import History
 from memlab.eval.answers import (
+    bleu1,
+    bleu_tokens,
     is_abstention,
     multi_answer_f1,
     normalize_answer,
     score_open_answer,
     token_f1,
 )
-from memlab.eval.judge import LLMJudge, judge_prompt, parse_verdict
+from memlab.eval.judge import (
+    ACCURACY_PROMPT,
+    LLMJudge,
+    create_judge,
+    judge_prompt,
+    judge_run_scores,
+    judge_summary,
+    parse_longmemeval_label,
+    parse_mem0_label,
+    parse_verdict,
+)
 from memlab.eval.retrieval import (
     evidence_to_indexes,
     item_message_indexes,
@@ -161,12 +173,32 @@ def test_token_f1_values() -> None:
 
 def test_score_open_answer_by_category() -> None:
     assert score_open_answer(_question([]), "Her cat is called Miso.") == {
-        "f1": pytest.approx(1 / 3), "abstained": 0.0}  # 5 tokens, 1 shared
+        "f1": pytest.approx(1 / 3),  # 5 tokens, 1 shared
+        "bleu1": pytest.approx(1 / 6),  # 6 NLTK tokens (the period is one), 1 shared, no brevity penalty
+        "abstained": 0.0}
     open_domain = _question([], category=3, answer="Psychology; counseling", type_="open-domain")
     assert score_open_answer(open_domain, "psychology")["f1"] == 1.0
     multi = _question([], category=1, answer="Paris, Rome", type_="multi-hop")
     assert score_open_answer(multi, "Rome")["f1"] == 0.5
-    assert score_open_answer(_question([]), None) == {"f1": 0.0, "abstained": 0.0}
+    assert score_open_answer(_question([]), None) == {"f1": 0.0, "bleu1": 0.0, "abstained": 0.0}
+    # LoCoMo's multi-hop rule: each gold part takes its best predicted part; an empty reply is 0
+    assert score_open_answer(multi, "Berlin, Rome, Paris")["f1"] == 1.0
+    assert score_open_answer(multi, "")["f1"] == 0.0
+    # open-domain: only the gold part before the first ';' counts for F1 (BLEU-1 keeps it all, as mem0)
+    assert score_open_answer(open_domain, "counseling")["f1"] == 0.0
+    assert score_open_answer(open_domain, "counseling")["bleu1"] > 0
+
+
+def test_bleu1_as_mem0_reports_it() -> None:
+    # brevity penalty exp(1 - 3/2) on a fully matching two-token answer
+    assert bleu1("may 2023", "7 May 2023") == pytest.approx(np.exp(1 - 3 / 2))
+    assert bleu1("7 May 2023", "7 may 2023") == 1.0  # lower-cased
+    assert bleu1("Oslo", "Miso") == 0.0 and bleu1("", "Miso") == 0.0
+    # unigram precision with clipped counts: 'cat' appears once in the reference
+    assert bleu1("cat cat dog", "cat dog") == pytest.approx(2 / 3)
+    assert bleu1("cat cat dog", "the cat and a dog") == pytest.approx(2 / 3 * np.exp(1 - 5 / 3))
+    # NLTK tokens: sentences split, contractions and final periods separated
+    assert bleu_tokens("She moved to Paris. He didn't.") == ["she", "moved", "to", "paris", ".", "he", "did", "n't", "."]
     assert score_open_answer(_question([]), "That is not mentioned.")["abstained"] == 1.0
 
 
@@ -186,13 +218,17 @@ def test_adversarial_is_scored_by_abstention() -> None:
 class FakeLLM(LLM):
     name = "fake-judge"
 
-    def __init__(self, replies: list[str]) -> None:
+    def __init__(self, replies: list[str], *, json_mode: bool = False) -> None:
         self.replies = replies
         self.prompts: list[str] = []
+        self.calls: list[dict] = []
+        self.supports_json_mode = json_mode
 
     def _chat(self, messages: list[ChatMessage], *, json_mode: bool, temperature: float,
               max_tokens: int | None) -> LLMResponse:
         self.prompts.append(messages[-1].content)
+        self.calls.append({"messages": [m.model_dump() for m in messages], "json_mode": json_mode,
+                           "temperature": temperature, "max_tokens": max_tokens})
         reply = self.replies[len(self.prompts) - 1]
         if reply == "RAISE":
             raise RuntimeError("provider down")
@@ -228,7 +264,7 @@ def test_judge_caches_and_resumes(tmp_path) -> None:
 def test_judge_failures() -> None:
     question = _question([])
     llm = FakeLLM(["RAISE", "hmm, CORRECT... or WRONG", '{"label": "CORRECT"}'])
-    judge = LLMJudge(llm)
+    judge = LLMJudge(llm, prompt="memlab")
     with pytest.raises(RuntimeError, match="provider down"):
         judge.judge(question, "Miso")
     verdict = judge.judge(question, "Miso")  # the failed call was not cached: asked again
@@ -243,3 +279,143 @@ def test_judge_prompts_differ_for_adversarial() -> None:
     assert "Gold answer: Miso" in answerable
     assert "does NOT contain the answer" in trap and "tomatoes" in trap
     assert judge_prompt(_question([]), "  ").endswith('"WRONG"}.') and "(no answer)" in judge_prompt(_question([]), "")
+
+
+# --------------------------------------------------------------------------- mem0's judge, runs
+# mem0ai/mem0 evaluation/metrics/llm_judge.py ACCURACY_PROMPT, typed out again here on purpose: the
+# test fails if the pinned prompt in memlab.eval.judge is edited in any way.
+PINNED_ACCURACY_PROMPT = (
+    "\nYour task is to label an answer to a question as ’CORRECT’ or ’WRONG’. You will be given the following data:\n"
+    "    (1) a question (posed by one user to another user), \n"
+    "    (2) a ’gold’ (ground truth) answer, \n"
+    "    (3) a generated answer\n"
+    "which you will score as CORRECT/WRONG.\n\n"
+    "The point of the question is to ask about something one user should know about the other user based on their prior conversations.\n"
+    "The gold answer will usually be a concise and short answer that includes the referenced topic, for example:\n"
+    "Question: Do you remember what I got the last time I went to Hawaii?\n"
+    "Gold answer: A shell necklace\n"
+    "The generated answer might be much longer, but you should be generous with your grading - as long as it touches on the same topic as the gold answer, it should be counted as CORRECT. \n\n"
+    "For time related questions, the gold answer will be a specific date, month, year, etc. The generated answer might be much longer or use relative time references (like \"last Tuesday\" or \"next month\"), but you should be generous with your grading - as long as it refers to the same date or time period as the gold answer, it should be counted as CORRECT. Even if the format differs (e.g., \"May 7th\" vs \"7 May\"), consider it CORRECT if it's the same date.\n\n"
+    "Now it's time for the real question:\n"
+    "Question: {question}\n"
+    "Gold answer: {gold_answer}\n"
+    "Generated answer: {generated_answer}\n\n"
+    "First, provide a short (one sentence) explanation of your reasoning, then finish with CORRECT or WRONG. \n"
+    "Do NOT include both CORRECT and WRONG in your response, or it will break the evaluation script.\n\n"
+    "Just return the label CORRECT or WRONG in a json format with the key as \"label\".\n"
+)
+
+
+def test_mem0_judge_sends_the_pinned_prompt() -> None:
+    assert ACCURACY_PROMPT == PINNED_ACCURACY_PROMPT
+    llm = FakeLLM(['{"label": "CORRECT"}'], json_mode=True)
+    judge = LLMJudge(llm)  # mem0's prompt is the default
+    assert judge.prompt_name == "mem0-accuracy-v1"
+    verdict = judge.judge(_question([]), "Her cat is Miso")
+    assert verdict["correct"] is True and verdict["prompt_name"] == "mem0-accuracy-v1"
+    (call,) = llm.calls
+    assert call["messages"] == [{"role": "user", "content": PINNED_ACCURACY_PROMPT.format(
+        question="What is the cat called?", gold_answer="Miso", generated_answer="Her cat is Miso")}]
+    assert call["json_mode"] is True and call["temperature"] == 0.0
+    # without a native JSON mode the published prompt still goes alone (no added system message)
+    plain = FakeLLM(['{"label": "WRONG"}'])
+    LLMJudge(plain).judge(_question([]), "Luna")
+    assert plain.calls[0]["json_mode"] is False and len(plain.calls[0]["messages"]) == 1
+
+
+def test_mem0_judge_leaves_category_5_out() -> None:
+    trap = _question([], category=5, answer="tomatoes", type_="adversarial")
+    judge = LLMJudge(FakeLLM([]))
+    assert judge.applies_to(_question([])) and not judge.applies_to(trap)
+    assert judge.metrics(trap, "Not mentioned") == {} and judge.run_metrics(trap, "x", runs=3) == {}
+    with pytest.raises(ValueError, match="does not score"):
+        judge.judge(trap, "x")
+    assert LLMJudge(FakeLLM([]), prompt="memlab").applies_to(trap)  # memlab's judge does judge it
+
+
+def test_mem0_label_parsing() -> None:
+    assert parse_mem0_label('{"label": "CORRECT"}')[0] is True
+    assert parse_mem0_label('```json\n{"label": "WRONG"}\n```')[0] is False
+    assert parse_mem0_label('The answer matches. {"label": "CORRECT"}')[0] is True
+    assert parse_mem0_label('{"label": "correct"}')[0] is False  # mem0: label == "CORRECT", exactly
+    assert parse_mem0_label("CORRECT")[0] is None and parse_mem0_label('{"verdict": "CORRECT"}')[0] is None
+
+
+def test_judge_runs_are_independent_samples_with_mean_and_std(tmp_path) -> None:
+    first, second = _question([]), _question([], answer="Oslo").model_copy(update={"id": "conv-x:q1"})
+    correct, wrong = '{"label": "CORRECT"}', '{"label": "WRONG"}'
+    llm = FakeLLM([correct, wrong, correct, correct, correct, correct])
+    with LLMJudge(llm, cache=tmp_path) as judge:
+        rows = [judge.run_metrics(first, "Miso", runs=3), judge.run_metrics(second, "Oslo", runs=3)]
+    assert len(llm.calls) == 6  # one request per run: the run index is part of the cache key
+    assert rows[0] == {"judge_run_1": 1.0, "judge_run_2": 0.0, "judge_run_3": 1.0, "judge": pytest.approx(2 / 3)}
+    assert rows[1]["judge"] == 1.0
+    scores = judge_run_scores(rows, runs=3)
+    assert scores == [1.0, 0.5, 1.0]
+    mean, std = judge_summary(scores)
+    assert mean == pytest.approx(np.mean(scores)) and std == pytest.approx(np.std(scores))  # MemOS: np.std
+    assert judge_summary([0.7]) == (0.7, 0.0)
+    # resumable: the same runs again cost nothing
+    again = FakeLLM([])
+    with LLMJudge(again, cache=tmp_path) as judge:
+        assert judge.run_metrics(first, "Miso", runs=3) == rows[0]
+        assert judge.judge(first, "Miso", run=1)["cached"] is True
+    assert again.calls == []
+    # one run: the plain 'judge' key
+    assert judge_run_scores([{"judge": 1.0}, {"judge": 0.0}, {}], runs=1) == [0.5]
+    with pytest.raises(ValueError):
+        judge_summary([])
+
+
+def test_judge_bypasses_the_managed_response_cache(tmp_path) -> None:
+    from memlab.llm.config import make_llm
+
+    inner = FakeLLM(['{"label": "CORRECT"}', '{"label": "WRONG"}'])
+    managed = make_llm({"cache": True, "cache_dir": str(tmp_path / "responses")}, llm=inner)
+    judge = LLMJudge(managed)
+    assert [judge.judge(_question([]), "Miso", run=r)["correct"] for r in (0, 1)] == [True, False]
+    assert len(inner.calls) == 2  # run 1 was asked, not replayed from run 0's cached response
+    managed.close()
+
+
+def test_longmemeval_judge_prompts_by_type() -> None:
+    from memlab.eval import judge as judge_module
+
+    def q(qid: str, qtype: str, **meta) -> Question:
+        return Question(id=qid, type=qtype, text="How many days?", answer_text="18", context_id=qid,
+                        end_index=0, metadata={"question_type": qtype, **meta})
+
+    llm = FakeLLM(["Yes."] * 7)
+    judge = LLMJudge(llm, prompt="longmemeval")
+    assert judge.prompt_name == "longmemeval-anscheck-v1" and judge.max_tokens == 10
+    cases = {
+        "single-session-user": judge_module.LONGMEMEVAL_STANDARD,
+        "single-session-assistant": judge_module.LONGMEMEVAL_STANDARD,
+        "multi-session": judge_module.LONGMEMEVAL_STANDARD,
+        "temporal-reasoning": judge_module.LONGMEMEVAL_TEMPORAL,
+        "knowledge-update": judge_module.LONGMEMEVAL_KNOWLEDGE_UPDATE,
+        "single-session-preference": judge_module.LONGMEMEVAL_PREFERENCE,
+    }
+    for qtype, template in cases.items():
+        assert judge.judge(q(f"{qtype}-1", qtype), "19 days")["correct"] is True
+        assert llm.calls[-1]["messages"] == [{"role": "user", "content": template.format("How many days?", "18", "19 days")}]
+        assert llm.calls[-1]["max_tokens"] == 10 and llm.calls[-1]["temperature"] == 0.0
+    assert "off-by-one" in judge_module.LONGMEMEVAL_TEMPORAL and "Rubric" in judge_module.LONGMEMEVAL_PREFERENCE
+    judge.judge(q("abc_abs", "multi-session", abstention=True), "I don't know")
+    assert llm.calls[-1]["messages"][0]["content"].startswith("I will give you an unanswerable question")
+    assert not judge.applies_to(_question([]))  # a LoCoMo type has no LongMemEval prompt
+    assert parse_longmemeval_label(" no")[0] is False and parse_longmemeval_label("YES")[0] is True
+
+
+def test_judge_request_over_http_is_the_pinned_prompt(tmp_path) -> None:
+    from recording_server import llm_settings, recording_server
+
+    with recording_server(lambda request: '{"label": "CORRECT"}') as server:
+        judge = create_judge("mem0", llm_settings(server), cache_dir=tmp_path)
+        assert judge.metrics(_question([]), "Miso, the cat") == {"judge": 1.0}
+        assert judge.describe()["prompt"] == "mem0-accuracy-v1" and "gpt-4o-mini" in judge.describe()["model"]
+        judge.close()
+    (request,) = server.requests
+    assert request["messages"] == [{"role": "user", "content": PINNED_ACCURACY_PROMPT.format(
+        question="What is the cat called?", gold_answer="Miso", generated_answer="Miso, the cat")}]
+    assert request["response_format"] == {"type": "json_object"} and request["temperature"] == 0.0

@@ -86,8 +86,10 @@ def test_dev_file_questions(dev) -> None:
     assert q.evidence == ["D1:3"] and q.context_id == "conv-26"
     assert by_id["conv-26:q1"].answer_text == "2022"  # ints in the file become text
     for question in dev.questions:
-        assert question.end_index == len(dev.histories[question.context_id].messages)
-        assert question.type == CATEGORIES[question.metadata["category"]]
+        history = dev.histories[question.context_id]
+        assert question.end_index == len(history.messages)
+        assert question.type == CATEGORIES[question.metadata["category"]] == question.metadata["category_name"]
+        assert question.metadata["speakers"] == [history.metadata["speaker_a"], history.metadata["speaker_b"]]
     adversarial = by_id["conv-26:q167"]
     assert adversarial.type == "adversarial"
     assert adversarial.answer_text == "Yes"  # adversarial_answer: the trap
@@ -97,6 +99,25 @@ def test_dev_file_questions(dev) -> None:
     indexes = evidence_to_indexes(history, q)
     assert [history.metadata["dia_ids"][i] for i in indexes] == ["D1:3"]
     assert "LGBTQ support group" in history.messages[indexes[0]].content
+
+
+@pytest.mark.data
+def test_dev_file_every_message_has_its_session_date(dev) -> None:
+    # 115 of the 130 temporal gold answers are dates: the session date must reach every turn
+    for history in dev.histories.values():
+        assert all(message.timestamp is not None for message in history.messages)
+        for number, start in enumerate(history.session_starts):
+            stop = history.session_starts[number + 1] if number + 1 < len(history.session_starts) else len(history.messages)
+            assert {m.timestamp for m in history.messages[start:stop]} == {
+                parse_locomo_datetime(history.session_metadata[number]["date_time"])
+            }
+
+
+def test_category_tables_differ_where_documented() -> None:
+    from memlab.datasets.locomo import MEM0_CATEGORY_NAMES
+
+    differing = sorted(c for c, name in MEM0_CATEGORY_NAMES.items() if CATEGORIES[c] != name)
+    assert differing == [1, 3, 4] and 5 not in MEM0_CATEGORY_NAMES
 
 
 @pytest.mark.data

@@ -8,6 +8,8 @@
 - ``personamem:<folder>``, ``personamem:<questions.csv>`` or just ``<folder>`` - local files; a folder
   without a contexts file loads questions only (blind controls can still run on it)
 - ``locomo:<file.json>`` - a LoCoMo file (``locomo`` alone downloads locomo10.json to ``$MEMLAB_DATA_DIR/locomo``)
+- ``longmemeval:<file.json>`` - a LongMemEval file; ``longmemeval:oracle|s|m`` the released files,
+  looked up in ``$MEMLAB_DATA_DIR/longmemeval`` and downloaded there once (``longmemeval`` alone: ``s``)
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ def load_dataset(spec: str) -> Dataset:
         from memlab.datasets.locomo import load_locomo
 
         return load_locomo(rest or None)
+    if kind == "longmemeval":
+        from memlab.datasets.longmemeval import load_longmemeval
+
+        return load_longmemeval(rest or None)
     path = Path(spec)
     if path.suffix == ".json":
         from memlab.datasets.locomo import load_locomo

@@ -50,6 +50,16 @@ CATEGORIES: dict[int, str] = {
 }
 ADVERSARIAL = 5
 
+# The names mem0's evaluation gives the same ids (mem0ai/mem0 issue #2609: "1 Single Hop, 2 Temporal,
+# 3 Multi Hop, 4 Open Domain"; category 5 is left out of its results). They differ from the ids'
+# real types for 1, 3 and 4, so numbers labelled by mem0's names compare with ours only by id.
+MEM0_CATEGORY_NAMES: dict[int, str] = {
+    1: "single-hop",
+    2: "temporal",
+    3: "multi-hop",
+    4: "open-domain",
+}
+
 SPEAKER_ROLES = ("user", "assistant")  # speaker_a, speaker_b
 
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
@@ -127,7 +137,9 @@ def _load_history(
     conv = sample.get("conversation")
     sample_id = sample.get("sample_id")
     if not isinstance(conv, dict) or not sample_id:
-        raise DataFormatError(f"{file}, conversation {row}: needs 'sample_id' and a 'conversation' object")
+        hint = (" - it looks like a LongMemEval file: use --dataset longmemeval:<file>"
+                if "haystack_sessions" in sample else "")
+        raise DataFormatError(f"{file}, conversation {row}: needs 'sample_id' and a 'conversation' object{hint}")
     speakers = {conv.get("speaker_a"): SPEAKER_ROLES[0], conv.get("speaker_b"): SPEAKER_ROLES[1]}
     if None in speakers or len(speakers) != 2:
         raise DataFormatError(f"{file}, {sample_id}: needs two distinct names in speaker_a and speaker_b")
@@ -219,7 +231,13 @@ def _question(qa: dict[str, Any], history: History, known: dict[str, int], file:
         issues.append(DataIssue(file=file, row=row, field="question" if not text else "category",
                                 message=f"{sample_id}: question skipped (text {text[:40]!r}, category {category!r})"))
         return None
-    metadata: dict[str, Any] = {"category": category, "qa_index": row}
+    metadata: dict[str, Any] = {
+        "category": category,
+        "category_name": CATEGORIES[category],
+        "qa_index": row,
+        # the locomo reader opens its prompt with the two names, as LoCoMo's evaluation does
+        "speakers": [history.metadata["speaker_a"], history.metadata["speaker_b"]],
+    }
     if category == ADVERSARIAL:
         # The expected behaviour is to say the conversation does not tell; answer_text holds the
         # trap (what the conversation says about the *other* speaker) - see memlab.eval.answers.

@@ -14,6 +14,20 @@
 ``abstained`` is a wider test than LoCoMo's (also "does not mention", "unknown", ...), reported for
 every question: on answerable questions it measures refusals, on adversarial ones it is the lenient
 counterpart of ``f1``.
+
+``bleu1`` is BLEU-1 as mem0's evaluation reports it on LoCoMo (mem0ai/mem0 ``evaluation/metrics/
+utils.py``, ``calculate_bleu_scores``; MemOS ``evaluation/scripts/locomo/locomo_eval.py`` does the
+same): NLTK's ``sentence_bleu`` with weights (1, 0, 0, 0) and ``SmoothingFunction().method1`` over
+lower-cased NLTK word tokens, against the whole gold answer (no ``;`` cut). mem0 skips category 5,
+so adversarial questions get no ``bleu1``. One difference: mem0 tokenises with
+``nltk.word_tokenize``, whose sentence splitter needs the Punkt model download; memlab splits
+sentences with NLTK's Punkt algorithm *without* the trained English parameters (no download, same
+result on every machine), which differs only where the English model knows an abbreviation
+("dr.", "e.g.") inside a multi-sentence answer.
+
+LongMemEval abstention questions (``metadata["abstention"]``, ids ending ``_abs``) have an
+explanation, not an answer: ``f1`` is 1 when the reply declines (the wide ``abstained`` test) and
+there is no ``bleu1``.
 """
 
 from __future__ import annotations
@@ -85,6 +99,33 @@ def multi_answer_f1(prediction: str, gold: str) -> float:
     return sum(max(token_f1(p, g) for p in predictions) for g in golds) / len(golds)
 
 
+@lru_cache(maxsize=1)
+def _bleu_parts() -> tuple[Any, Any, Any, Any]:
+    try:
+        from nltk.tokenize import word_tokenize
+        from nltk.tokenize.punkt import PunktSentenceTokenizer
+        from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+    except ImportError as exc:
+        raise MissingDependencyError("nltk", "BLEU-1 is computed with NLTK: pip install nltk") from exc
+    return PunktSentenceTokenizer(), word_tokenize, sentence_bleu, SmoothingFunction().method1
+
+
+def bleu_tokens(text: str) -> list[str]:
+    """Lower-cased NLTK word tokens (Treebank tokenizer per Punkt sentence, untrained parameters)."""
+    sentences, word_tokenize, _, _ = _bleu_parts()
+    return [token for sentence in sentences.tokenize(str(text).lower())
+            for token in word_tokenize(sentence, preserve_line=True)]
+
+
+def bleu1(prediction: str, gold: str) -> float:
+    """BLEU-1 of one answer against one gold answer, as mem0 reports it (0 for an empty answer)."""
+    _, _, sentence_bleu, smoothing = _bleu_parts()
+    hypothesis, reference = bleu_tokens(prediction), bleu_tokens(gold)
+    if not hypothesis or not reference:
+        return 0.0
+    return float(sentence_bleu([reference], hypothesis, weights=(1, 0, 0, 0), smoothing_function=smoothing))
+
+
 def is_locomo_abstention(text: str) -> bool:
     lowered = str(text).lower()
     return any(phrase in lowered for phrase in LOCOMO_ABSTENTION)
@@ -102,12 +143,15 @@ def _category(question: Question) -> int | None:
 
 
 def score_open_answer(question: Question, text: str | None) -> dict[str, float]:
-    """Scores of one free-form answer: ``f1`` (LoCoMo's per-category rule) and ``abstained``;
-    adversarial questions add ``trap_f1``. No answer at all (``None``) scores 0."""
+    """Scores of one free-form answer: ``f1`` (LoCoMo's per-category rule), ``bleu1`` (mem0's) and
+    ``abstained``; adversarial questions add ``trap_f1`` instead of ``bleu1``. No answer at all
+    (``None``) scores 0."""
     if question.answer_text is None:
         raise ValueError(f"question {question.id} has no answer_text: it is not an open question")
     prediction = "" if text is None else str(text)
     abstained = 1.0 if prediction.strip() and is_abstention(prediction) else 0.0
+    if question.metadata.get("abstention"):
+        return {"f1": abstained, "abstained": abstained}
     category = _category(question)
     if category == 5:
         return {
@@ -119,4 +163,4 @@ def score_open_answer(question: Question, text: str | None) -> dict[str, float]:
     if category == 3:
         gold = gold.split(";")[0].strip()
     f1 = multi_answer_f1(prediction, gold) if category == 1 else token_f1(prediction, gold)
-    return {"f1": f1, "abstained": abstained}
+    return {"f1": f1, "bleu1": bleu1(prediction, question.answer_text), "abstained": abstained}

@@ -1,0 +1,135 @@
+"""The ``longmemeval`` reader: an LLM answers with LongMemEval's answer prompt.
+
+LongMemEval (xiaowu0162/LongMemEval ``src/generation/run_generation.py``, ``prepare_prompt``) puts
+the retrieved history chats, the question's date and the question into one user message, at
+temperature 0, with 800 answer tokens for its recommended reading method ``con`` (the
+step-by-step prompt, ``cot``) and 500 for ``direct``. The judge then reads the whole reply
+(``LLMJudge(prompt="longmemeval")``).
+
+Differences: the history is what the memory backend rendered (``DATE:`` headers, ``role: text``
+lines, from ``memlab.memory.render_turns``) instead of LongMemEval's ``### Session N: / Session
+Date: / Session Content:`` blocks of JSON turns; the context is cut to ``max_context_tokens`` (newest
+part kept) only when set, where LongMemEval cuts the history to the model's window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from memlab.errors import ConfigurationError
+from memlab.llm.base import LLM, ChatMessage
+from memlab.llm.config import LLMConfig, make_llm
+from memlab.llm.errors import LLMConfigError, LLMError
+from memlab.llm.managed import ManagedLLM
+from memlab.readers.base import Reader, ReaderConfig
+from memlab.readers.llm import describe_llm, memory_text
+from memlab.types import Answer, Question, Retrieval
+
+# Verbatim from xiaowu0162/LongMemEval src/generation/run_generation.py (retrieval-based reading,
+# no key expansion): fields are history chats, current date, question.
+ANSWER_PROMPT_COT = (
+    "I will give you several history chats between you and a user. Please answer the question based on the "
+    "relevant chat history. Answer the question step by step: first extract all the relevant information, "
+    "and then reason over the information to get the answer.\n\n\nHistory Chats:\n\n{}\n\nCurrent Date: {}\n"
+    "Question: {}\nAnswer (step by step):"
+)
+ANSWER_PROMPT_DIRECT = (
+    "I will give you several history chats between you and a user. Please answer the question based on the "
+    "relevant chat history.\n\n\nHistory Chats:\n\n{}\n\nCurrent Date: {}\nQuestion: {}\nAnswer:"
+)
+
+
+class LongMemEvalReaderConfig(ReaderConfig):
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    cot: bool = Field(default=True, description="step-by-step prompt (LongMemEval's recommended 'con' reading)")
+    max_tokens: int | None = Field(default=None, ge=1, description="answer budget; default 800 with cot, else 500")
+    max_context_tokens: int | None = Field(
+        default=None, ge=1, description="keep only the newest part of the memory context (approximate tokens)"
+    )
+
+
+class LongMemEvalReader(Reader):
+    name = "longmemeval"
+    description = "an LLM answers with LongMemEval's answer prompt (history chats, current date, question)"
+    Config = LongMemEvalReaderConfig
+
+    def __init__(
+        self,
+        config: LongMemEvalReaderConfig | Mapping[str, Any] | None = None,
+        *,
+        cache_dir: str | Path | None = None,
+        llm: LLM | Any | None = None,
+    ) -> None:
+        super().__init__(config, cache_dir=cache_dir)
+        self.config: LongMemEvalReaderConfig
+        self._given = llm
+        self._llm: ManagedLLM | None = None
+
+    @property
+    def llm(self) -> ManagedLLM:
+        if self._llm is None:
+            config = self.config.llm
+            if config.cache_dir is None and self.cache_dir is not None:
+                config = config.model_copy(update={"cache_dir": str(self.cache_dir)})
+            self._llm = make_llm(config, llm=self._given)
+        return self._llm
+
+    @property
+    def answer_tokens(self) -> int:
+        if self.config.max_tokens is not None:
+            return self.config.max_tokens
+        return 800 if self.config.cot else 500
+
+    def describe(self) -> str:
+        model = self.llm.name if self._given is not None else describe_llm(self.config.llm)
+        return f"{self.name}:{model}" + ("" if self.config.cot else ":direct")
+
+    def messages(self, question: Question, retrieval: Retrieval) -> list[ChatMessage]:
+        template = ANSWER_PROMPT_COT if self.config.cot else ANSWER_PROMPT_DIRECT
+        history = memory_text(retrieval, self.config.max_context_tokens)
+        date = str(question.metadata.get("question_date") or "")
+        return [ChatMessage(role="user", content=template.format(history, date, question.text))]
+
+    def answer(self, question: Question, retrieval: Retrieval) -> Answer:
+        if question.is_multiple_choice:
+            raise ConfigurationError(
+                f"the longmemeval reader answers open questions; {question.id} is multiple choice (use --reader llm)"
+            )
+        try:
+            response = self.llm.chat(
+                self.messages(question, retrieval), temperature=self.config.llm.temperature,
+                max_tokens=self.answer_tokens,
+            )
+        except LLMConfigError:
+            raise
+        except LLMError as exc:
+            return Answer(error=f"{type(exc).__name__}: {exc}", metadata={"model": self.llm.name})
+        return Answer(
+            text=response.text.strip(),
+            prompt_tokens=response.prompt_tokens,
+            completion_tokens=response.completion_tokens,
+            metadata={
+                "model": self.llm.name,
+                "cost_usd": float(response.metadata.get("cost_usd", 0.0)),
+                "spent_usd": float(response.metadata.get("spent_usd", 0.0)),
+                "cached": response.cached,
+            },
+        )
+
+    def answer_many(self, items: Sequence[tuple[Question, Retrieval]]) -> list[Answer]:
+        _ = self.llm  # built before the threads, so they share one client, cache and bound
+        with ThreadPoolExecutor(max_workers=self.config.llm.max_concurrency) as pool:
+            return list(pool.map(lambda item: self.answer(*item), items))
+
+    def close(self) -> None:
+        if self._llm is not None:
+            if self._given is None:
+                self._llm.close()
+            elif self._llm is not self._given and self._llm.cache is not None:
+                self._llm.cache.close()
+        self._llm = None
