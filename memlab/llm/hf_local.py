@@ -116,7 +116,7 @@ class HFLocalLLM(LLM):
 
     # ----------------------------------------------------------------- chat
     def _chat(
-        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float, max_tokens: int | None
+        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float | None, max_tokens: int | None
     ) -> LLMResponse:
         if json_mode:
             messages = with_json_instruction(messages)
@@ -125,7 +125,7 @@ class HFLocalLLM(LLM):
         self._check_window(len(ids) + new_tokens)
         input_ids = torch.tensor([ids], device=self.device)
         sampling: dict[str, Any] = {"do_sample": False}
-        if temperature > 0:
+        if temperature is not None and temperature > 0:  # None: greedy, the local default
             sampling = {"do_sample": True, "temperature": temperature}
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         with self._lock, torch.inference_mode():
