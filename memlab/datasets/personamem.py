@@ -323,7 +323,13 @@ def _parse_row(
             context_id=values["shared_context_id"].strip(),
             end_index=end_index,
             persona_id=persona,
-            metadata={"raw_type": raw_type, "row": number, **_optional_metadata(record, number, reader)},
+            # raw_options: the all_options cell as written, which the official prompt sends as is.
+            metadata={
+                "raw_type": raw_type,
+                "raw_options": values["all_options"],
+                "row": number,
+                **_optional_metadata(record, number, reader),
+            },
             **distances,
         )
     except ValidationError as exc:
