@@ -214,6 +214,12 @@ def _run(dev: Path, out: Path, server: RecordingServer, backends: str, reader: s
     return RunSummary.load(out)
 
 
+def _question_block(row: dict[str, str], baseline: bool) -> str:
+    if baseline:
+        return f"# Question: {row['question']}\n\n# Choices: \n" + "\n".join(ast.literal_eval(row["all_options"]))
+    return row["question"] + "\n\n" + INSTRUCTION + "\n\n" + row["all_options"]
+
+
 def _expected(server: RecordingServer, rows: list[dict[str, str]], *, baseline: bool, memory: bool) -> tuple[int, int]:
     """(correct, n) over the recorded requests of one row, scored the reference's way."""
     correct = n = 0
@@ -222,7 +228,8 @@ def _expected(server: RecordingServer, rows: list[dict[str, str]], *, baseline: 
         if has_memory is not memory:
             continue
         last = body["messages"][-1]["content"]
-        row = next(r for r in rows if (f"# Question: {r['question']}\n\n" if baseline else r["question"] + "\n\n" + INSTRUCTION) in last)
+        # Question texts repeat in the dev file: a request is identified by its question and options.
+        (row,) = [r for r in rows if _question_block(r, baseline) in last]
         n += 1
         if baseline:  # baselines/run.py: the JSON answer, lowercased, against the letter of "(c)"
             try:
@@ -259,3 +266,24 @@ def test_run_baseline_accuracy_is_the_references(personamem_dev: Path, tmp_path:
     rag = summary.row("rag", "personamem_baseline:openai:gpt-4o")
     assert rag.questions == 8 and rag.errors == 0
     assert (rag.accuracy.correct, rag.accuracy.n) == _expected(server, rows, baseline=True, memory=True)
+
+
+def test_answer_many_keeps_order_and_builds_one_llm():
+    from memlab.llm import LLM, LLMResponse
+
+    class Echo(LLM):
+        name = "echo:m"
+
+        def _chat(self, messages, *, json_mode, temperature, max_tokens):
+            letter = messages[-1].content.split("Plans ")[1][0]
+            return LLMResponse(text='{"answer": "%s"}' % letter.upper())
+
+    questions = [
+        Question(id=f"q{i}", type="t", text=f"Plans {letter}?", options=["(a) x", "(b) y", "(c) z", "(d) w"],
+                 answer=i, context_id="c", end_index=0)
+        for i, letter in enumerate("abcd")
+    ]
+    reader = create_reader("personamem_baseline", {"llm": {"cache": False, "max_concurrency": 3}}, llm=Echo())
+    answers = reader.answer_many([(q, Retrieval()) for q in questions])
+    assert [a.choice for a in answers] == [0, 1, 2, 3]
+    assert reader.describe() == "personamem_baseline:echo:m"
