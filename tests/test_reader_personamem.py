@@ -287,3 +287,20 @@ def test_answer_many_keeps_order_and_builds_one_llm():
     answers = reader.answer_many([(q, Retrieval()) for q in questions])
     assert [a.choice for a in answers] == [0, 1, 2, 3]
     assert reader.describe() == "personamem_baseline:echo:m"
+
+
+@pytest.mark.parametrize(
+    ("model", "mode"),
+    [("gpt-4o", "merge"), ("gpt-4o-mini", "merge"), ("o3-mini", "merge"), ("gpt-4.1", "keep"),
+     ("claude-3-7-sonnet-20250219", "merge"), ("gemini-2.0-flash", "drop"), ("Llama-3.3-70B-Instruct", "keep"),
+     ("DeepSeek-R1", "keep")],
+)
+def test_system_turns_follow_the_references_routing(model, mode):
+    from memlab.readers.personamem import merge_system_turns, reference_system_mode
+
+    assert reference_system_mode(model) == mode
+    merged = merge_system_turns([{"role": "system", "content": "P"}, {"role": "user", "content": "u1"},
+                                 {"role": "assistant", "content": "a"}, {"role": "user", "content": "u2"},
+                                 {"role": "user", "content": "q"}])
+    assert merged == [{"role": "user", "content": "[System]: P\nu1"}, {"role": "assistant", "content": "a"},
+                      {"role": "user", "content": "u2\nq"}]

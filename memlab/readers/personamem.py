@@ -19,6 +19,7 @@ See docs/llm.md for what differs from the uniform ``llm`` reader.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -150,9 +151,8 @@ class PersonaMemReaderConfig(ReaderConfig):
     )
     system_turns: SystemTurns = Field(
         default="auto",
-        description="auto: as the reference's OpenAI path (merged into the next message when the model name "
-        "contains 'o', kept otherwise); merge: '[System]: ...' prefix of the next message, same-role "
-        "neighbours joined (also the reference's Claude path); keep: as they are; drop: left out (its Gemini path)",
+        description="auto: as the reference routes the model name (see reference_system_mode); merge: "
+        "'[System]: ...' prefix of the next message, same-role neighbours joined; keep: as they are; drop: left out",
     )
     instructions: str = OFFICIAL_INSTRUCTIONS
 
@@ -175,6 +175,20 @@ def merge_system_turns(messages: list[dict[str, str]]) -> list[dict[str, str]]:
         else:
             merged.append({"role": role, "content": content})
     return merged  # a trailing system message is dropped, as in the reference
+
+
+def reference_system_mode(model: str) -> str:
+    """What the reference does with system turns for a model name (inference.py, query_llm): its
+    OpenAI branch (names with 'gpt', 'o1' or 'o3') merges them whenever the name contains the letter
+    'o' (gpt-4o, o1, gpt-4-turbo alike; not gpt-4.1); its Gemini branch drops them; its Claude branch
+    merges them; every other model (its OpenAI-compatible Lambda branch) gets them as they are."""
+    if re.search(r"gpt|o1|o3", model):
+        return "merge" if "o" in model else "keep"
+    if "gemini" in model:
+        return "drop"
+    if "claude" in model:
+        return "merge"
+    return "keep"
 
 
 def history_messages(question: Question, retrieval: Retrieval, reader: str) -> list[dict[str, str]]:
@@ -213,9 +227,7 @@ class PersonaMemReader(_LLMReader):
     def system_mode(self) -> str:
         if self.config.system_turns != "auto":
             return self.config.system_turns
-        # The reference's OpenAI branch converts whenever the model name contains the letter 'o'
-        # (gpt-4o, o1, o3-mini ... and gpt-4-turbo alike); other OpenAI-compatible models keep them.
-        return "merge" if "o" in self._served_model() else "keep"
+        return reference_system_mode(self._served_model())
 
     def messages(self, question: Question, retrieval: Retrieval) -> list[ChatMessage]:
         _require_choice_question(self.name, question)
