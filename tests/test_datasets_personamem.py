@@ -14,8 +14,11 @@ from memlab.datasets import load_dataset
 from memlab.datasets.personamem import load_personamem
 from memlab.datasets.question_types import (
     ACKNOWLEDGE_LATEST,
-    CANONICAL_TYPES,
+    GENERALIZE,
+    OLDER_128K_TYPES,
     RECALL_FACTS,
+    RELEASED_TYPES,
+    REVISIT_REASONS,
     canonical_type,
     type_mapping,
 )
@@ -97,9 +100,10 @@ def test_release_layout(release_folder: Path) -> None:
     assert q1.persona_id == "7"
     assert q1.metadata["context_length_in_tokens"] == 120
     assert q1.metadata["distance_to_ref_proportion_in_context"] == pytest.approx(66.7)
-    # The release's mislabelled name and the older facts name both become canonical.
-    assert q2.type == ACKNOWLEDGE_LATEST and q2.metadata["raw_type"] == "recall_user_shared_facts"
-    assert q3.type == RECALL_FACTS and q3.metadata["raw_type"] == "recalling_facts_mentioned_by_the_user"
+    # Released labels are kept as they are: two types of one file are never merged or swapped.
+    assert q2.type == "recall_user_shared_facts" == q2.metadata["raw_type"]
+    assert q3.type == "recalling_facts_mentioned_by_the_user" == q3.metadata["raw_type"]
+    assert q1.metadata["raw_options"].startswith("[") and "(a) Pizza." in q1.metadata["raw_options"]
     history = dataset.histories["ctxA"]
     assert len(history.messages) == 10 and history.session_starts == [0, 5]
     assert dataset.histories["ctxB"].session_starts == [0]
@@ -118,7 +122,7 @@ def test_dev_layout_uses_question_column_and_folder_name(tmp_path: Path) -> None
     assert dataset.name == "personamem-128k-dev"
     (question,) = dataset.questions
     assert question.text == "Dev spelling?"
-    assert question.type == ACKNOWLEDGE_LATEST
+    assert question.type == "recalling_the_latest_user_preferences"  # the file's own (older) label
     assert question.persona_id is None and question.metadata["stereotypical"] is True
     assert dataset.issues == []
 
@@ -180,14 +184,25 @@ def test_unknown_type_passes_through_with_one_issue(release_folder: Path) -> Non
     assert issue.field == "question_type" and issue.row == 1 and "3 rows" in issue.message
 
 
-def test_paper_named_file_keeps_recall_meaning() -> None:
+def test_type_mapping_is_one_to_one_per_file() -> None:
+    # Paper-named file: every label is its own paper type.
     mapping = type_mapping(["recall_user_shared_facts", "acknowledge_latest_user_preferences", "odd"])
     assert mapping == {"recall_user_shared_facts": RECALL_FACTS, "acknowledge_latest_user_preferences": ACKNOWLEDGE_LATEST,
                        "odd": None}
-    release = type_mapping(["recall_user_shared_facts", "recalling_facts_mentioned_by_the_user"])
-    assert release == {"recall_user_shared_facts": ACKNOWLEDGE_LATEST, "recalling_facts_mentioned_by_the_user": RECALL_FACTS}
+    # The release: both facts labels stay distinct; unshared older names may show as the paper's.
+    release = type_mapping(RELEASED_TYPES)
+    assert release["recall_user_shared_facts"] == "recall_user_shared_facts"
+    assert release["recalling_facts_mentioned_by_the_user"] == "recalling_facts_mentioned_by_the_user"
+    assert release["recalling_the_reasons_behind_previous_updates"] == REVISIT_REASONS
+    assert release["generalizing_to_new_scenarios"] == GENERALIZE
+    assert len(set(release.values())) == len(RELEASED_TYPES)
+    # The older 128k file: the authors' own renaming (inference.py question_type_mapping).
+    older = type_mapping(OLDER_128K_TYPES)
+    assert older["recalling_facts_mentioned_by_the_user"] == RECALL_FACTS
+    assert older["recalling_the_latest_user_preferences"] == ACKNOWLEDGE_LATEST
+    assert len(set(older.values())) == len(OLDER_128K_TYPES)
     assert canonical_type("identifying_new_things_not_mentioned_by_the_user") == "suggest_new_ideas"
-    assert canonical_type("recall_user_shared_facts", release_style=False) == RECALL_FACTS
+    assert canonical_type("recall_user_shared_facts") == RECALL_FACTS and canonical_type("odd") is None
 
 
 def test_bad_messages_are_dropped_and_end_indexes_shifted(tmp_path: Path) -> None:
@@ -296,8 +311,12 @@ def test_real_dev_history(personamem_dev: Path) -> None:
     assert len(history.messages) == 698 and len(history.session_starts) == 20
     assert all(history.messages[i].role == "system" for i in history.session_starts)
     assert {q.end_index for q in dataset.questions} == {697}
-    assert {q.type for q in dataset.questions} <= set(CANONICAL_TYPES)
-    assert Counter(q.type for q in dataset.questions)[ACKNOWLEDGE_LATEST] == 35
+    assert Counter(q.type for q in dataset.questions) == Counter({
+        "recalling_facts_mentioned_by_the_user": 35, "recalling_the_latest_user_preferences": 35,
+        "recommendation_aligned_with_users_latest_preferences": 35, "identifying_new_things_not_mentioned_by_the_user": 16,
+        "generalizing_past_reasons_in_memory_to_new_scenarios": 10, "recalling_the_reasons_behind_previous_updates": 4,
+    })
+    assert {q.type for q in dataset.questions} <= set(OLDER_128K_TYPES)
     assert all(q.options[i].startswith(f"({letter})") for q in dataset.questions for i, letter in enumerate("abcd"))
 
 
@@ -309,8 +328,13 @@ def test_real_32k_questions_only(shared_data: Path) -> None:
     dataset = load_personamem(path)
     assert dataset.name == "personamem-32k"
     assert len(dataset.questions) == 589 and dataset.histories == {}
-    assert {q.type for q in dataset.questions} == set(CANONICAL_TYPES)
-    assert len({q.metadata["raw_type"] for q in dataset.questions}) == 7
+    # The released labels, counted as the file has them (129 recall_user_shared_facts kept as such).
+    assert Counter(q.type for q in dataset.questions) == Counter({
+        "track_full_preference_evolution": 139, "recall_user_shared_facts": 129,
+        "recalling_the_reasons_behind_previous_updates": 99, "suggest_new_ideas": 93, "generalizing_to_new_scenarios": 57,
+        "provide_preference_aligned_recommendations": 55, "recalling_facts_mentioned_by_the_user": 17,
+    })
+    assert set(RELEASED_TYPES) == {q.type for q in dataset.questions}
     contexts = {q.context_id for q in dataset.questions}
     assert len(contexts) == 37
     assert len(dataset.issues) == 37 and all(i.field == "shared_context_id" for i in dataset.issues)

@@ -67,7 +67,7 @@ def test_reader_with_a_langchain_model_instance(tmp_path):
     question = Question(id="q", type="t", text="Pick one", options=["w", "x", "y", "z"], answer=3, context_id="c", end_index=0)
     reader = LLMReader({"llm": {"cache_dir": str(tmp_path)}}, llm=FakeListChatModel(responses=["<final_answer> (d)"]))
     assert reader.answer(question, Retrieval()).choice == 3
-    assert reader.describe() == "llm:langchain:FakeListChatModel"
+    assert reader.describe() == "llm:langchain:FakeListChatModel:lenient"
 
 
 def test_memlab_llm_as_langchain_model_in_a_chain():

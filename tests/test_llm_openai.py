@@ -185,7 +185,7 @@ def test_model_discovered_from_models_endpoint(server, tmp_path):
 
 def test_reader_end_to_end_with_cache_and_cost(server, tmp_path):
     reader = create_reader("llm", {"llm": config(server, tmp_path)})
-    assert reader.describe() == "llm:openai:gpt-4o-mini"
+    assert reader.describe() == "llm:openai:gpt-4o-mini:lenient"
     server.default = ("ok", "The user is vegetarian now.\n<final_answer> (b)")
     answer = reader.answer(QUESTION, MEMORY)
     assert answer.choice == 1 and answer.error is None and answer.metadata["parse_failure"] is False

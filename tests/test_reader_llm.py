@@ -93,9 +93,9 @@ def test_empty_memory_is_said_explicitly():
 
 def test_describe_does_not_build_the_llm():
     reader = LLMReader({"llm": {"base_url": "http://127.0.0.1:9/v1", "model": "qwen2.5-7b"}})
-    assert reader.describe() == "llm:openai:qwen2.5-7b"
+    assert reader.describe() == "llm:openai:qwen2.5-7b:lenient"
     assert reader._llm is None
-    assert LLMReader({"llm": {"model": "/models/smollm.gguf"}}).describe() == "llm:hf:smollm.gguf"
+    assert LLMReader({"llm": {"model": "/models/smollm.gguf"}, "parser": "official"}).describe() == "llm:hf:smollm.gguf:official"
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from memlab.datasets.base import DataIssue, Dataset, History, data_home, split_at_system
-from memlab.datasets.question_types import type_mapping
+from memlab.datasets.question_types import KNOWN_TYPES
 from memlab.errors import DataFormatError, DatasetUnavailableError, MemlabError
 from memlab.types import OPTION_LETTERS, Message, Question
 
@@ -315,7 +315,7 @@ def _parse_row(
     try:
         question = Question(
             id=values["question_id"].strip(),
-            type=raw_type,  # replaced by the canonical name once the whole file's names are known
+            type=raw_type,  # the file's own label, never renamed
             topic=(record.get("topic") or "").strip(),
             text=values[text_column],
             options=options,
@@ -323,7 +323,13 @@ def _parse_row(
             context_id=values["shared_context_id"].strip(),
             end_index=end_index,
             persona_id=persona,
-            metadata={"raw_type": raw_type, "row": number, **_optional_metadata(record, number, reader)},
+            # raw_options: the all_options cell as written, which the official prompt sends as is.
+            metadata={
+                "raw_type": raw_type,
+                "raw_options": values["all_options"],
+                "row": number,
+                **_optional_metadata(record, number, reader),
+            },
             **distances,
         )
     except ValidationError as exc:
@@ -333,7 +339,7 @@ def _parse_row(
 
 
 def read_questions(path: Path) -> tuple[list[Question], list[DataIssue]]:
-    """Questions of one PersonaMem CSV (either column spelling) with canonical types, and issues."""
+    """Questions of one PersonaMem CSV (either column spelling) with the file's own type labels, and issues."""
     reader = _Reader(str(path))
     rows: list[_Row] = []
     seen: dict[str, int] = {}
@@ -350,16 +356,13 @@ def read_questions(path: Path) -> tuple[list[Question], list[DataIssue]]:
             continue
         seen[row.question.id] = number
         rows.append(row)
-    mapping = type_mapping(r.raw_type for r in rows)
-    for raw, canonical in sorted(mapping.items()):
-        if canonical is None:
-            count = sum(1 for r in rows if r.raw_type == raw)
-            first = next(r.number for r in rows if r.raw_type == raw)
-            reader.issue(first, "question_type", f"unknown question type {raw!r} ({count} rows) kept as is")
-    questions = []
-    for row in rows:
-        canonical = mapping[row.raw_type]
-        questions.append(row.question.model_copy(update={"type": canonical or row.raw_type}))
+    # Each file's own labels are kept as they are (see memlab.datasets.question_types); unknown
+    # ones are reported once per label.
+    for raw in sorted({r.raw_type for r in rows} - KNOWN_TYPES):
+        count = sum(1 for r in rows if r.raw_type == raw)
+        first = next(r.number for r in rows if r.raw_type == raw)
+        reader.issue(first, "question_type", f"unknown question type {raw!r} ({count} rows) kept as is")
+    questions = [row.question for row in rows]
     return questions, reader.issues
 
 

@@ -1,21 +1,23 @@
-"""The seven PersonaMem question types and the names the data files actually use for them.
+"""PersonaMem question types: the labels each data file uses, and the paper's seven skill names.
 
-The paper defines seven skills. The files name them inconsistently: the older dev file uses six
-descriptive names, and the released ``questions_32k.csv`` uses the paper's names for four types
-but older names for the other three - and puts the paper name ``recall_user_shared_facts`` on the
-"acknowledge latest user preferences" questions. The mapping below was decided by reading the
-options of each type in both files (see docs/datasets.md):
+Results always carry **the file's own label** (``Question.type`` is the ``question_type`` cell,
+unchanged), so per-type columns line up with the paper's and MemOS's tables, which group by the
+released labels too. Two labels of one file are never merged or swapped.
 
-- release ``recall_user_shared_facts`` (129 questions): the user mentions something in passing
-  ("I went to a comedy show"); options say "I remember you like comedy shows" / "I thought you
-  preferred avoiding them" / another item / a reply that ignores the user. That is the same
-  format as the dev file's ``recalling_the_latest_user_preferences`` -> acknowledge latest.
-- ``recalling_facts_mentioned_by_the_user`` (release 17, dev 35): the user asks a general
-  question and the options differ by which earlier event of the user they build on ("like the
-  board game tournament you hosted") -> recall user-shared facts.
+The files name the types inconsistently (see docs/datasets.md for the table):
 
-A file that uses ``acknowledge_latest_user_preferences`` itself follows the paper's names, so there
-``recall_user_shared_facts`` keeps its own meaning; :func:`type_mapping` decides this per file.
+- the released ``questions_32k.csv`` uses seven labels, four of them the paper's names
+  (``recall_user_shared_facts``, ``track_full_preference_evolution``,
+  ``provide_preference_aligned_recommendations``, ``suggest_new_ideas``) and three older ones
+  (``recalling_the_reasons_behind_previous_updates``, ``generalizing_to_new_scenarios``,
+  ``recalling_facts_mentioned_by_the_user``);
+- the older 128k file (our dev history) uses six older, descriptive names.
+
+The authors' own renaming of older names to the paper's (``question_type_mapping`` in
+bowen-upenn/PersonaMem ``inference.py``) is :data:`LEGACY_NAMES`. memlab uses it only to order
+and label columns (:func:`type_mapping`), never to relabel results.
+
+:data:`CANONICAL_TYPES` are the paper's seven names, which memlab's synthetic generator uses.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ RECOMMEND = "provide_preference_aligned_recommendations"
 SUGGEST_NEW = "suggest_new_ideas"
 GENERALIZE = "generalize_to_new_scenarios"
 
-# In the paper's order.
+# The paper's seven skills, in the paper's order.
 CANONICAL_TYPES: tuple[str, ...] = (
     RECALL_FACTS,
     ACKNOWLEDGE_LATEST,
@@ -41,23 +43,44 @@ CANONICAL_TYPES: tuple[str, ...] = (
     GENERALIZE,
 )
 
-# Every non-canonical name seen in the PersonaMem files.
+# The seven labels of the released questions_32k.csv (question counts there in the comments).
+RELEASED_TYPES: tuple[str, ...] = (
+    "recall_user_shared_facts",  # 129
+    "recalling_facts_mentioned_by_the_user",  # 17
+    "track_full_preference_evolution",  # 139
+    "recalling_the_reasons_behind_previous_updates",  # 99
+    "provide_preference_aligned_recommendations",  # 55
+    "suggest_new_ideas",  # 93
+    "generalizing_to_new_scenarios",  # 57
+)
+
+# The six labels of the older 128k file (128k-dev/questions.csv).
+OLDER_128K_TYPES: tuple[str, ...] = (
+    "recalling_facts_mentioned_by_the_user",
+    "recalling_the_latest_user_preferences",
+    "recalling_the_reasons_behind_previous_updates",
+    "recommendation_aligned_with_users_latest_preferences",
+    "identifying_new_things_not_mentioned_by_the_user",
+    "generalizing_past_reasons_in_memory_to_new_scenarios",
+)
+
+# Older name -> the paper's name, as the authors rename them (bowen-upenn/PersonaMem inference.py,
+# question_type_mapping), plus the two spellings the release and that function add.
 LEGACY_NAMES: dict[str, str] = {
-    # older dev file (128k-dev/questions.csv)
     "recalling_facts_mentioned_by_the_user": RECALL_FACTS,
+    "identifying_new_things_not_mentioned_by_the_user": SUGGEST_NEW,
     "recalling_the_latest_user_preferences": ACKNOWLEDGE_LATEST,
+    "acknowledge_latest_preferences": ACKNOWLEDGE_LATEST,  # the authors' spelling of the paper name
+    "tracking_the_full_sequence_of_preference_updates": TRACK_EVOLUTION,
     "recalling_the_reasons_behind_previous_updates": REVISIT_REASONS,
     "recommendation_aligned_with_users_latest_preferences": RECOMMEND,
-    "identifying_new_things_not_mentioned_by_the_user": SUGGEST_NEW,
     "generalizing_past_reasons_in_memory_to_new_scenarios": GENERALIZE,
-    # released questions_32k.csv (besides canonical names and the two above)
-    "generalizing_to_new_scenarios": GENERALIZE,
+    "generalizing_to_new_scenarios": GENERALIZE,  # released label, not in the authors' function
 }
 
-# The release's mislabelled name: only used when the file does not also use the paper's name.
-RELEASE_ACKNOWLEDGE_ALIAS = RECALL_FACTS
+KNOWN_TYPES: frozenset[str] = frozenset((*CANONICAL_TYPES, *RELEASED_TYPES, *OLDER_128K_TYPES, *LEGACY_NAMES))
 
-# Short labels for tables and plots.
+# Short labels of the paper's types for tables and plots.
 SHORT_NAMES: dict[str, str] = {
     RECALL_FACTS: "recall facts",
     ACKNOWLEDGE_LATEST: "latest preference",
@@ -69,30 +92,34 @@ SHORT_NAMES: dict[str, str] = {
 }
 
 
-def type_mapping(names: Iterable[str]) -> dict[str, str | None]:
-    """Canonical type for each raw name used in one file; ``None`` for names nobody knows.
-
-    Decided per file because ``recall_user_shared_facts`` means "acknowledge latest preferences"
-    in the released files (which never use ``acknowledge_latest_user_preferences``) but keeps its
-    paper meaning in a file that uses all the paper's names.
-    """
-    used = set(names)
-    release_style = ACKNOWLEDGE_LATEST not in used
-    mapping: dict[str, str | None] = {}
-    for name in used:
-        if name == RELEASE_ACKNOWLEDGE_ALIAS and release_style:
-            mapping[name] = ACKNOWLEDGE_LATEST
-        elif name in CANONICAL_TYPES:
-            mapping[name] = name
-        else:
-            mapping[name] = LEGACY_NAMES.get(name)
-    return mapping
-
-
-def canonical_type(name: str, *, release_style: bool = True) -> str | None:
-    """Canonical type of one raw name (``None`` if unknown); see :func:`type_mapping` for files."""
-    if name == RELEASE_ACKNOWLEDGE_ALIAS:
-        return ACKNOWLEDGE_LATEST if release_style else RECALL_FACTS
+def canonical_type(name: str) -> str | None:
+    """The paper's name for one label (itself for a paper name; ``None`` if unknown)."""
     if name in CANONICAL_TYPES:
         return name
     return LEGACY_NAMES.get(name)
+
+
+def type_mapping(names: Iterable[str]) -> dict[str, str | None]:
+    """For the labels used in one file: the paper type each may be shown as, or ``None`` if unknown.
+
+    A label keeps its own name when its paper type is also used in the file, or when another of
+    the file's labels has the same paper type: the released file has both
+    ``recall_user_shared_facts`` and ``recalling_facts_mentioned_by_the_user``, and they stay two
+    types. So this mapping is one-to-one on every file; it is for display, never for results.
+    """
+    used = set(names)
+    targets: dict[str, list[str]] = {}
+    for name in used:
+        paper = canonical_type(name)
+        if paper is not None:
+            targets.setdefault(paper, []).append(name)
+    mapping: dict[str, str | None] = {}
+    for name in used:
+        paper = canonical_type(name)
+        if paper is None:
+            mapping[name] = name if name in KNOWN_TYPES else None
+        elif len(targets[paper]) > 1:
+            mapping[name] = name  # several labels of this file share the paper type: keep each
+        else:
+            mapping[name] = paper
+    return mapping

@@ -44,9 +44,11 @@ class LLM(ABC):
         messages: list[ChatMessage] | list[dict[str, str]],
         *,
         json_mode: bool = False,
-        temperature: float = 0.0,
+        temperature: float | None = 0.0,
         max_tokens: int | None = None,
     ) -> LLMResponse:
+        """``temperature=None`` and ``max_tokens=None`` leave them to the provider's defaults
+        (OpenAI-compatible requests then carry neither field)."""
         parsed = [m if isinstance(m, ChatMessage) else ChatMessage.model_validate(m) for m in messages]
         if not parsed:
             raise ValueError("chat() needs at least one message")
@@ -54,7 +56,7 @@ class LLM(ABC):
 
     @abstractmethod
     def _chat(
-        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float, max_tokens: int | None
+        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float | None, max_tokens: int | None
     ) -> LLMResponse:
         """Call the model."""
 

@@ -110,13 +110,13 @@ class HFLocalLLM(LLM):
     def _check_window(self, needed: int) -> None:
         if self.window is not None and needed > self.window:
             raise LLMError(
-                f"{self.name}: {needed} tokens exceed the model's window of {self.window}; "
-                "lower the reader's max_context_tokens"
+                f"{self.name}: {needed} tokens exceed the model's window of {self.window}; nothing is cut "
+                "silently: set the reader's max_context_tokens to keep only the newest part of the memory"
             )
 
     # ----------------------------------------------------------------- chat
     def _chat(
-        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float, max_tokens: int | None
+        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float | None, max_tokens: int | None
     ) -> LLMResponse:
         if json_mode:
             messages = with_json_instruction(messages)
@@ -125,7 +125,7 @@ class HFLocalLLM(LLM):
         self._check_window(len(ids) + new_tokens)
         input_ids = torch.tensor([ids], device=self.device)
         sampling: dict[str, Any] = {"do_sample": False}
-        if temperature > 0:
+        if temperature is not None and temperature > 0:  # None: greedy, the local default
             sampling = {"do_sample": True, "temperature": temperature}
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         with self._lock, torch.inference_mode():
@@ -155,11 +155,20 @@ class HFLocalLLM(LLM):
         Returns the scores and the prompt length in tokens. The prompt is run once; its KV cache
         is extended by each continuation and cropped back to the prompt afterwards.
         """
-        prefix = self.prompt_ids(messages)
+        return self._score_after(self.prompt_ids(messages), continuations)
+
+    def score_text_continuations(self, text: str, continuations: list[str]) -> tuple[list[ContinuationScore], int]:
+        """Log-probability of each continuation right after the raw ``text`` (no chat template;
+        the tokenizer's own special tokens, e.g. BOS, as for any raw prompt)."""
+        return self._score_after(list(self.tokenizer(text)["input_ids"]), continuations)
+
+    def _score_after(self, prefix: list[int], continuations: list[str]) -> tuple[list[ContinuationScore], int]:
         conts = [list(self.tokenizer(c, add_special_tokens=False)["input_ids"]) for c in continuations]
         for text, ids in zip(continuations, conts):
             if not ids:
                 raise LLMError(f"cannot score an empty continuation ({text!r})")
+        if not prefix:
+            raise LLMError("cannot score continuations of an empty prompt")
         self._check_window(len(prefix) + max(len(c) for c in conts))
         scores = []
         with self._lock, torch.inference_mode():

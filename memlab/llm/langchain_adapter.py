@@ -51,7 +51,7 @@ class LangChainLLM(LLM):
         self._transient = _transient_types()
 
     def _chat(
-        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float, max_tokens: int | None
+        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float | None, max_tokens: int | None
     ) -> LLMResponse:
         if json_mode:
             messages = with_json_instruction(messages)

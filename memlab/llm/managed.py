@@ -51,7 +51,7 @@ class ManagedLLM(LLM):
         return self.price.cost(prompt_tokens, completion_tokens) if self.price else 0.0
 
     def _chat(
-        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float, max_tokens: int | None
+        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float | None, max_tokens: int | None
     ) -> LLMResponse:
         params = {"temperature": temperature, "max_tokens": max_tokens, "json_mode": json_mode, **self.params}
         key = cache_key(self.inner.cache_identity, params, [m.model_dump() for m in messages])

@@ -61,14 +61,15 @@ class OpenAICompatLLM(LLM):
         return served[0]
 
     def _chat(
-        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float, max_tokens: int | None
+        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float | None, max_tokens: int | None
     ) -> LLMResponse:
         request: dict[str, Any] = {
             "model": self.model,
             "messages": [m.model_dump() for m in messages],
-            "temperature": temperature,
             **self.extra_params,
         }
+        if temperature is not None:  # None: the provider's default sampling, as the references send it
+            request["temperature"] = temperature
         if max_tokens is not None:
             request[self.max_tokens_param] = max_tokens
         if json_mode:

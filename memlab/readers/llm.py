@@ -3,8 +3,17 @@ discriminative setting), or answers an open question (LoCoMo) in a few words.
 
 The multiple-choice prompt follows PersonaMem's evaluation: the memory, then the user's message,
 the instruction to give the final answer (a)-(d) after ``<final_answer>``, and the four options.
-The letter is parsed robustly; a reply with no unambiguous letter is a *parse failure*
-(``choice=None``, ``metadata["parse_failure"]=True``, raw reply kept), never a guess.
+The letter is parsed by one of two parsers (``parser``):
+
+- ``lenient`` (default): memlab's robust parser (:func:`parse_choice`): the last stated answer,
+  bare letters, JSON, or the option text itself;
+- ``official``: PersonaMem's own extractor (:mod:`memlab.eval.personamem_extract`), which credits a
+  reply only if the set of letters it names is exactly the correct one.
+
+A reply with no letter the parser accepts is a *parse failure* (``choice=None``,
+``metadata["parse_failure"]=True``, raw reply kept), never a guess. Every multiple-choice answer
+carries ``metadata["metrics"]["lenient_only"]``: 1.0 when the lenient parser credits the correct
+option and the official extractor does not, so a row shows how much leniency added.
 """
 
 from __future__ import annotations
@@ -14,9 +23,11 @@ import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
+
+from memlab.eval.personamem_extract import extract_official
 
 from memlab.llm.base import LLM, ChatMessage
 from memlab.llm.config import LLMConfig, make_llm
@@ -53,6 +64,9 @@ class LLMReaderConfig(ReaderConfig):
     )
     instructions: str = PERSONAMEM_INSTRUCTIONS
     system_prompt: str = Field(default=MEMORY_SYSTEM_PROMPT, description="must contain {memory}")
+    parser: Literal["lenient", "official"] = Field(
+        default="lenient", description="lenient: memlab's parser; official: PersonaMem's extractor (exact letter set)"
+    )
 
     @field_validator("system_prompt")
     @classmethod
@@ -97,8 +111,22 @@ def describe_llm(config: LLMConfig) -> str:
     return f"{provider}:{model}"
 
 
+def llm_config_for(config: LLMConfig, cache_dir: Path | None) -> LLMConfig:
+    """The reader's LLM config with the runner's cache directory where the user named none."""
+    if cache_dir is None or config.cache_dir is not None:
+        return config
+    return config.model_copy(update={"cache_dir": str(cache_dir)})
+
+
 # ----------------------------------------------------------------------------- parsing
-_FINAL = re.compile(r"<\s*/?\s*final[_ ]answer\s*>", re.IGNORECASE)
+_FINAL = re.compile(r"<\s*final[_ ]answer\s*>", re.IGNORECASE)
+_FINAL_CLOSE = re.compile(r"<\s*/\s*final[_ ]answer\s*>", re.IGNORECASE)
+
+
+def _after_final_tag(reply: str) -> str | None:
+    """The text after the last opening final-answer tag, closing tags removed (None: no tag)."""
+    parts = _FINAL.split(reply)
+    return _FINAL_CLOSE.sub(" ", parts[-1]) if len(parts) > 1 else None
 _PAREN = re.compile(r"\(\s*([a-d])\s*\)", re.IGNORECASE)
 _MARKED = re.compile(
     r"(?:final\s+answer|answer|option|choice)\s*(?:is|would\s+be|:|-)?\s*[:\-]?\s*\**\s*\(?\s*([a-d])\s*\)?(?![a-z])",
@@ -125,8 +153,8 @@ def parse_choice(reply: str, options: Sequence[str], *, json_mode: bool = False)
             if len(letter) == 1:
                 return index(letter)
     # PersonaMem's format: whatever follows the last <final_answer> tag.
-    parts = _FINAL.split(reply)
-    segments = [parts[-1], reply] if len(parts) > 1 and parts[-1].strip() else [reply]
+    tail = _after_final_tag(reply)
+    segments = [tail, reply] if tail is not None and tail.strip() else [reply]
     for segment in segments:
         text = segment.strip()
         if not text:
@@ -149,10 +177,24 @@ def parse_choice(reply: str, options: Sequence[str], *, json_mode: bool = False)
     return None
 
 
+def lenient_only(reply: str, question: Question, *, json_mode: bool = False) -> float:
+    """1.0 when the lenient parser credits the correct option and the official extractor does not."""
+    if question.answer is None:
+        return 0.0
+    lenient = parse_choice(reply, question.options, json_mode=json_mode) == question.answer
+    return float(lenient and not extract_official(reply).credits(OPTION_LETTERS[question.answer]))
+
+
+def choose(reply: str, question: Question, parser: str, *, json_mode: bool = False) -> int | None:
+    """The option a reply names under ``parser`` (``official``: see ``OfficialExtraction.choice``)."""
+    if parser == "official":
+        return extract_official(reply).choice(question.answer)
+    return parse_choice(reply, question.options, json_mode=json_mode)
+
+
 def final_text(reply: str) -> str:
     """Free-form answer: the text after a final-answer tag if the model used one."""
-    parts = _FINAL.split(reply)
-    tail = parts[-1].strip() if len(parts) > 1 else ""
+    tail = (_after_final_tag(reply) or "").strip()
     return tail or reply.strip()
 
 
@@ -162,8 +204,14 @@ class LLMReader(Reader):
     description = "an LLM reads the retrieved memory and picks the option (PersonaMem prompt)"
     Config = LLMReaderConfig
 
-    def __init__(self, config: LLMReaderConfig | Mapping[str, Any] | None = None, *, llm: LLM | Any | None = None) -> None:
-        super().__init__(config)
+    def __init__(
+        self,
+        config: LLMReaderConfig | Mapping[str, Any] | None = None,
+        *,
+        llm: LLM | Any | None = None,
+        cache_dir: str | Path | None = None,
+    ) -> None:
+        super().__init__(config, cache_dir=cache_dir)
         self.config: LLMReaderConfig
         self._given = llm
         self._llm: ManagedLLM | None = None
@@ -172,13 +220,13 @@ class LLMReader(Reader):
     def llm(self) -> ManagedLLM:
         # Built on first use: the runner describes readers before running them.
         if self._llm is None:
-            self._llm = make_llm(self.config.llm, llm=self._given)
+            self._llm = make_llm(llm_config_for(self.config.llm, self.cache_dir), llm=self._given)
         return self._llm
 
     def describe(self) -> str:
-        if self._given is not None:
-            return f"{self.name}:{self.llm.name}"
-        return f"{self.name}:{describe_llm(self.config.llm)}"
+        # The parser is part of the identity: it decides which replies count as correct.
+        model = self.llm.name if self._given is not None else describe_llm(self.config.llm)
+        return f"{self.name}:{model}:{self.config.parser}"
 
     def messages(self, question: Question, retrieval: Retrieval) -> list[ChatMessage]:
         cfg = self.config
@@ -214,8 +262,10 @@ class LLMReader(Reader):
         common = {"prompt_tokens": response.prompt_tokens, "completion_tokens": response.completion_tokens}
         if not mc:
             return Answer(text=final_text(response.text), metadata=metadata, **common)
-        choice = parse_choice(response.text, question.options, json_mode=json_mode)
+        choice = choose(response.text, question, self.config.parser, json_mode=json_mode)
         metadata["parse_failure"] = choice is None
+        metadata["parser"] = self.config.parser
+        metadata["metrics"] = {"lenient_only": lenient_only(response.text, question, json_mode=json_mode)}
         scores = [1.0 if i == choice else 0.0 for i in range(len(question.options))] if choice is not None else []
         return Answer(choice=choice, scores=scores, text=response.text.strip(), metadata=metadata, **common)
 

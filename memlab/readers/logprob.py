@@ -1,15 +1,24 @@
-"""The ``logprob`` reader: a local causal LM scores each option as its reply to the user's
-message given the memory, by the option's summed and length-normalised log-probability.
+"""The ``logprob`` reader: a local causal LM scores each option by its log-probability given the
+memory and the user's message (PersonaMem's generative setting).
 
-The prompt (memory + question) is run once and its KV cache reused for the four options
-(``HFLocalLLM.score_continuations``). Length normalisation (mean log-prob per token, the default)
-keeps long options from losing just for being long; the summed score is reported too.
+Two knobs, both recorded in ``describe()``:
+
+- ``template``: ``raw`` (default, the paper's ``eval_gen.py``): the raw context text, memory then
+  the user's message, with the option as its plain continuation, no chat template; ``chat``: the
+  memory in a system prompt, the message as the user turn, the option as the assistant's reply.
+- ``normalize``: ``sum`` (default, the paper's: the joint log-probability of the option) or ``mean``
+  (per option token, so long options do not lose just for being long).
+
+Nothing is cut unless ``max_context_tokens`` is set: a prompt longer than the model's window is a
+per-question error naming the limit. memlab's earlier variant is ``normalize=mean, template=chat,
+max_context_tokens=2048``. The prompt is run once and its KV cache reused for the four options.
 Open questions (no options) are answered by greedy generation with the same model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -26,6 +35,7 @@ from memlab.readers.llm import (
     check_system_prompt,
     describe_llm,
     final_text,
+    llm_config_for,
     memory_text,
 )
 from memlab.types import Answer, Question, Retrieval
@@ -33,11 +43,14 @@ from memlab.types import Answer, Question, Retrieval
 
 class LogprobReaderConfig(ReaderConfig):
     llm: LLMConfig = Field(default_factory=lambda: LLMConfig(provider="hf"))
-    normalize: Literal["mean", "sum"] = Field(
-        default="mean", description="mean: log-prob per option token (length-normalised); sum: total log-prob"
+    normalize: Literal["sum", "mean"] = Field(
+        default="sum", description="sum: the option's joint log-prob (the paper's); mean: per option token"
+    )
+    template: Literal["raw", "chat"] = Field(
+        default="raw", description="raw: memory + message as plain text (the paper's eval_gen.py); chat: the chat template"
     )
     max_context_tokens: int | None = Field(
-        default=2048, ge=1, description="keep only the newest part of the memory context (approximate tokens)"
+        default=None, ge=1, description="keep only the newest part of the memory (approximate tokens); default: no cut"
     )
     open_max_tokens: int = Field(default=64, ge=1)
     system_prompt: str = Field(default=MEMORY_SYSTEM_PROMPT, description="must contain {memory}")
@@ -62,15 +75,17 @@ class LogprobReader(Reader):
     description = "a local LM scores each option by its (length-normalised) log-probability given memory"
     Config = LogprobReaderConfig
 
-    def __init__(self, config: LogprobReaderConfig | Mapping[str, Any] | None = None) -> None:
-        super().__init__(config)
+    def __init__(
+        self, config: LogprobReaderConfig | Mapping[str, Any] | None = None, *, cache_dir: str | Path | None = None
+    ) -> None:
+        super().__init__(config, cache_dir=cache_dir)
         self.config: LogprobReaderConfig
         self._model: Any = None
         self._cache: ResponseCache | None = None
         self._open_llm: ManagedLLM | None = None
 
     def describe(self) -> str:
-        return f"{self.name}:{describe_llm(self.config.llm)}:{self.config.normalize}"
+        return f"{self.name}:{describe_llm(self.config.llm)}:{self.config.normalize}:{self.config.template}"
 
     @property
     def model(self) -> Any:
@@ -80,7 +95,7 @@ class LogprobReader(Reader):
                 raise LLMConfigError("the logprob reader needs llm.model: a local model directory or .gguf file")
             self._model = build_provider(self.config.llm)
             if self.config.llm.cache:
-                self._cache = ResponseCache(self.config.llm.cache_dir or default_cache_dir())
+                self._cache = ResponseCache(self.config.llm.cache_dir or self.cache_dir or default_cache_dir())
         return self._model
 
     def messages(self, question: Question, retrieval: Retrieval) -> list[ChatMessage]:
@@ -90,17 +105,32 @@ class LogprobReader(Reader):
             ChatMessage(role="user", content=question.text),
         ]
 
+    def raw_text(self, question: Question, retrieval: Retrieval) -> str:
+        """The raw context text of the ``raw`` template: the memory, a blank line, the user's message
+        and a newline; each option is scored as what follows."""
+        context = retrieval.context.strip()
+        if context and self.config.max_context_tokens:
+            context = memory_text(retrieval, self.config.max_context_tokens)
+        return f"{context}\n\n{question.text}\n" if context else f"{question.text}\n"
+
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:
         if not question.is_multiple_choice:
             return self._answer_open(question, retrieval)
         model = self.model
-        messages = self.messages(question, retrieval)
         options = [strip_option_label(o) for o in question.options]
-        key = cache_key(model.cache_identity, {"kind": "option_logprobs"}, [[m.model_dump() for m in messages], options])
+        if self.config.template == "raw":
+            text = self.raw_text(question, retrieval)
+            key = cache_key(model.cache_identity, {"kind": "option_logprobs_raw"}, [text, options])
+        else:
+            messages = self.messages(question, retrieval)
+            key = cache_key(model.cache_identity, {"kind": "option_logprobs"}, [[m.model_dump() for m in messages], options])
         cached = self._cache.get(key) if self._cache is not None else None
         if cached is None:
             try:
-                scores, prompt_len = model.score_continuations(messages, options)
+                if self.config.template == "raw":
+                    scores, prompt_len = model.score_text_continuations(text, options)
+                else:
+                    scores, prompt_len = model.score_continuations(messages, options)
             except LLMError as exc:
                 return Answer(error=f"{type(exc).__name__}: {exc}", metadata={"model": model.name})
             cached = {
@@ -125,12 +155,14 @@ class LogprobReader(Reader):
                 "option_tokens": lengths,
                 "cost_usd": 0.0,
                 "parse_failure": False,
+                "normalize": self.config.normalize,
+                "template": self.config.template,
             },
         )
 
     def _answer_open(self, question: Question, retrieval: Retrieval) -> Answer:
         if self._open_llm is None:
-            self._open_llm = make_llm(self.config.llm, llm=self.model)
+            self._open_llm = make_llm(llm_config_for(self.config.llm, self.cache_dir), llm=self.model)
         llm = self._open_llm
         memory = memory_text(retrieval, self.config.max_context_tokens)
         messages = [
