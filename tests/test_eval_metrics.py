@@ -408,10 +408,10 @@ def test_longmemeval_judge_prompts_by_type() -> None:
 
 
 def test_judge_request_over_http_is_the_pinned_prompt(tmp_path) -> None:
-    from recording_server import llm_settings, recording_server
+    from memlab.testing.recording_server import RecordingServer
 
-    with recording_server(lambda request: '{"label": "CORRECT"}') as server:
-        judge = create_judge("mem0", llm_settings(server), cache_dir=tmp_path)
+    with RecordingServer(lambda request: '{"label": "CORRECT"}') as server:
+        judge = create_judge("mem0", server.llm_settings(), cache_dir=tmp_path)
         assert judge.metrics(_question([]), "Miso, the cat") == {"judge": 1.0}
         assert judge.describe()["prompt"] == "mem0-accuracy-v1" and "gpt-4o-mini" in judge.describe()["model"]
         judge.close()

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from recording_server import RecordingServer, llm_settings, recording_server
+from memlab.testing.recording_server import RecordingServer
 
 from memlab.cli import main
 from memlab.datasets.locomo import load_locomo
@@ -55,7 +55,7 @@ def _run(locomo_dev: Path, out: Path, server: RecordingServer, backend: str, *ex
     args = ["run", "--dataset", f"locomo:{locomo_dev}", "--backends", backend, "--reader", "locomo",
             "--contexts", CONTEXT, "--max-questions", str(MAX_QUESTIONS), "--no-controls", "--no-plots",
             "--no-progress", "--out", str(out), *extra]
-    for key, value in llm_settings(server).items():
+    for key, value in server.llm_settings().items():
         args += [f"--llm.{key.replace('_', '-')}", str(value)]
     assert main(args) == 0
     return [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
@@ -69,7 +69,7 @@ def _prompt_of(question: Question, prompts: list[str]) -> str:
 
 @pytest.mark.data
 def test_every_adversarial_prompt_offers_not_mentioned(locomo_dev: Path, asked: list[Question], tmp_path: Path) -> None:
-    with recording_server(reply) as server:
+    with RecordingServer(reply) as server:
         rows = _run(locomo_dev, tmp_path / "run", server, "full_context")
     prompts = server.contents()
     assert len(prompts) == len(asked) == MAX_QUESTIONS
@@ -103,7 +103,7 @@ def _session_dates(locomo_dev: Path) -> dict[int, str]:
 ])
 def test_every_context_carries_the_session_dates(locomo_dev: Path, asked: list[Question], tmp_path: Path,
                                                  backend: str, extra: tuple[str, ...]) -> None:
-    with recording_server(reply) as server:
+    with RecordingServer(reply) as server:
         rows = _run(locomo_dev, tmp_path / backend, server, backend, *extra)
     prompts = server.contents()
     dates = _session_dates(locomo_dev)
@@ -120,9 +120,9 @@ def test_every_context_carries_the_session_dates(locomo_dev: Path, asked: list[Q
 
 @pytest.mark.data
 def test_judged_report_with_runs(locomo_dev: Path, asked: list[Question], tmp_path: Path) -> None:
-    with recording_server(reply) as server:
+    with RecordingServer(reply) as server:
         rows = _run(locomo_dev, tmp_path / "run", server, "full_context")
-        judge = create_judge("mem0", llm_settings(server), cache_dir=tmp_path / "judge")
+        judge = create_judge("mem0", server.llm_settings(), cache_dir=tmp_path / "judge")
         questions = {q.id: q for q in asked}
         judged = judge.run_metrics_many([(questions[r["question_id"]], r["predicted_text"]) for r in rows], runs=3)
         judge.close()

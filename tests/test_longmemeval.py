@@ -259,12 +259,12 @@ def test_longmemeval_judge_on_loaded_questions(fixture_file: Path) -> None:
 
 
 def test_run_end_to_end(fixture_file: Path, tmp_path: Path) -> None:
-    from recording_server import llm_settings, recording_server
+    from memlab.testing.recording_server import RecordingServer
 
     from memlab.cli import main
 
-    with recording_server(lambda request: "Business Administration") as server:
-        settings = llm_settings(server)
+    with RecordingServer(lambda request: "Business Administration") as server:
+        settings = server.llm_settings()
         args = ["run", "--dataset", f"longmemeval:{fixture_file}", "--backends", "full_context",
                 "--reader", "longmemeval", "--no-controls", "--no-plots", "--no-progress", "--out", str(tmp_path / "run")]
         for key, value in settings.items():

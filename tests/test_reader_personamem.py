@@ -88,7 +88,7 @@ def test_long_context_request_is_the_reference_layout(dev_data, tmp_path, model,
         reader = create_reader("personamem", {"llm": {"base_url": server.base_url, "model": model, "cache_dir": str(tmp_path)}})
         answer = reader.answer(question, _full_context_retrieval(dataset, question))
         reader.close()
-    (body, _), = server.requests
+    (body,) = server.requests
     assert set(body) == {"model", "messages"}  # provider defaults: no temperature, no reply limit
     assert body["model"] == model
     assert len(body["messages"]) == len(expected)
@@ -109,7 +109,7 @@ def test_long_context_sends_decoding_only_when_set(dev_data, tmp_path):
     with RecordingServer(_reply_always("(a)")) as server:
         config = {"llm": {"base_url": server.base_url, "model": "m", "temperature": 0.0, "cache": False}, "max_tokens": 50}
         create_reader("personamem", config).answer(question, retrieval)
-    body = server.requests[0][0]
+    body = server.requests[0]
     assert body["temperature"] == 0.0 and body["max_tokens"] == 50
 
 
@@ -152,7 +152,7 @@ def test_baseline_request_is_the_reference_layout_for_rag(dev_data, tmp_path):
     with RecordingServer(_reply_always('{"answer": "C"}')) as server:
         reader = create_reader("personamem_baseline", {"llm": {"base_url": server.base_url, "model": "gpt-4o-mini", "cache": False}})
         answer = reader.answer(question, retrieval)
-    (body, _), = server.requests
+    (body,) = server.requests
     assert set(body) == {"model", "messages", "temperature", "response_format"}
     assert body["model"] == "gpt-4o-mini" and body["temperature"] == 0.0
     assert body["messages"][0] == {"role": "system", "content": "You are an AI that answers only with A, B, C, or D."}
@@ -223,7 +223,7 @@ def _question_block(row: dict[str, str], baseline: bool) -> str:
 def _expected(server: RecordingServer, rows: list[dict[str, str]], *, baseline: bool, memory: bool) -> tuple[int, int]:
     """(correct, n) over the recorded requests of one row, scored the reference's way."""
     correct = n = 0
-    for body, reply in server.requests:
+    for body, reply in zip(server.requests, server.replies):
         has_memory = len(body["messages"]) > 2 if not baseline else "most similar contexts" in body["messages"][1]["content"]
         if has_memory is not memory:
             continue

@@ -3,7 +3,7 @@ answers from a reply function: for protocol tests that check field by field what
 
     with RecordingServer(lambda body: "(b)") as server:
         ... --llm.base-url server.base_url ...
-        server.requests  # [(request body as sent, reply given), ...]
+        server.requests  # [request body as sent, ...]; server.replies: the reply given to each
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, {"error": {"message": f"{type(exc).__name__}: {exc}", "type": "invalid_request_error"}})
             return
         with self.server.lock:
-            self.server.requests.append((body, text))
+            self.server.requests.append(body)
+            self.server.replies.append(text)
         prompt = sum(len(str(m.get("content", ""))) // 4 for m in body.get("messages", []))
         self._send(200, {
             "id": "chatcmpl-recorded",
@@ -62,13 +63,24 @@ class RecordingServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.reply = reply
         self.model_id = model_id
-        self.requests: list[tuple[dict[str, Any], str]] = []
+        self.requests: list[dict[str, Any]] = []
+        self.replies: list[str] = []
         self.lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def contents(self) -> list[str]:
+        """The last message's content of every recorded request, in arrival order."""
+        with self.lock:
+            return [r["messages"][-1]["content"] for r in self.requests]
+
+    def llm_settings(self, **extra: Any) -> dict[str, Any]:
+        """``--llm.*`` settings that point a reader (or judge) at this server."""
+        return {"base_url": self.base_url, "model": "gpt-4o-mini", "api_key": "test-key", "timeout": 10,
+                "max_retries": 0, **extra}
 
     def __enter__(self) -> RecordingServer:
         self._thread = threading.Thread(target=self.serve_forever, name="recording-llm-server", daemon=True)
