@@ -154,3 +154,62 @@ def test_an_old_faiss_data_dir_is_refused_with_a_way_out(tmp_path: Path) -> None
     (tmp_path / "faiss").mkdir()
     with pytest.raises(MemlabError, match="FAISS store written by an earlier memlab"):
         Mem0Memory(CONFIG, data_dir=tmp_path)
+
+
+def test_concurrent_users_in_threads_lose_nothing(tmp_path: Path) -> None:
+    import threading
+
+    memory = Mem0Memory(CONFIG, data_dir=tmp_path)
+    errors: list[BaseException] = []
+
+    def work(user: str) -> None:
+        try:
+            for i in range(8):
+                memory.ingest(session(f"s{i}", ("user", f"{user} fact {i}"), ("assistant", f"{user} reply {i}")),
+                              user_id=user)
+                memory.retrieve(f"{user} fact", user_id=user, k=3)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(f"user{n}",)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    for n in range(4):
+        texts = {i.text for i in memory.list_memories(user_id=f"user{n}")}
+        assert texts == {f"user{n} {kind} {i}" for kind in ("fact", "reply") for i in range(8)}
+    memory.close()
+
+
+def test_calls_from_several_threads_run_one_at_a_time(tmp_path: Path) -> None:
+    """mem0's embedded store and the per-ingest LLM usage are not thread-safe: the backend serialises."""
+    import threading
+
+    from memlab.testing.chat_models import FunctionChatModel, mem0_extraction_reply
+
+    events: list[tuple[str, str]] = []
+
+    def slow_reply(messages):  # type: ignore[no-untyped-def]
+        who = "alpha" if "alpha" in messages[1].content else "beta"
+        events.append(("start", who))
+        time.sleep(0.3)
+        events.append(("end", who))
+        return mem0_extraction_reply(messages)
+
+    model = FunctionChatModel(respond=slow_reply)
+    memory = Mem0Memory(CONFIG, data_dir=tmp_path, chat_model=model)
+    reports = {}
+
+    def work(user: str) -> None:
+        reports[user] = memory.ingest(session("s", ("user", f"I am {user} and I like tea.")), user_id=user)
+
+    threads = [threading.Thread(target=work, args=(user,)) for user in ("alpha", "beta")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [kind for kind, _ in events] == ["start", "end", "start", "end"], events
+    assert reports["alpha"].prompt_tokens > 0 and reports["beta"].prompt_tokens > 0
+    memory.close()

@@ -17,14 +17,16 @@ memory's text from every file mem0 keeps (see ``erasure``).
 from __future__ import annotations
 
 import tempfile
+import threading
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from memlab.errors import MemlabError, NotFoundError
 from memlab.locks import DirectoryLock
-from memlab.memory import BackendConfig, Capability, Memory, format_date, render_turns
-from memlab.types import MemoryItem, Retrieval
+from memlab.memory import BackendConfig, Capability, IngestReport, Memory, format_date, render_turns
+from memlab.types import MemoryItem, Retrieval, Session
 
 from . import erasure
 from .config import Mem0Config
@@ -109,6 +111,9 @@ class Mem0Memory(IngestMixin, Memory):
         self._mem: Any = None
         self.infer = cfg.infer if cfg.infer is not None else (chat_model is not None or cfg.llm is not None)
         self._ledger: Ledger | None = None
+        # mem0's embedded store, the session prefetch and the ingest usage are not safe for concurrent
+        # callers (a service may serve several users at once): one call at a time per backend.
+        self._calls = threading.RLock()
         self._lock = DirectoryLock(root, purpose=LOCK_PURPOSE)
         try:
             self._lock.acquire()  # first: a second process is refused before it touches any file
@@ -124,6 +129,39 @@ class Mem0Memory(IngestMixin, Memory):
         self._batcher = session_batch_embedding(self._mem.embedding_model) if cfg.batch_embed else None
         if self._batcher is not None:
             self._mem.embedding_model = self._batcher
+
+    # ------------------------------------------------------------------ one call at a time
+    def ingest(self, session: Session | Mapping[str, Any], *, user_id: str) -> IngestReport:
+        with self._calls:
+            return super().ingest(session, user_id=user_id)
+
+    def retrieve(self, query: str, *, user_id: str, k: int | None = None) -> Retrieval:
+        with self._calls:
+            return super().retrieve(query, user_id=user_id, k=k)
+
+    def reset(self, user_id: str) -> None:
+        with self._calls:
+            super().reset(user_id)
+
+    def list_memories(self, *, user_id: str) -> list[MemoryItem]:
+        with self._calls:
+            return super().list_memories(user_id=user_id)
+
+    def update(self, item_id: str, text: str, *, user_id: str) -> MemoryItem:
+        with self._calls:
+            return super().update(item_id, text, user_id=user_id)
+
+    def delete(self, item_id: str, *, user_id: str) -> None:
+        with self._calls:
+            super().delete(item_id, user_id=user_id)
+
+    def history(self, item_id: str, *, user_id: str) -> list[dict[str, Any]]:
+        with self._calls:
+            return super().history(item_id, user_id=user_id)
+
+    def export(self, user_id: str) -> dict[str, Any]:
+        with self._calls:
+            return super().export(user_id)
 
     # ------------------------------------------------------------------ building mem0
     def _build(self, chat_model: Any | None) -> Any:
@@ -354,10 +392,11 @@ class Mem0Memory(IngestMixin, Memory):
         self.ledger.set_turns(user_id, session_id, total)
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._release()
+        with self._calls:
+            if self._closed:
+                return
+            self._closed = True
+            self._release()
 
     def _release(self) -> None:
         if self._mem is not None:
