@@ -22,6 +22,7 @@ the store, and deletes a few memories (a delete also scrubs history and VACUUMs 
 
     python benchmarks/bench_mem0_ingest.py                              # qdrant and faiss, batch_embed
     python benchmarks/bench_mem0_ingest.py --limit 200 --stores qdrant --modes before batch_embed bulk_insert
+    python benchmarks/bench_mem0_ingest.py --embedder hashing            # the stores alone, no model
 """
 
 from __future__ import annotations
@@ -65,17 +66,18 @@ def sessions_of(data: Path, limit: int | None) -> tuple[list[Session], list[str]
     return [s for s, _ in history.slices(0, stop)], questions
 
 
-def config_for(store: str, mode: str, data_dir: Path) -> dict[str, Any]:
-    config: dict[str, Any] = {**MODES[mode], "embedder": "huggingface"}
+def config_for(store: str, mode: str, data_dir: Path, embedder: str) -> dict[str, Any]:
+    config: dict[str, Any] = {**MODES[mode], "embedder": embedder}
     if store == "faiss":
+        dims = 256 if embedder == "hashing" else 384
         config["vector_store"] = {"provider": "faiss", "config": {
-            "collection_name": "memlab", "path": str(data_dir / "faiss"), "embedding_model_dims": 384}}
+            "collection_name": "memlab", "path": str(data_dir / "faiss"), "embedding_model_dims": dims}}
     return config
 
 
-def run_row(store: str, mode: str, sessions: list[Session], questions: list[str]) -> dict[str, Any]:
+def run_row(store: str, mode: str, sessions: list[Session], questions: list[str], embedder: str) -> dict[str, Any]:
     data_dir = Path(tempfile.mkdtemp(prefix=f"bench-mem0-{store}-{mode}-"))
-    config = config_for(store, mode, data_dir)
+    config = config_for(store, mode, data_dir, embedder)
     try:
         started = time.perf_counter()
         memory = Mem0Memory(config, data_dir=data_dir)
@@ -115,18 +117,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="only the first N messages of the history")
     parser.add_argument("--stores", nargs="+", choices=STORES, default=list(STORES))
     parser.add_argument("--modes", nargs="+", choices=list(MODES), default=["batch_embed"])
+    parser.add_argument("--embedder", default="huggingface", choices=["huggingface", "hashing"],
+                        help="'hashing' (model-free) isolates what the stores cost")
     args = parser.parse_args(argv)
     if not args.data.exists():
         sys.exit(f"data not found: {args.data}")
     sessions, questions = sessions_of(args.data, args.limit)
     total = sum(len(s.messages) for s in sessions)
-    print(f"history: {total} messages in {len(sessions)} sessions ({args.data})")
+    print(f"history: {total} messages in {len(sessions)} sessions ({args.data}); embedder {args.embedder}; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"{'store/mode':22s} {'ingest s':>9s} {'s/100 msg':>9s} {'search ms':>9s} {'reopen s':>8s} "
           f"{'delete ms':>9s} {'disk MB':>8s} memories")
     rows = []
     for store in args.stores:
         for mode in args.modes:
-            row = run_row(store, mode, sessions, questions)
+            row = run_row(store, mode, sessions, questions, args.embedder)
             rows.append(row)
             print(f"{row['row']:22s} {row['seconds']:9.1f} {row['per100']:9.2f} {row['search_ms']:9.1f} "
                   f"{row['reopen']:8.2f} {row['delete_ms']:9.1f} {row['disk_mb']:8.2f} {row['stored']}", flush=True)
