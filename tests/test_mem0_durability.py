@@ -73,7 +73,7 @@ def test_every_acknowledged_write_survives_kill_9(tmp_path: Path) -> None:
         time.sleep(rng.uniform(0.0, 0.05))  # land the kill at a random point of the next write
         writer.send_signal(signal.SIGKILL)
         rest, _ = writer.communicate(timeout=60)
-        acknowledged |= {int(l.split()[1]) for l in rest.splitlines() if l.startswith("ack ")}
+        acknowledged |= {int(line.split()[1]) for line in rest.splitlines() if line.startswith("ack ")}
         assert writer.returncode == -signal.SIGKILL
 
         memory = Mem0Memory(CONFIG, data_dir=data)  # reopening after a kill works and loses nothing acked

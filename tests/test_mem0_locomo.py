@@ -9,9 +9,13 @@ from typing import Any
 
 import pytest
 
-from memlab.types import Message, Session
 from memlab.testing import session
-from memlab.testing.chat_models import FunctionChatModel, Mem0ExtractionChatModel, mem0_extraction_reply
+from memlab.testing.chat_models import (
+    FunctionChatModel,
+    Mem0ExtractionChatModel,
+    mem0_extraction_reply,
+)
+from memlab.types import Message, Session
 from memlab_plugins.mem0_backend import Mem0Memory
 from memlab_plugins.mem0_backend.config import LOCOMO_EVAL_CUSTOM_INSTRUCTIONS
 

@@ -25,7 +25,14 @@ from typing import Any
 
 from memlab.errors import MemlabError, NotFoundError
 from memlab.locks import DirectoryLock
-from memlab.memory import BackendConfig, Capability, IngestReport, Memory, format_date, render_turns
+from memlab.memory import (
+    BackendConfig,
+    Capability,
+    IngestReport,
+    Memory,
+    format_date,
+    render_turns,
+)
 from memlab.types import MemoryItem, Retrieval, Session
 
 from . import erasure
