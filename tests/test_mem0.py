@@ -368,3 +368,10 @@ def test_a_session_that_fails_half_way_is_rolled_back_and_retried_once(tmp_path:
     texts = sorted(item.text for item in memory.list_memories(user_id="u"))
     assert texts == ["fact number 0", "fact number 1", "fact number 2"]
     memory.close()
+
+
+class TestMem0LocomoPreset(MemoryConformance):
+    """Preset locomo-eval without an LLM: every message stored under both speakers' mem0 ids."""
+
+    def make_memory(self, data_dir: Path) -> Memory:
+        return create_backend("mem0", {"embedder": "hashing", "top_k": 3, "preset": "locomo-eval"}, data_dir=data_dir)

@@ -114,7 +114,7 @@ def test_preset_adds_under_two_speaker_ids_with_dates_and_searches_both_with_top
     model = Mem0ExtractionChatModel()
     memory = Mem0Memory({"embedder": "hashing", "preset": "locomo-eval", "threshold": 0.0}, data_dir=tmp_path,
                         chat_model=model)
-    assert memory.config.top_k == 30 and memory.config.infer_window == 2
+    assert memory.config.top_k == 60 and memory.config.infer_window == 2, "30 per speaker"
     report = memory.ingest(locomo_session("session_1", MAY_8, pairs=32), user_id="conv-26")
 
     users = [kwargs["user_id"] for _, kwargs in spy.adds]
@@ -152,6 +152,15 @@ def test_preset_adds_under_two_speaker_ids_with_dates_and_searches_both_with_top
     memory.close()
 
 
+def test_preset_shares_k_between_the_speakers(tmp_path: Path) -> None:
+    memory = Mem0Memory({"embedder": "hashing", "preset": "locomo-eval", "threshold": 0.0}, data_dir=tmp_path)
+    memory.ingest(locomo_session("session_1", MAY_8, pairs=4), user_id="c")
+    for k, expected in ((1, [1, 0]), (5, [3, 2]), (10**9, [8, 8])):
+        items = memory.retrieve("gallery", user_id="c", k=k).items
+        assert [sum(i.metadata["speaker"] == s for i in items) for s in ("Caroline", "Melanie")] == expected
+    memory.close()
+
+
 def test_preset_speakers_persist_across_sessions_and_reopen(tmp_path: Path) -> None:
     config = {"embedder": "hashing", "preset": "locomo-eval"}
     memory = Mem0Memory(config, data_dir=tmp_path)  # no LLM: each perspective stores the messages
@@ -172,7 +181,7 @@ def test_preset_is_reachable_as_a_cli_option() -> None:
 
     cls = backends.get("mem0")
     options = parse_dotted(["--mem0.preset", "locomo-eval"])["mem0"]
-    assert cls.parse_config(options).top_k == 30
+    assert cls.parse_config(options).top_k == 60
     assert cls.parse_config({"preset": "locomo-eval", "top_k": 12}).top_k == 12, "explicit keys win"
 
 

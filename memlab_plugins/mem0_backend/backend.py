@@ -252,10 +252,13 @@ class Mem0Memory(IngestMixin, Memory):
         if not query.strip():
             return Retrieval()
         found: list[tuple[str, list[MemoryItem]]] = []
-        for mem0_id in self._mem0_ids(user_id):
+        mem0_ids = self._mem0_ids(user_id)
+        for position, mem0_id in enumerate(mem0_ids):
+            # preset: k is shared by the speakers (k=60: mem0's top_k 30 for each), so items <= k.
+            share = k // len(mem0_ids) + (1 if position < k % len(mem0_ids) else 0)
             # mem0 over-fetches max(4k, 60) candidates: clamp k to what this user holds (k=10**9 would
             # otherwise ask the vector store for billions of slots).
-            limit = min(k, self.ledger.live_count(mem0_id))
+            limit = min(share, self.ledger.live_count(mem0_id))
             if limit < 1:
                 found.append((mem0_id, []))
                 continue
@@ -270,8 +273,8 @@ class Mem0Memory(IngestMixin, Memory):
         """mem0's evaluation context: each speaker's memories as ``timestamp: memory`` lines.
 
         mem0's ANSWER_PROMPT (mem0ai/mem0 evaluation/prompts.py) shows "Memories for user <name>:"
-        then the list of ``f"{timestamp}: {memory}"`` (evaluation/src/memzero/search.py); up to
-        ``k`` memories per speaker, so up to 2k items in all.
+        then the list of ``f"{timestamp}: {memory}"`` (evaluation/src/memzero/search.py); ``k`` is
+        shared between the speakers.
         """
         names = {mem0_id: name for name, mem0_id in self.ledger.speakers(user_id).values()}
         blocks, items = [], []

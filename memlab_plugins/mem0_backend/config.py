@@ -14,8 +14,10 @@ MINILM_DIMS = 384
 MEMLAB_EMBEDDERS = ("minilm", "sentence-transformers", "hashing", "bge-m3")
 PRESETS = ("locomo-eval",)
 # mem0's evaluation searches each speaker's memories with top_k 30
-# (mem0ai/mem0 evaluation/run_experiments.py default, results/mem0_results_top_30_*.json).
-LOCOMO_EVAL_TOP_K = 30
+# (mem0ai/mem0 evaluation/run_experiments.py default, results/mem0_results_top_30_*.json); the
+# preset's k counts both speakers, so k stays a bound on the items a retrieve returns.
+LOCOMO_EVAL_TOP_K_PER_SPEAKER = 30
+LOCOMO_EVAL_TOP_K = 2 * LOCOMO_EVAL_TOP_K_PER_SPEAKER
 
 # mem0's evaluation sets these custom instructions on its project before adding LoCoMo.
 # Verbatim from mem0ai/mem0, evaluation/src/memzero/add.py (``custom_instructions``); data, not code.
@@ -83,7 +85,7 @@ class Mem0Config(BackendConfig):
     preset: Literal["locomo-eval"] | None = Field(
         default=None,
         description="'locomo-eval': mem0's LoCoMo evaluation setup - each conversation under two user ids "
-        "(one per speaker, roles flipped), names in the text, session timestamps, top_k 30 per speaker",
+        "(one per speaker, roles flipped), names in the text, session timestamps, top_k 60 = 30 per speaker",
     )
     threshold: float = Field(default=0.1, ge=0.0, le=1.0, description="mem0 search: minimum semantic score")
     batch_embed: bool = Field(default=True, description="embed each ingested session in one batch")
