@@ -102,13 +102,15 @@ def embedder_config(config: Mem0Config, cache_dir: Path | None) -> tuple[dict[st
         model = resolve_model(config.embedder_model or "minilm")
         dims = MINILM_DIMS if config.embedder_model in (None, "minilm") else 0
         mem0_embedder: dict[str, Any] = {"model": model}
-        if not dims:  # another model: ask it (mem0 fills embedding_dims when it loads the model)
+        if not dims:  # another model: ask it
             from sentence_transformers import SentenceTransformer
 
             probe = SentenceTransformer(model, device="cpu")
             dim_of = getattr(probe, "get_embedding_dimension", None) or probe.get_sentence_embedding_dimension
             dims = int(dim_of())
             del probe
+        # known dims: mem0 then skips sentence-transformers' deprecated dimension getter (a FutureWarning)
+        mem0_embedder["embedding_dims"] = dims
         ident = f"huggingface:{Path(model).name}:{dims}"
         return {"provider": "huggingface", "config": mem0_embedder}, dims, ident
     try:
