@@ -89,7 +89,9 @@ def record_connections() -> Iterator[list[Any]]:
 
 
 def _docstore(memory: Mem0Memory) -> dict[str, dict[str, Any]]:
-    return memory._mem.vector_store.docstore
+    """id -> payload of every point in mem0's vector store."""
+    points, _ = memory._mem.vector_store.list(top_k=10_000)
+    return {str(p.id): dict(p.payload) for p in points}
 
 
 # ----------------------------------------------------------------------------- defaults, offline
@@ -175,14 +177,15 @@ def test_files_stay_in_data_dir_and_home_is_untouched(tmp_path: Path) -> None:
     assert report == {"refused": [], "hits": 1, "telemetry": False, "mem0_dir": str((data / "mem0_home").resolve())}
     assert list(home.iterdir()) == [], "nothing may be written under HOME (~/.mem0, caches ...)"
     files = {str(p.relative_to(data)) for p in data.rglob("*") if p.is_file()}
-    assert {"history.db", LEDGER_FILE, "faiss/memlab.faiss", "faiss/memlab.json", "mem0_home/config.json"} <= files
+    assert {"history.db", LEDGER_FILE, "qdrant/meta.json", "qdrant/collection/memlab/storage.sqlite",
+            "mem0_home/config.json"} <= files
 
 
 def test_without_data_dir_everything_goes_at_close() -> None:
     memory = Mem0Memory({"embedder": "hashing"})
     root = memory.root
     memory.ingest(session("s", ("user", "I like mangoes.")), user_id="u")
-    assert (root / "faiss").is_dir()
+    assert (root / "qdrant").is_dir()
     memory.close()
     assert not root.exists()
 
@@ -365,3 +368,10 @@ def test_a_session_that_fails_half_way_is_rolled_back_and_retried_once(tmp_path:
     texts = sorted(item.text for item in memory.list_memories(user_id="u"))
     assert texts == ["fact number 0", "fact number 1", "fact number 2"]
     memory.close()
+
+
+class TestMem0LocomoPreset(MemoryConformance):
+    """Preset locomo-eval without an LLM: every message stored under both speakers' mem0 ids."""
+
+    def make_memory(self, data_dir: Path) -> Memory:
+        return create_backend("mem0", {"embedder": "hashing", "top_k": 3, "preset": "locomo-eval"}, data_dir=data_dir)

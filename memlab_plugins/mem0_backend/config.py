@@ -1,0 +1,133 @@
+"""Configuration of the ``mem0`` backend: what a user may set, and the ``locomo-eval`` preset."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from memlab.memory import BackendConfig
+
+DEFAULT_EMBEDDER = "huggingface"
+MINILM_DIMS = 384
+# memlab embedders that can be served to mem0 through its ``langchain`` embedder provider.
+MEMLAB_EMBEDDERS = ("minilm", "sentence-transformers", "hashing", "bge-m3")
+PRESETS = ("locomo-eval",)
+# mem0's evaluation searches each speaker's memories with top_k 30
+# (mem0ai/mem0 evaluation/run_experiments.py default, results/mem0_results_top_30_*.json); the
+# preset's k counts both speakers, so k stays a bound on the items a retrieve returns.
+LOCOMO_EVAL_TOP_K_PER_SPEAKER = 30
+LOCOMO_EVAL_TOP_K = 2 * LOCOMO_EVAL_TOP_K_PER_SPEAKER
+
+# mem0's evaluation sets these custom instructions on its project before adding LoCoMo.
+# Verbatim from mem0ai/mem0, evaluation/src/memzero/add.py (``custom_instructions``); data, not code.
+LOCOMO_EVAL_CUSTOM_INSTRUCTIONS = """
+Generate personal memories that follow these guidelines:
+
+1. Each memory should be self-contained with complete context, including:
+   - The person's name, do not use "user" while creating memories
+   - Personal details (career aspirations, hobbies, life circumstances)
+   - Emotional states and reactions
+   - Ongoing journeys or future plans
+   - Specific dates when events occurred
+
+2. Include meaningful personal narratives focusing on:
+   - Identity and self-acceptance journeys
+   - Family planning and parenting
+   - Creative outlets and hobbies
+   - Mental health and self-care activities
+   - Career aspirations and education goals
+   - Important life events and milestones
+
+3. Make each memory rich with specific details rather than general statements
+   - Include timeframes (exact dates when possible)
+   - Name specific activities (e.g., "charity race for mental health" rather than just "exercise")
+   - Include emotional context and personal growth elements
+
+4. Extract memories only from user messages, not incorporating assistant responses
+
+5. Format each memory as a paragraph with a clear narrative structure that captures the person's experience, challenges, and aspirations
+"""
+
+
+class Mem0Config(BackendConfig):
+    embedder: str | dict[str, Any] = Field(
+        default=DEFAULT_EMBEDDER,
+        description="'huggingface': mem0's own huggingface provider on the packaged all-MiniLM-L6-v2; "
+        "'minilm' | 'sentence-transformers' | 'hashing' | 'bge-m3': a memlab embedder served through mem0's "
+        "langchain provider (shares the process-wide model and the run's embedding cache); or a full mem0 "
+        "embedder config {'provider': ..., 'config': {..., 'embedding_dims': N}}",
+    )
+    embedder_model: str | None = Field(
+        default=None, description="model id or local path for 'huggingface' or the memlab embedder"
+    )
+    vector_store: dict[str, Any] | None = Field(
+        default=None,
+        description="a full mem0 vector_store config; default: mem0's qdrant provider in embedded mode "
+        "(SQLite on disk, crash-safe) under <data_dir>/qdrant",
+    )
+    collection: str = Field(default="memlab", pattern=r"^[A-Za-z0-9_\-]{1,64}$")
+    llm: dict[str, Any] | None = Field(
+        default=None,
+        description="a memlab LLM config (memlab.llm.LLMConfig: OpenAI-compatible endpoint, LangChain class, "
+        "local model) that mem0 uses for fact extraction; none: messages are stored verbatim",
+    )
+    infer: bool | None = Field(
+        default=None, description="run mem0's LLM fact extraction (default: when an LLM is configured)"
+    )
+    infer_window: int = Field(
+        default=2, ge=1, description="messages per add() call when inferring (2: one user/assistant exchange)"
+    )
+    custom_instructions: str | None = Field(
+        default=None,
+        description="mem0's custom extraction instructions (preset locomo-eval: mem0's evaluation instructions)",
+    )
+    preset: Literal["locomo-eval"] | None = Field(
+        default=None,
+        description="'locomo-eval': mem0's LoCoMo evaluation setup - each conversation under two user ids "
+        "(one per speaker, roles flipped), names in the text, session timestamps, top_k 60 = 30 per speaker",
+    )
+    threshold: float = Field(default=0.1, ge=0.0, le=1.0, description="mem0 search: minimum semantic score")
+    batch_embed: bool = Field(default=True, description="embed each ingested session in one batch")
+    bulk_insert: bool = Field(
+        default=False,
+        description="infer=False only: one vector-store insert per session instead of one per message",
+    )
+    telemetry: bool = Field(
+        default=False,
+        description="allow mem0's anonymous telemetry (PostHog); decided once per process, at mem0's first import",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_preset(cls, data: Any) -> Any:
+        """A preset fills defaults; keys the user sets explicitly still win."""
+        if isinstance(data, dict) and data.get("preset") == "locomo-eval":
+            data = {"top_k": LOCOMO_EVAL_TOP_K, "custom_instructions": LOCOMO_EVAL_CUSTOM_INSTRUCTIONS,
+                    "infer_window": 2, **data}
+        return data
+
+    @model_validator(mode="after")
+    def _check(self) -> "Mem0Config":
+        if isinstance(self.embedder, str) and self.embedder not in (DEFAULT_EMBEDDER, *MEMLAB_EMBEDDERS):
+            raise ValueError(
+                f"embedder {self.embedder!r}: use 'huggingface', one of {', '.join(MEMLAB_EMBEDDERS)}, "
+                "or a mem0 embedder config dict"
+            )
+        if isinstance(self.embedder, dict):
+            config = self.embedder.get("config") or {}
+            if "provider" not in self.embedder or not isinstance(config, dict) or not config.get("embedding_dims"):
+                raise ValueError(
+                    "a mem0 embedder config needs 'provider' and config.embedding_dims "
+                    "(the vector store is sized from it)"
+                )
+        if self.vector_store is not None and "provider" not in self.vector_store:
+            raise ValueError("vector_store needs a 'provider' (a mem0 vector_store config)")
+        if self.preset is not None and self.bulk_insert:
+            raise ValueError("bulk_insert cannot be combined with a preset (it writes one perspective only)")
+        return self
+
+    @property
+    def uses_llm(self) -> bool:
+        """Whether mem0's LLM fact extraction runs (a ``chat_model=`` passed in Python also turns it on)."""
+        return self.infer if self.infer is not None else self.llm is not None

@@ -1,0 +1,215 @@
+"""Ingesting sessions into mem0: verbatim, bulk, with mem0's fact extraction, and per speaker.
+
+Every memory carries its session, turn and (when the message has one) timestamp as mem0 metadata.
+With inference, the session date also reaches the extraction prompt, so "yesterday" is resolved
+against the conversation: mem0's open-source ``add()`` refuses its ``timestamp`` argument
+("platform-only") and fills the prompt's "Observation Date" with today, so the date is passed
+through ``add(prompt=...)``, the per-call custom instructions mem0 appends to the prompt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from memlab.memory import format_date
+from memlab.types import Message, Session
+
+Turns = list[tuple[int, Message]]
+_NAME_PREFIX = re.compile(r"^(?P<name>[^:\n]{1,60}):\s")
+_UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9_.@\-]+")
+
+
+@dataclass(frozen=True)
+class Perspective:
+    """Whose memories a mem0 user id holds, and how messages are shown to mem0 for it.
+
+    Plain use: one perspective, the memlab user id, roles as given. Preset ``locomo-eval`` (mem0's
+    evaluation): one perspective per speaker; that speaker's turns become ``user`` messages and the
+    other speaker's ``assistant`` messages, each text starting with its speaker's name.
+    """
+
+    mem0_user_id: str
+    own_role: str | None = None
+    names: dict[str, str] = field(default_factory=dict)  # role -> speaker name (preset only)
+
+    def message(self, message: Message) -> dict[str, str]:
+        role = message.role if self.own_role is None else ("user" if message.role == self.own_role else "assistant")
+        content = message.content
+        name = self.names.get(message.role)
+        if name and not content.startswith(f"{name}:"):
+            content = f"{name}: {content}"
+        return {"role": role, "content": content}
+
+
+def speaker_name(session: Session, role: str) -> str | None:
+    """The name a session's first ``role`` turn starts with ("Caroline: ..."), if any."""
+    for message in session.messages:
+        if message.role == role:
+            match = _NAME_PREFIX.match(message.content)
+            return match.group("name").strip() if match else None
+    return None
+
+
+def perspective_user_id(user_id: str, name: str) -> str:
+    return f"{user_id}:{_UNSAFE_ID_CHARS.sub('_', name).strip('_') or 'speaker'}"
+
+
+def message_metadata(session: Session, turn: int, message: Message) -> dict[str, Any]:
+    meta: dict[str, Any] = {"session_id": session.id, "turn_index": turn}
+    if message.timestamp is not None:
+        meta["timestamp"] = message.timestamp.isoformat()
+    return meta
+
+
+def observation_note(when: datetime) -> str:
+    return (
+        f"Observation Date override: these New Messages were exchanged on {when.date().isoformat()} "
+        f"({format_date(when)}). Use this date as the Observation Date - not the Observation Date or "
+        "Current Date given above - to resolve relative time references (\"yesterday\", \"last week\", "
+        "\"next month\"), and write absolute dates in the memories."
+    )
+
+
+class IngestMixin:
+    """The ``_ingest`` side of ``Mem0Memory`` (state: ``_mem``, ``ledger``, ``_batcher``, ``config``)."""
+
+    _mem: Any
+    _batcher: Any
+    config: Any
+    infer: bool
+
+    def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
+        turns = [
+            (first_turn + i, m)
+            for i, m in enumerate(session.messages)
+            if m.content.strip() and (self.infer or m.role != "system")  # mem0 skips system messages itself
+        ]
+        if self.config.preset is not None:
+            turns = [(t, m) for t, m in turns if m.role != "system"]  # speakers only
+        if not turns:
+            return
+        perspectives = self._perspectives(session, user_id)
+        if self.infer:
+            self._ingest_inferred(session, turns, user_id=user_id, perspectives=perspectives)
+        elif self.config.bulk_insert:
+            self._ingest_bulk(session, turns, user_id=user_id)
+        else:
+            self._ingest_verbatim(session, turns, user_id=user_id, perspectives=perspectives)
+
+    def _perspectives(self, session: Session, user_id: str) -> list[Perspective]:
+        if self.config.preset is None:
+            return [Perspective(user_id)]
+        known = self.ledger.speakers(user_id)  # type: ignore[attr-defined]
+        for role in ("user", "assistant"):
+            if role not in known:
+                name = speaker_name(session, role) or role
+                mem0_id = perspective_user_id(user_id, name)
+                if any(mem0_id == other for _, other in known.values()):
+                    mem0_id = perspective_user_id(user_id, f"{name}_{role}")
+                self.ledger.add_speaker(user_id, role, name, mem0_id)  # type: ignore[attr-defined]
+                known[role] = (name, mem0_id)
+        names = {role: name for role, (name, _) in known.items()}
+        return [Perspective(known[role][1], own_role=role, names=names) for role in ("user", "assistant")]
+
+    def _ingest_verbatim(self, session: Session, turns: Turns, *, user_id: str,
+                         perspectives: list[Perspective]) -> None:
+        """mem0's own ``add(infer=False)``, one message per call so each memory knows its turn."""
+        done: list[tuple[str, str]] = []  # (memory id, mem0 user id)
+        try:
+            for perspective in perspectives:
+                shown = [(turn, message, perspective.message(message)) for turn, message in turns]
+                if self._batcher is not None:
+                    self._batcher.prefetch([m["content"] for _, _, m in shown])
+                for turn, message, mem0_message in shown:
+                    result = self._mem.add(
+                        [mem0_message],
+                        user_id=perspective.mem0_user_id,
+                        metadata=message_metadata(session, turn, message),
+                        infer=False,
+                    )
+                    done += [(r["id"], perspective.mem0_user_id) for r in result.get("results", [])]
+                if self._batcher is not None:
+                    self._batcher.clear()
+        except BaseException:
+            # All or nothing: a session part that failed half-way is removed again (text included),
+            # so that retrying it (the turn count did not advance) stores each message once.
+            for memory_id, _ in done:
+                self._erase_memory(memory_id, user_id=user_id)  # type: ignore[attr-defined]
+            raise
+        finally:
+            if self._batcher is not None:
+                self._batcher.clear()
+        for perspective in perspectives:
+            ids = [m for m, owner in done if owner == perspective.mem0_user_id]
+            self.ledger.add_owner(ids, user_id, perspective.mem0_user_id)  # type: ignore[attr-defined]
+
+    def _ingest_bulk(self, session: Session, turns: Turns, *, user_id: str) -> None:
+        """What ``add(infer=False)`` stores, written with one insert per session (mem0's batch APIs)."""
+        from mem0.utils.lemmatization import lemmatize_for_bm25
+
+        texts = [m.content for _, m in turns]
+        if self._batcher is not None:
+            self._batcher.prefetch(texts)
+            vectors = [self._batcher.ready[t] for t in texts]
+            self._batcher.clear()
+        else:
+            vectors = self._mem.embedding_model.embed_batch(texts, "add")
+        ids, payloads, history = [], [], []
+        for (turn, message), text in zip(turns, texts):
+            now = datetime.now(timezone.utc).isoformat()
+            payload = {
+                **message_metadata(session, turn, message),
+                "user_id": user_id,
+                "role": message.role,
+                "data": text,
+                "hash": hashlib.md5(text.encode()).hexdigest(),
+                "created_at": now,
+                "updated_at": now,
+                "text_lemmatized": lemmatize_for_bm25(text),
+            }
+            memory_id = str(uuid.uuid4())
+            ids.append(memory_id)
+            payloads.append(payload)
+            history.append(
+                {"memory_id": memory_id, "old_memory": None, "new_memory": text, "event": "ADD",
+                 "created_at": now, "updated_at": now, "role": message.role}
+            )
+        self._mem.vector_store.insert(vectors=vectors, ids=ids, payloads=payloads)
+        self._mem.db.batch_add_history(history)
+        self.ledger.add_owner(ids, user_id)  # type: ignore[attr-defined]
+
+    def _ingest_inferred(self, session: Session, turns: Turns, *, user_id: str,
+                         perspectives: list[Perspective]) -> None:
+        """mem0's fact extraction over windows of ``infer_window`` messages (an exchange by default)."""
+        window = self.config.infer_window
+        for perspective in perspectives:
+            for start in range(0, len(turns), window):
+                chunk = turns[start : start + window]
+                metadata: dict[str, Any] = {
+                    "session_id": session.id,
+                    "turn_index": chunk[0][0],
+                    "turn_count": chunk[-1][0] - chunk[0][0] + 1,
+                }
+                when = next((m.timestamp for _, m in chunk if m.timestamp is not None), None)
+                if when is not None:
+                    metadata["timestamp"] = when.isoformat()
+                result = self._mem.add(
+                    [perspective.message(m) for _, m in chunk],
+                    user_id=perspective.mem0_user_id,
+                    metadata=metadata,
+                    infer=True,
+                    prompt=self._extraction_instructions(when),
+                )
+                ids = [r["id"] for r in result.get("results", []) if r.get("id")]
+                self.ledger.add_owner(ids, user_id, perspective.mem0_user_id)  # type: ignore[attr-defined]
+
+    def _extraction_instructions(self, when: datetime | None) -> str | None:
+        """Per-call custom instructions: the configured ones plus the session's date, when known."""
+        parts = [self.config.custom_instructions, observation_note(when) if when is not None else None]
+        text = "\n\n".join(p.strip() for p in parts if p)
+        return text or None

@@ -1,0 +1,215 @@
+"""The mem0 backend's store survives kill -9, refuses a second process, and never opens a damaged
+store as an empty memory."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from memlab.errors import DirectoryInUseError, MemlabError
+from memlab.testing import session
+from memlab_plugins.mem0_backend import LEDGER_FILE, Mem0Memory, Mem0StoreError
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIG = {"embedder": "hashing"}
+
+# A writer that acknowledges each message on stdout once ingest() has returned, as a service would.
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from memlab.testing.network import block_network
+    with block_network():
+        from memlab_plugins.mem0_backend import Mem0Memory
+        from memlab.testing.conformance import session
+        memory = Mem0Memory({"embedder": "hashing"}, data_dir=sys.argv[1])
+        print("ready", flush=True)
+        number = int(sys.argv[2])
+        while True:
+            memory.ingest(session(f"s{number}", ("user", f"acknowledged fact number {number}")), user_id="u")
+            print(f"ack {number}", flush=True)
+            number += 1
+    """
+)
+
+
+def _child(*args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MEM0_TELEMETRY": "False"}
+    return subprocess.Popen([sys.executable, "-c", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+
+
+def _wait_for(process: subprocess.Popen[str], line: str) -> None:
+    assert process.stdout is not None
+    got = process.stdout.readline().strip()
+    if got != line:
+        process.kill()
+        raise AssertionError(f"child said {got!r}, not {line!r}: {process.stderr.read()[-3000:] if process.stderr else ''}")
+
+
+def test_every_acknowledged_write_survives_kill_9(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    rng = random.Random(1515)
+    acknowledged: set[int] = set()
+    number = 0
+    for trial in range(6):
+        writer = _child(WRITER, str(data), str(number))
+        _wait_for(writer, "ready")
+        assert writer.stdout is not None
+        wanted = rng.randint(1, 12)
+        seen = 0
+        while seen < wanted:
+            line = writer.stdout.readline().strip()
+            assert line.startswith("ack "), (line, writer.stderr.read()[-3000:] if writer.stderr else "")
+            acknowledged.add(int(line.split()[1]))
+            seen += 1
+        time.sleep(rng.uniform(0.0, 0.05))  # land the kill at a random point of the next write
+        writer.send_signal(signal.SIGKILL)
+        rest, _ = writer.communicate(timeout=60)
+        acknowledged |= {int(line.split()[1]) for line in rest.splitlines() if line.startswith("ack ")}
+        assert writer.returncode == -signal.SIGKILL
+
+        memory = Mem0Memory(CONFIG, data_dir=data)  # reopening after a kill works and loses nothing acked
+        stored = {item.text for item in memory.list_memories(user_id="u")}
+        missing = sorted(n for n in acknowledged if f"acknowledged fact number {n}" not in stored)
+        assert not missing, f"trial {trial}: acknowledged writes lost after kill -9: {missing}"
+        probe = max(acknowledged)
+        hits = memory.retrieve(f"acknowledged fact number {probe}", user_id="u", k=3)
+        assert any(f"number {probe}" in item.text for item in hits.items)
+        memory.close()
+        number = max(acknowledged) + 1
+    assert len(acknowledged) >= 6
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys
+    from memlab.testing.network import block_network
+    with block_network():
+        from memlab_plugins.mem0_backend import Mem0Memory
+        memory = Mem0Memory({"embedder": "hashing"}, data_dir=sys.argv[1])
+        print("ready", flush=True)
+        sys.stdin.readline()
+        memory.close()
+        print("closed", flush=True)
+    """
+)
+
+
+def test_a_second_process_on_the_data_dir_is_refused_at_once(tmp_path: Path) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        _wait_for(holder, "ready")
+        started = time.perf_counter()
+        with pytest.raises(DirectoryInUseError, match=rf"in use: another memlab mem0 backend \(pid {holder.pid}\)"):
+            Mem0Memory(CONFIG, data_dir=tmp_path)
+        assert time.perf_counter() - started < 5, "the refusal must not wait for the holder"
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        _wait_for(holder, "closed")
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    Mem0Memory(CONFIG, data_dir=tmp_path).close()  # free again once the holder closed
+
+
+def test_a_second_instance_in_one_process_is_refused_too(tmp_path: Path) -> None:
+    first = Mem0Memory(CONFIG, data_dir=tmp_path)
+    with pytest.raises(DirectoryInUseError, match="in use"):
+        Mem0Memory(CONFIG, data_dir=tmp_path)
+    first.close()
+    Mem0Memory(CONFIG, data_dir=tmp_path).close()
+
+
+def test_a_store_whose_files_are_gone_is_an_error_not_an_empty_memory(tmp_path: Path) -> None:
+    memory = Mem0Memory(CONFIG, data_dir=tmp_path)
+    memory.ingest(session("s", ("user", "I keep bees."), ("user", "I ride a bike.")), user_id="u")
+    memory.close()
+    for path in (tmp_path / "qdrant").rglob("storage.sqlite"):
+        path.unlink()
+    with pytest.raises(Mem0StoreError, match=rf"opened empty.*{LEDGER_FILE}.*2 stored memories"):
+        Mem0Memory(CONFIG, data_dir=tmp_path)
+
+
+def test_a_damaged_store_file_is_an_error(tmp_path: Path) -> None:
+    memory = Mem0Memory(CONFIG, data_dir=tmp_path)
+    memory.ingest(session("s", ("user", "I keep bees.")), user_id="u")
+    memory.close()
+    (tmp_path / "qdrant" / "meta.json").write_bytes(b"")  # what a torn in-place rewrite leaves
+    with pytest.raises(Mem0StoreError, match="cannot open the mem0 store"):
+        Mem0Memory(CONFIG, data_dir=tmp_path)
+
+
+def test_an_old_faiss_data_dir_is_refused_with_a_way_out(tmp_path: Path) -> None:
+    (tmp_path / "faiss").mkdir()
+    with pytest.raises(MemlabError, match="FAISS store written by an earlier memlab"):
+        Mem0Memory(CONFIG, data_dir=tmp_path)
+
+
+def test_concurrent_users_in_threads_lose_nothing(tmp_path: Path) -> None:
+    import threading
+
+    memory = Mem0Memory(CONFIG, data_dir=tmp_path)
+    errors: list[BaseException] = []
+
+    def work(user: str) -> None:
+        try:
+            for i in range(8):
+                memory.ingest(session(f"s{i}", ("user", f"{user} fact {i}"), ("assistant", f"{user} reply {i}")),
+                              user_id=user)
+                memory.retrieve(f"{user} fact", user_id=user, k=3)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(f"user{n}",)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    for n in range(4):
+        texts = {i.text for i in memory.list_memories(user_id=f"user{n}")}
+        assert texts == {f"user{n} {kind} {i}" for kind in ("fact", "reply") for i in range(8)}
+    memory.close()
+
+
+def test_calls_from_several_threads_run_one_at_a_time(tmp_path: Path) -> None:
+    """mem0's embedded store and the per-ingest LLM usage are not thread-safe: the backend serialises."""
+    import threading
+
+    from memlab.testing.chat_models import FunctionChatModel, mem0_extraction_reply
+
+    events: list[tuple[str, str]] = []
+
+    def slow_reply(messages):  # type: ignore[no-untyped-def]
+        who = "alpha" if "alpha" in messages[1].content else "beta"
+        events.append(("start", who))
+        time.sleep(0.3)
+        events.append(("end", who))
+        return mem0_extraction_reply(messages)
+
+    model = FunctionChatModel(respond=slow_reply)
+    memory = Mem0Memory(CONFIG, data_dir=tmp_path, chat_model=model)
+    reports = {}
+
+    def work(user: str) -> None:
+        reports[user] = memory.ingest(session("s", ("user", f"I am {user} and I like tea.")), user_id=user)
+
+    threads = [threading.Thread(target=work, args=(user,)) for user in ("alpha", "beta")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [kind for kind, _ in events] == ["start", "end", "start", "end"], events
+    assert reports["alpha"].prompt_tokens > 0 and reports["beta"].prompt_tokens > 0
+    memory.close()
