@@ -59,6 +59,9 @@ class ProfileEntry(BaseModel):
     reason: str | None = Field(default=None, description="why this version replaced the previous one")
     closed_reason: str | None = Field(default=None, description="why it was closed (UPDATE or DELETE reason)")
     op: OpType = Field(description="the operation that created this version")
+    erased_at: datetime | None = Field(
+        default=None, description="when the entry was deleted through the API: its text is gone, only the chain's shape stays"
+    )
 
     @property
     def version_id(self) -> str:

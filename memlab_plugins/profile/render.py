@@ -10,6 +10,7 @@ Session numbers count the user's sessions from 1 in the order they were ingested
 
 from __future__ import annotations
 
+from memlab.memory import format_date
 from memlab_plugins.profile.models import ProfileEntry, Stance
 
 _STANCE_WORDS = {
@@ -27,7 +28,7 @@ def _clip(text: str, chars: int) -> str:
 
 def _when(entry: ProfileEntry) -> str:
     start = entry.valid_from + 1
-    date = f", {entry.valid_from_time.date().isoformat()}" if entry.valid_from_time else ""
+    date = f", {format_date(entry.valid_from_time)}" if entry.valid_from_time else ""
     if entry.valid_to is None:
         return f"since session {start}{date}"
     return f"sessions {start}-{entry.valid_to + 1}{date}"
