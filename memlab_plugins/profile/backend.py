@@ -234,21 +234,21 @@ class ProfileMemory(Memory):
         return chains
 
     def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
-        keys, vectors = self.store.vectors(user_id, "text_vector")
-        if not keys or not query.strip():
+        if not query.strip():
             return Retrieval()
+        keys, vectors = self.store.vectors(user_id, "text_vector")
         chains = self._chains(user_id)
-        if vectors is None:
+        if keys and vectors is None:
             flat = [v for c in chains.values() for v in c]
             vectors = self._vectorize([v.text for v in flat])
             keys = [(v.id, v.version) for v in flat]
         q = self.embedder.embed([query], query=True)[0]
-        sims = vectors @ q
         best: dict[str, float] = {}
-        for (entry_id, _), sim in zip(keys, sims):
-            best[entry_id] = max(best.get(entry_id, -1.0), float(sim))
-        # k bounds all items: supporting turns take at most half of it, entries the rest.
-        n_turns = min(self.config.supporting_turns, k // 2)
+        if keys:
+            for (entry_id, _), sim in zip(keys, vectors @ q):
+                best[entry_id] = max(best.get(entry_id, -1.0), float(sim))
+        # k bounds all items: supporting turns take at most half of it (all of it without entries).
+        n_turns = min(self.config.supporting_turns, k // 2 if best else k)
         chosen = sorted(best, key=lambda e: -best[e])[: k - n_turns]
         # Oldest change first, most recently changed last: the order a transcript would have.
         chosen.sort(key=lambda e: (chains[e][-1].valid_to or chains[e][-1].valid_from, e))
@@ -361,7 +361,7 @@ class ProfileMemory(Memory):
         if turn is not None:
             self.store.delete_turn(user_id, *turn)
             return
-        self.store.erase_entry(user_id, self._entry_id(item_id, user_id), reason="deleted through the API")
+        self.store.erase_entry(user_id, self._entry_id(item_id, user_id), reason="deleted through the API", vectorize=self._vectorize)
 
     def _history(self, item_id: str, *, user_id: str) -> list[dict[str, Any]]:
         turn = self._turn_key(item_id, user_id)

@@ -390,16 +390,19 @@ class ProfileStore:
                     self.db.execute("UPDATE turns SET vector=? WHERE rowid=?", (v.tobytes(), t[0]))
 
     # ------------------------------------------------------------------ deletion
-    def erase_entry(self, user_id: str, entry_id: str, *, reason: str) -> None:
+    def erase_entry(self, user_id: str, entry_id: str, *, reason: str, vectorize: Vectorizer) -> None:
         """Delete an entry for real: its chain keeps its shape, every text of it is overwritten.
 
         The operation log keeps a DELETE (with ``reason``, which must not quote the user), and the
-        earlier operations of the entry keep their type and version but lose reason and quotes.
+        earlier operations of the entry keep their type and version but lose reason and quotes. The
+        raw turns the entry was taken from keep their other sentences: the quoted ones become
+        ``[deleted]`` (and the turn is embedded again).
         """
         with self._transaction():
             latest = self._current(user_id, entry_id)
             if latest is None:
                 raise ProfileStoreError(f"user {user_id!r} has no profile entry {entry_id!r}")
+            self._redact_turns(user_id, self.versions(user_id, entry_id), vectorize)
             order = self._api_order(user_id)
             if latest["valid_to"] is None:
                 self.db.execute(
@@ -419,6 +422,22 @@ class ProfileStore:
                 (user_id, order, entry_id, latest["version"], reason, _now()),
             )
         self.purge()
+
+    def _redact_turns(self, user_id: str, versions: list[ProfileEntry], vectorize: Vectorizer) -> None:
+        quotes = {v.value for v in versions} | {e.quote for v in versions for e in v.evidence}
+        quotes = sorted((q.strip() for q in quotes if len(q.strip()) >= 3), key=len, reverse=True)
+        for session_id, turn_index in {(e.session_id, e.turn_index) for v in versions for e in v.evidence}:
+            turn = self.turn(user_id, session_id, turn_index)
+            if turn is None:
+                continue
+            content = turn["content"]
+            for quote in quotes:
+                content = content.replace(quote, "[deleted]")
+            if content != turn["content"]:
+                self.db.execute(
+                    "UPDATE turns SET content=?, vector=? WHERE user_id=? AND session_id=? AND turn_index=?",
+                    (content, vectorize([content])[0].tobytes(), user_id, session_id, turn_index),
+                )
 
     def delete_turn(self, user_id: str, session_id: str, turn_index: int) -> None:
         """Remove a raw turn and every quote taken from it (evidence of entries and operations).
