@@ -57,8 +57,10 @@ def _migrate_1_to_2(db: sqlite3.Connection) -> None:
 
 def _migrate_2_to_3(db: sqlite3.Connection) -> None:
     # v3: an entry deleted through the API keeps its version chain with the text erased
-    # (``erased_at`` set), and raw turns keep their message timestamps for dated rendering.
+    # (``erased_at`` set), raw turns keep their message timestamps for dated rendering, and an
+    # entry says whether it is a statement ("likes jazz") or an attribute with one value ("lives in: Berlin").
     db.execute("ALTER TABLE entries ADD COLUMN erased_at TEXT")
+    db.execute("ALTER TABLE entries ADD COLUMN kind TEXT NOT NULL DEFAULT 'statement'")
     db.execute("ALTER TABLE turns ADD COLUMN timestamp TEXT")
 
 

@@ -98,6 +98,7 @@ class ProfileStore:
             reason=row["reason"],
             closed_reason=row["closed_reason"],
             op=OpType(row["op"]),
+            kind=row["kind"],
             erased_at=_dt(row["erased_at"]),
         )
 
@@ -282,7 +283,7 @@ class ProfileStore:
             if entry_id is None:
                 entry_id = self._new_id()
             version = 1 if latest is None else latest["version"] + 1
-            self._insert(user_id, entry_id, version, op.aspect, op.value, op.stance, op, order, when, vectorize)
+            self._insert(user_id, entry_id, version, op.aspect, op.value, op.stance, op.kind or "statement", op, order, when, vectorize)
         elif op.op in (OpType.UPDATE, OpType.DELETE):
             assert latest is not None
             if latest["valid_to"] is not None:
@@ -304,6 +305,7 @@ class ProfileStore:
                     op.aspect or latest["aspect"],
                     op.value or latest["value"],
                     op.stance or Stance(latest["stance"]),
+                    op.kind or latest["kind"],
                     op,
                     order,
                     when,
@@ -339,6 +341,7 @@ class ProfileStore:
         aspect: str | None,
         value: str | None,
         stance: Stance | None,
+        kind: str,
         op: Operation,
         order: int,
         when: datetime | None,
@@ -349,7 +352,7 @@ class ProfileStore:
         self.db.execute(
             "INSERT INTO entries (entry_id, version, user_id, aspect, value, stance, evidence, valid_from,"
             " valid_from_time, valid_to, valid_to_time, reason, closed_reason, op, created_at, aspect_vector,"
-            " text_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, NULL, ?, ?, ?, ?)",
+            " text_vector, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, NULL, ?, ?, ?, ?, ?)",
             (
                 entry_id,
                 version,
@@ -365,6 +368,7 @@ class ProfileStore:
                 _now(),
                 vectors[0].tobytes(),
                 vectors[1].tobytes(),
+                kind,
             ),
         )
 
@@ -532,12 +536,12 @@ class ProfileStore:
                 self.db.execute(
                     "INSERT INTO entries (entry_id, version, user_id, aspect, value, stance, evidence, valid_from,"
                     " valid_from_time, valid_to, valid_to_time, reason, closed_reason, op, created_at,"
-                    " aspect_vector, text_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " aspect_vector, text_vector, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         e.id, e.version, user_id, e.aspect, e.value, e.stance.value,
                         json.dumps([x.model_dump() for x in e.evidence]), e.valid_from, _iso(e.valid_from_time),
                         e.valid_to, _iso(e.valid_to_time), e.reason, e.closed_reason, e.op.value, _now(),
-                        v[0].tobytes(), v[1].tobytes(),
+                        v[0].tobytes(), v[1].tobytes(), e.kind,
                     ),
                 )
             for o in ops:
