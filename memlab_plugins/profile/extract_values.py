@@ -133,7 +133,8 @@ _PATTERNS: list[tuple[re.Pattern[str], str | None, str]] = [
     (_p(_I + r"\s+" + _ADV + r"(?:live|reside)\s+in\s+" + _PLACE), "lives in", "none"),
     (_p(_I + r"\s+" + _ADV + r"(?:don't|do not|no longer)\s+live\s+in\s+" + _PLACE), "lives in", "stop"),
     (_p(r"\b(?:I|we)(?:'ve| have)?\s+" + _ADV + r"moved (?:away\s+)?(?:out of|away from)\s+" + _PLACE), "lives in", "stop"),
-    # ----- job and employer
+    # ----- job and employer ("I left my job at X" is about the employer: before the job patterns)
+    (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:quit|left)\s+my\s+job\s+(?:at|with)\s+" + _PLACE), "works at", "stop"),
     (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:quit|left|gave up|given up|lost|resigned from)\s+my\s+(?:job|position|post)\s+as\s+(?:an?\s+)?" + _JOB), "job", "stop"),
     (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:quit|left|gave up|given up|lost|resigned from)\s+my\s+(?P<v>(?:[\w'-]+\s+){1,3}?)(?:job|position|career|gig)\b"), "job", "stop"),
     (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:quit|left|gave up|given up|lost)\s+my\s+(?:[\w'-]+\s+){0,3}?job\b"), "job", "stop"),
@@ -151,14 +152,13 @@ _PATTERNS: list[tuple[re.Pattern[str], str | None, str]] = [
     (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:started|begun|began)\s+(?:working|a new job|a job)\s+(?:at|for|with)\s+" + _PLACE), "works at", "start"),
     (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:got|landed|found|accepted)\s+(?:a\s+)?(?:new\s+)?job\s+(?:at|with)\s+" + _PLACE), "works at", "start"),
     (_p(r"\b(?:I|we)(?:'m| am)?\s+" + _ADV + r"(?:work|working)\s+(?:at|for)\s+" + _PLACE), "works at", "none"),
-    (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:quit|left)\s+my\s+job\s+(?:at|with)\s+" + _PLACE), "works at", "stop"),
     # ----- age
     (_p(_IM + r"\s+" + _ADV + r"(?P<v>\d{1,3})(?:\s+years?\s+old|\s+years of age)?(?=\s+now\b|\s+(?:and|but|so)\b|[,.!;]|$)"), "age", "none"),
     (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"turned\s+(?P<v>\d{1,3})\b"), "age", "start"),
     # ----- favourites
     (_p(r"\bmy\s+(?:new\s+|current\s+|all-time\s+|absolute\s+)*" + _FAV + r"\s+(?P<a>[\w'-]+(?:\s+[\w'-]+){0,2}?)\s+used to be\s+(?P<old>[^,;.!?]+?)(?:,|;|\.)?\s+(?:but\s+)?(?:now\s+)?(?:it's|it is|now it's|now it is|these days it's)\s+(?P<v>.+)"), None, "start"),
     (_p(r"\bmy\s+(?P<new>(?:new\s+|current\s+|all-time\s+|absolute\s+)*)" + _FAV + r"\s+(?P<a>[\w'-]+(?:\s+[\w'-]+){0,2}?)\s+(?:is|are|has become|have become|changed to|became|'s)\s+(?P<v>.+)"), None, "none"),
-    (_p(r"(?:^|,\s*|\band\s+|\bbut\s+)(?P<v>(?:[\w'-]+\s+){0,3}?[\w'-]+)\s+(?:is|are|has become|became)\s+(?:now\s+)?my\s+(?P<new>(?:new\s+|all-time\s+|absolute\s+)*)" + _FAV + r"\s+(?P<a>[\w'-]+(?:\s+[\w'-]+)?)"), None, "none"),
+    (_p(r"(?:^|,\s*|\band\s+|\bbut\s+)(?P<v>(?:[\w'-]+\s+){0,3}?[\w'-]+)\s+(?:is|are|has become|became)\s+(?:now\s+)?my\s+(?P<new>(?:new\s+|all-time\s+|absolute\s+)*)" + _FAV + r"\s+(?P<a>[\w'-]+(?:\s+(?!(?:now|nowadays|these|too|again|though|anyway)\b)[\w'-]+)?)"), None, "none"),
     # ----- "I changed my X to Y", "my X is Y" for personal attributes
     (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:changed|switched|updated)\s+my\s+(?P<a>" + _ATTRIBUTE_NAMES + r")"
         r"(?:\s+from\s+(?P<old>.+?))?\s+to\s+(?P<v>.+)"), None, "start"),
@@ -177,7 +177,7 @@ _REJECT_VALUE = re.compile(
     r"^(?:a|an|the|my|your|it|that|this|not|no|very|so|really|quite|pretty|too|kind|sort|going|gonna|getting|"
     r"being|like|such|one|also|still|just|actually|always|never|probably|definitely|in|on|at|to|of|something|"
     r"anything|nothing|hard|different|same|complicated|private|secret|important|unknown|changing|open|"
-    r"\w+ing|\w+ed|\w+ly)$",
+    r"going|getting|coming|leaving|moving|changed|finished|done|over|gone|lovely|only|likely|early)$",
     re.IGNORECASE,
 )
 
