@@ -28,7 +28,7 @@ from pydantic import Field
 from memlab.embedders import Embedder, get_embedder
 from memlab.errors import MemlabError, NotFoundError
 from memlab.locks import DirectoryLock
-from memlab.memory import BackendConfig, Capability, Memory, format_date, render_turns, turn_source
+from memlab.memory import BackendConfig, Capability, Memory, render_turns, turn_source
 from memlab.types import MemoryItem, Retrieval, Session
 from memlab_plugins.profile.extract_rules import RuleExtractor, stance_of, strip_label
 from memlab_plugins.profile.models import Operation, OperationRecord, OpType, ProfileEntry

@@ -32,7 +32,7 @@ import pysbd
 
 from memlab.types import Message
 from memlab_plugins.profile.change_cues import cue_statements, hedged, split_reason
-from memlab_plugins.profile.extract_values import value_statements
+from memlab_plugins.profile.extract_values import ValueStatement, value_statements
 from memlab_plugins.profile.models import Stance
 
 # stop: the user ceased X (DELETE); start: took X up or came to like it; away: turned against X,
@@ -347,7 +347,7 @@ class RuleExtractor:
         ordered = sorted(values + out, key=lambda s: (s.sentence, s.value is None))
         return ordered
 
-    def _value_statement(self, v, sentence: str, turn_index: int, index: int, parts: list[str]) -> Statement:  # type: ignore[no-untyped-def]
+    def _value_statement(self, v: ValueStatement, sentence: str, turn_index: int, index: int, parts: list[str]) -> Statement:
         reason = v.reason
         following = parts[index + 1] if index + 1 < len(parts) else None
         if reason is None and v.change != "none" and following and not following.endswith("?") and not value_statements(following):
@@ -356,7 +356,7 @@ class RuleExtractor:
             turn_index=turn_index,
             aspect=v.attribute,
             stance=Stance.FACT,
-            change="stop" if v.change == "stop" else ("start" if v.change == "start" else "none"),
+            change="stop" if v.change == "stop" else "start" if v.change == "start" else "none",
             quote=sentence[: self.quote_chars],
             reason=reason[: self.quote_chars] if reason else None,
             sentence=index,

@@ -95,9 +95,6 @@ class ProfileView:
         i = int(np.argmax(sims))
         return candidates[i], float(sims[i])
 
-    def get(self, entry_id: str) -> ViewEntry | None:
-        return next((e for e in self.entries if e.id == entry_id), None)
-
     def attribute(self, name: str) -> ViewEntry | None:
         """The attribute entry called ``name``: the current one, else the latest closed one."""
         named = [e for e in self.entries if e.kind == "attribute" and e.aspect.lower() == name.lower()]
