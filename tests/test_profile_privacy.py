@@ -210,3 +210,19 @@ def test_rules_profile_does_not_depend_on_how_sessions_are_split() -> None:
         parts.ingest(session("s1", *turns[:cut]), user_id="u")
         parts.ingest(session("s1", *turns[cut:]), user_id="u")
         assert _profile_shape(parts, "u") == expected, f"cut after turn {cut}"
+
+
+def test_cache_dir_reaches_the_embedder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlab_plugins.profile import backend as backend_module
+
+    seen: list[object] = []
+    real = backend_module.get_embedder
+
+    def spy(kind: str, model: str | None = None, *, cache_dir: object = None):  # type: ignore[no-untyped-def]
+        seen.append(cache_dir)
+        return real(kind, model, cache_dir=cache_dir)
+
+    monkeypatch.setattr(backend_module, "get_embedder", spy)
+    with ProfileMemory({"embedder": "hashing"}, cache_dir=tmp_path / "cache") as mem:
+        assert mem.cache_dir == tmp_path / "cache"
+    assert seen == [tmp_path / "cache"]
