@@ -173,3 +173,11 @@ def test_a_batch_the_store_refuses_is_rejected_whole(monkeypatch) -> None:  # ty
     assert mem.extraction_stats()["rejected_batches"] == 1 and "refused" in mem.extraction_failures[0]
     assert mem.get_profile("u") == []
     assert mem.ingest(session("s1", ("user", "More.")), user_id="u").first_turn == 1, "the turns were stored"
+
+
+def test_json_wrapped_in_prose_is_read() -> None:
+    wrapped = 'Sure! Here it is: {"operations": [{"op": "ADD", "aspect": "tea", "value": "likes tea", "stance": "likes", "turn_index": 0}]} Hope this helps.'
+    mem = make(RuleChatModel(bad_replies=[wrapped]))
+    mem.ingest(session("s1", ("user", "I love tea.")), user_id="u")
+    assert [e.aspect for e in mem.get_profile("u")] == ["tea"]
+    assert mem.extraction_stats()["invalid_replies"] == 0

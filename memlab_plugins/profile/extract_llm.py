@@ -67,12 +67,24 @@ class ExtractionError(MemlabError):
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
 
 
+def _json_object(text: str | None) -> Any:
+    """The reply's JSON; small models often wrap it in prose ("Here you go: {...} Hope this helps")."""
+    body = _FENCE.sub("", (text or "").strip())
+    try:
+        return json.loads(body)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        start = body.find("{")
+        if start > 0:
+            try:
+                return json.JSONDecoder().raw_decode(body[start:])[0]
+            except (json.JSONDecodeError, RecursionError):
+                pass
+        raise ValueError(f"the reply is not valid JSON: {exc}") from exc
+
+
 def parse_reply(text: str, view: ProfileView, session: Session, first_turn: int, quote_chars: int) -> list[Operation]:
     """Validate a reply fully; raise ValueError naming the first problem (nothing is half-used)."""
-    try:
-        data = json.loads(_FENCE.sub("", (text or "").strip()))
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise ValueError(f"the reply is not valid JSON: {exc}") from exc
+    data = _json_object(text)
     if not isinstance(data, dict):
         raise ValueError(f"the reply is JSON but not an object with 'operations' (got {type(data).__name__})")
     try:
