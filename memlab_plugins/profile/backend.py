@@ -86,7 +86,7 @@ class ProfileMemory(Memory):
     def memory_depends_only_on_turns(cls, config: BackendConfig) -> bool:
         """The rules extractor reads one user turn at a time and resolves each statement against the
         profile as it stands after the turns before it, so a session ingested in parts gives the same
-        profile as the whole session (tests/test_profile.py checks it). The LLM extractor sees a
+        profile as the whole session (tests/test_profile_privacy.py checks every cut point). The LLM extractor sees a
         whole ingest call in one prompt, so how a session is split changes what it extracts."""
         return cls.parse_config(config).extractor == "rules"  # type: ignore[attr-defined]
 
@@ -99,8 +99,7 @@ class ProfileMemory(Memory):
         try:
             self._open(embedder, llm)
         except BaseException:
-            if self._dir_lock is not None:
-                self._dir_lock.release()
+            self.close()
             raise
 
     def _open(self, embedder: Embedder | None, llm: Any) -> None:
@@ -327,8 +326,9 @@ class ProfileMemory(Memory):
         self.store.reset(user_id)
 
     def close(self) -> None:
-        if getattr(self, "store", None) is not None:
-            self.store.close()
+        store = getattr(self, "store", None)
+        if store is not None:
+            store.close()
         if self._dir_lock is not None:
             self._dir_lock.release()
 
