@@ -503,15 +503,3 @@ def test_mission_example_through_memory_client(tmp_path: Path) -> None:
     client.remember("bob", [("user", "I switched from coffee to tea.")], session_id="s2")
     assert [(e.aspect, e.stance) for e in mem.get_profile("bob")] == [("tea", Stance.LIKES)]
     client.close()
-
-
-def test_superseded_turns_are_left_out_of_the_support_when_asked() -> None:
-    mem = make()
-    mem.ingest(session("s1", ("user", "I can't stand jazz."), ("user", "I adopted a cat named Pixel.")), user_id="u")
-    mem.ingest(session("s2", ("user", "I've come around to jazz: a jam session changed my mind.")), user_id="u")
-    chains = mem._chains("u")
-    assert ProfileMemory._superseded_turns(chains) == {("s1", 0)}
-    mem.config.skip_superseded_turns = True
-    mem.config.supporting_turns = 5
-    retrieval = mem.retrieve("a cat named Pixel", user_id="u", k=2)  # one entry (Pixel), one turn
-    assert [i.id for i in retrieval.items if i.metadata["kind"] == "turn"] == ["s2#0"]

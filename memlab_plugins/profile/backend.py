@@ -58,10 +58,6 @@ class ProfileConfig(BackendConfig):
     max_statements_per_turn: int = Field(default=2, ge=1, description="rules extractor: statements taken per user turn")
     # Part of top_k (at most half). 5 measured better than 0 on the PersonaMem dev history (docs/profile.md).
     supporting_turns: int = Field(default=5, ge=0, description="raw user turns added to each retrieval")
-    skip_superseded_turns: bool = Field(
-        default=False,
-        description="supporting turns leave out turns whose statements a later version replaced (an outdated view)",
-    )
     max_versions: int = Field(default=4, ge=1, description="versions of one entry shown in the rendered context")
     quote_chars: int = Field(default=300, ge=40, description="longest quote kept as evidence and shown")
     llm_max_profile_entries: int = Field(default=80, ge=1, description="entries shown to the LLM extractor")
@@ -259,21 +255,11 @@ class ProfileMemory(Memory):
         context = render_profile(
             [chains[e] for e in chosen], quote_chars=self.config.quote_chars, max_versions=self.config.max_versions
         )
-        skip = {(t["session_id"], t["turn_index"]) for i in items for t in i.source["turns"]}
-        if self.config.skip_superseded_turns:
-            skip |= self._superseded_turns(chains)
-        support = self._supporting(user_id, q, n_turns, chosen_turns=skip)
+        support = self._supporting(user_id, q, n_turns, chosen_turns={(t["session_id"], t["turn_index"]) for i in items for t in i.source["turns"]})
         if support:
             items += support
             context += "\nSupporting turns:\n" + render_turns(support)
         return Retrieval(items=items, context=context)
-
-    @staticmethod
-    def _superseded_turns(chains: dict[str, list[ProfileEntry]]) -> set[tuple[str, int]]:
-        """Turns that stated only an earlier version of some entry: the user's view has moved on."""
-        old = {(e.session_id, e.turn_index) for c in chains.values() for v in c[:-1] for e in v.evidence}
-        latest = {(e.session_id, e.turn_index) for c in chains.values() for e in c[-1].evidence}
-        return old - latest
 
     def _supporting(self, user_id: str, q: np.ndarray, n: int, chosen_turns: set[tuple[str, int]]) -> list[MemoryItem]:
         if not n:
