@@ -183,7 +183,8 @@ def _profile_shape(mem: ProfileMemory, user: str) -> list[tuple[object, ...]]:
         ids.setdefault(op.entry_id or "", len(ids))
     entries = sorted(mem.get_profile(user, include_closed=True), key=lambda e: (ids[e.id], e.version))
     return [
-        (ids[e.id], e.version, e.aspect, e.value, e.stance, e.valid_from, e.valid_to, e.reason, e.closed_reason)
+        (ids[e.id], e.version, e.aspect, e.value, e.stance, e.valid_from, e.valid_to, e.valid_from_time,
+         e.valid_to_time, e.reason, e.closed_reason)
         for e in entries
     ] + [(o.op, ids[o.entry_id or ""], o.version, o.reason, o.evidence) for o in mem.operations(user)]
 
@@ -201,14 +202,15 @@ def test_rules_profile_does_not_depend_on_how_sessions_are_split() -> None:
     ]
     assert ProfileMemory.memory_depends_only_on_turns(ProfileMemory.Config())
     assert not ProfileMemory.memory_depends_only_on_turns(ProfileMemory.Config(extractor="llm", llm={"provider": "x"}))
+    messages = [Message(role=r, content=t, timestamp=datetime(2024, 1, 1 + i, 9)) for i, (r, t) in enumerate(turns)]
     whole = make()
-    whole.ingest(session("s1", *turns), user_id="u")
+    whole.ingest(Session(id="s1", messages=messages), user_id="u")
     expected = _profile_shape(whole, "u")
     assert len(expected) > 8
     for cut in range(1, len(turns)):
         parts = make()
-        parts.ingest(session("s1", *turns[:cut]), user_id="u")
-        parts.ingest(session("s1", *turns[cut:]), user_id="u")
+        parts.ingest(Session(id="s1", messages=messages[:cut]), user_id="u")
+        parts.ingest(Session(id="s1", messages=messages[cut:]), user_id="u")
         assert _profile_shape(parts, "u") == expected, f"cut after turn {cut}"
 
 

@@ -140,9 +140,7 @@ class ProfileMemory(Memory):
 
     @staticmethod
     def _session_time(session: Session) -> datetime | None:
-        for message in session.messages:
-            if message.timestamp is not None:
-                return message.timestamp
+        """The session's date from its metadata (a statement's own message timestamp comes first)."""
         for key in ("timestamp", "date", "date_time"):
             value = session.metadata.get(key)
             if isinstance(value, datetime):
@@ -198,6 +196,7 @@ class ProfileMemory(Memory):
             vectorize=vectorize,
             source=source,
             session_time=self._session_time(session),
+            turn_times={first_turn + i: m.timestamp for i, m in enumerate(session.messages) if m.timestamp is not None},
             turns_total=first_turn + len(session.messages),
             new_turns=[(*t, v) for t, v in zip(user_turns, vectors)],
         )

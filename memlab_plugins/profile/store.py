@@ -200,6 +200,7 @@ class ProfileStore:
         vectorize: Vectorizer,
         source: str,
         session_time: datetime | None = None,
+        turn_times: dict[int, datetime] | None = None,
         turns_total: int | None = None,
         new_turns: Iterable[tuple[int, str, str, str | None, np.ndarray | None]] = (),
     ) -> list[OperationRecord]:
@@ -207,13 +208,22 @@ class ProfileStore:
 
         If any operation is invalid nothing is written and ``ProfileStoreError`` says which one.
         ``session_id`` None means an API call outside any session (``update``/``delete``).
-        ``new_turns`` holds (turn index, role, text, ISO timestamp or None, vector or None).
+        ``new_turns`` holds (turn index, role, text, ISO timestamp or None, vector or None). A version
+        is dated by the timestamp of the turn that stated it (``turn_times``), else ``session_time``:
+        never by where an ingest call happened to start, so a session split in parts dates alike.
         """
         ops = list(operations)
         vectorize = self._batched(user_id, ops, vectorize)
         with self._transaction():
             order = self.session_order(user_id, session_id) if session_id is not None else self._api_order(user_id)
-            seqs = [self._apply(user_id, session_id, order, op, vectorize, source, session_time) for op in ops]
+            times = turn_times or {}
+            seqs = [
+                self._apply(
+                    user_id, session_id, order, op, vectorize, source,
+                    (times.get(op.evidence[0].turn_index) if op.evidence else None) or session_time,
+                )
+                for op in ops
+            ]
             for turn_index, role, content, timestamp, vector in new_turns:
                 self.db.execute(
                     "INSERT OR REPLACE INTO turns (user_id, session_id, turn_index, role, content, vector, timestamp)"
