@@ -228,3 +228,24 @@ def test_cache_dir_reaches_the_embedder(tmp_path: Path, monkeypatch: pytest.Monk
     with ProfileMemory({"embedder": "hashing"}, cache_dir=tmp_path / "cache") as mem:
         assert mem.cache_dir == tmp_path / "cache"
     assert seen == [tmp_path / "cache"]
+
+
+def test_everything_recall_returns_can_be_deleted_through_the_client(tmp_path: Path) -> None:
+    from memlab.client import MemoryClient
+
+    data = tmp_path / "data"
+    client = MemoryClient("profile", {"embedder": "hashing", "aspect_threshold": 0.5}, data_dir=data)
+    try:
+        client.remember("u", [("user", f"I love my pin code {SECRET}, it is lucky.")], session_id="s1")
+        client.remember("u", [("user", f"I stopped using the pin code {SECRET}.")], session_id="s2")
+        client.remember("u", [("user", "I keep bees on my roof.")], session_id="s3")
+        for _ in range(3):  # each pass deletes what recall still shows with the secret
+            for item in client.recall("u", "pin code", k=10).items:
+                if SECRET in item.text or SECRET in json.dumps(client.history("u", item.id)):
+                    client.delete("u", item.id)
+        assert SECRET not in client.recall("u", "pin code", k=10).context
+        assert SECRET not in json.dumps([i.model_dump(mode="json") for i in client.memories("u")])
+        assert not _files_holding(data, SECRET.encode())
+        assert "bees" in client.recall("u", "bees", k=10).context
+    finally:
+        client.close()

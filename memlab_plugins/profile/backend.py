@@ -7,8 +7,8 @@ most similar to the query with, for entries that changed, their earlier versions
 plus (optionally) a few supporting raw user turns.
 
 Item ids: a profile entry is ``p_<hex>`` (a version ``p_<hex>.v<n>``); a raw user turn is
-``<session id>#<turn index>``. Both kinds are listed by ``list_memories`` (turns after entries,
-``metadata.kind`` says which), and ``delete`` removes either for real: a deleted entry keeps only
+``<session id>#<turn index>``. Both kinds are listed by ``list_memories`` (current entries, then
+closed ones, then turns; ``metadata.kind`` and ``metadata.current`` say which), and ``delete`` removes either for real: a deleted entry keeps only
 the shape of its version chain, no text (``store.ProfileStore.erase_entry``), and is never
 rendered again. One process at a time opens a data directory (``memlab.locks.DirectoryLock``).
 """
@@ -336,8 +336,10 @@ class ProfileMemory(Memory):
         return key
 
     def _list(self, user_id: str) -> list[MemoryItem]:
+        # Every entry retrieval can return (closed ones too, ``metadata.current`` False), then the raw turns.
         chains = self._chains(user_id)
-        entries = [self._chain_item(c) for c in chains.values() if c[-1].current]
+        entries = [self._chain_item(c) for c in chains.values()]
+        entries.sort(key=lambda i: not i.metadata["current"])
         return entries + [self._turn_item(t) for t in self.store.turns(user_id)[0]]
 
     def _update(self, item_id: str, text: str, *, user_id: str) -> MemoryItem:
