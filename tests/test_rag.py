@@ -14,7 +14,7 @@ from memlab.registry import create_backend
 from memlab.testing import MemoryConformance, session
 from memlab.testing.tiny_bge_m3 import cached_tiny_bge_m3
 from memlab.types import Message, Session
-from memlab_plugins import rag_index
+from memlab_plugins import rag_store
 from memlab_plugins.rag import RagConfig, RagMemory, chunk_session
 
 FACTS = [
@@ -108,10 +108,12 @@ def test_hnsw_index_finds_exact_matches_and_persists(tmp_path: Path) -> None:
     reopened = create_backend("rag", config, data_dir=tmp_path)
     assert reopened.retrieve(turns[123][1], user_id="u", k=1).items[0].source["turn_index"] == 123
     assert type(reopened._stores["u"].index).__name__ == "IndexHNSWFlat"
+    reopened.close()
     # Opening with another index type rebuilds it from the stored vectors.
     flat = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
     assert flat.retrieve(turns[5][1], user_id="u", k=1).items[0].source["turn_index"] == 5
     assert type(flat._stores["u"].index).__name__ == "IndexFlatIP"
+    flat.close()
 
 
 # ----------------------------------------------------------------------------- chunking
@@ -199,7 +201,7 @@ def test_save_load_round_trips_without_re_embedding(tiny_dir: Path, tmp_path: Pa
     queries = ["cat named Pixel", "bees in Lisbon", "marathon"]
     before = [[(i.id, round(i.score, 5)) for i in first.retrieve(q, user_id="u", k=3).items] for q in queries]
     first.close()
-    assert len(list(tmp_path.glob("user-u/index-*.faiss"))) == 1
+    assert sorted(p.name for p in (tmp_path / "user-u").iterdir()) == ["log-000000.mlr", "snapshot-000000.mlr"]
     second = create_backend("rag", config, data_dir=tmp_path)
     embedded = second.embedder.texts_embedded
     after = [[(i.id, round(i.score, 5)) for i in second.retrieve(q, user_id="u", k=3).items] for q in queries]
@@ -208,44 +210,98 @@ def test_save_load_round_trips_without_re_embedding(tiny_dir: Path, tmp_path: Pa
     store = second._stores["u"]
     assert len(store) == len(FACTS) + 1 and store.index.ntotal == len(store)
     assert second.ingest(session("s2", ("user", "More.")), user_id="u").first_turn == 1
+    second.close()
 
 
-def test_a_crash_without_close_loses_nothing(tmp_path: Path) -> None:
-    first = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
-    first.ingest(facts_session("s1"), user_id="u")
-    first.close()  # index file covers s1
-    first.ingest(session("s2", ("user", "Later I moved to Porto with the bees.")), user_id="u")
-    # no close(): the index on disk lacks s2, the segment has it
-    second = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
-    hit = second.retrieve("Later I moved to Porto with the bees.", user_id="u", k=1).items[0]
-    assert hit.source == {"session_id": "s2", "turn_index": 0, "role": "user"}
-    assert second._stores["u"].index.ntotal == len(FACTS) + 1
+def _files(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file()]
 
 
-def test_a_crash_mid_save_keeps_what_was_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_many_small_ingests_keep_a_handful_of_files(tmp_path: Path) -> None:
+    """708 single-message ingests once made 1,418 files; the log + compacted snapshot keep a few."""
+    memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    for i in range(708):
+        memory.ingest(session("chat", ("user", f"Message {i}: I watered plant number {i}.")), user_id="u")
+    files = _files(tmp_path)
+    assert len(files) <= 10, sorted(str(p) for p in files)
+    storage = memory._stores["u"].storage
+    assert storage.generation > 0, "the log was compacted into a new snapshot at least once"
+    memory.close()
+    reopened = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    assert len(reopened.list_memories(user_id="u")) == 708
+    assert reopened.ingest(session("chat", ("user", "One more.")), user_id="u").first_turn == 708
+    assert reopened.retrieve("plant number 345", user_id="u", k=1).items[0].source["turn_index"] == 345
+    reopened.close()
+    assert len(_files(tmp_path)) <= 10
+
+
+CRASH_WRITER = """
+import sys
+from memlab.registry import create_backend
+from memlab.types import Message, Session
+memory = create_backend("rag", {"embedder": "hashing"}, data_dir=sys.argv[1])
+for i in range(100000):
+    memory.ingest(Session(id="s", messages=[Message(role="user", content=f"acknowledged fact {i}")]), user_id="u")
+    print(i, flush=True)
+"""
+
+
+def test_kill_9_during_writes_loses_no_acknowledged_ingest(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    for trial in range(3):
+        data = tmp_path / f"trial{trial}"
+        writer = subprocess.Popen([sys.executable, "-c", CRASH_WRITER, str(data)], stdout=subprocess.PIPE, text=True)
+        assert writer.stdout is not None
+        acknowledged = -1
+        for line in writer.stdout:
+            acknowledged = int(line)
+            if acknowledged >= 40 + 17 * trial:  # somewhere past a compaction, at a different point each time
+                break
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait()
+        memory = create_backend("rag", {"embedder": "hashing"}, data_dir=data)
+        texts = {item.text for item in memory.list_memories(user_id="u")}
+        assert {f"acknowledged fact {i}" for i in range(acknowledged + 1)} <= texts
+        count = len(texts)
+        assert memory.ingest(session("s", ("user", "after the crash")), user_id="u").first_turn == count
+        memory.close()
+
+
+def test_a_torn_last_record_is_dropped_and_earlier_data_kept(tmp_path: Path) -> None:
     memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
     memory.ingest(facts_session("s1"), user_id="u")
-    real_write = rag_index.atomic_write
-
-    def dying_write(path: Path, write: Any) -> None:
-        if path.name == rag_index.MANIFEST:
-            # Die half-way through writing the new manifest.
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_bytes(b'{"format": 1, "segm')
-            raise KeyboardInterrupt("simulated crash")
-        real_write(path, write)
-
-    monkeypatch.setattr(rag_index, "atomic_write", dying_write)
-    with pytest.raises(KeyboardInterrupt):
-        memory.ingest(session("s2", ("user", "This part was never committed.")), user_id="u")
-    monkeypatch.setattr(rag_index, "atomic_write", real_write)
+    memory.ingest(session("s2", ("user", "This part was committed.")), user_id="u")
+    memory.close()
+    log = tmp_path / "user-u" / "log-000000.mlr"
+    size = log.stat().st_size
+    with log.open("ab") as handle:  # a crash mid-append: half a record at the end
+        handle.write(rag_store.MAGIC + b"\x00\x01\x02 half a record")
     reopened = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
-    texts = " ".join(i.text for i in reopened.retrieve("never committed", user_id="u", k=20).items)
-    assert "never committed" not in texts and "Pixel" in texts
-    assert len(reopened._stores["u"]) == len(FACTS)
-    leftovers = sorted(p.name for p in (tmp_path / "user-u").iterdir())
-    assert leftovers == ["manifest.json", "seg-000001.jsonl", "seg-000001.npz"], leftovers
-    assert reopened.ingest(session("s2", ("user", "Committed now.")), user_id="u").first_turn == 0
+    texts = [i.text for i in reopened.list_memories(user_id="u")]
+    assert texts == [*FACTS, "This part was committed."]
+    assert log.stat().st_size == size, "the torn tail was truncated"
+    assert reopened.ingest(session("s3", ("user", "Stored after the repair.")), user_id="u").first_turn == 0
+    reopened.close()
+    again = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    assert [i.text for i in again.list_memories(user_id="u")][-1] == "Stored after the repair."
+    again.close()
+
+
+def test_an_interrupted_compaction_keeps_the_complete_generation(tmp_path: Path) -> None:
+    memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    memory.ingest(facts_session("s1"), user_id="u")
+    memory.close()
+    folder = tmp_path / "user-u"
+    # Leftovers of a compaction that died before its rename: a temporary snapshot of generation 1.
+    (folder / ".snapshot-000001.mlr.tmp").write_bytes(b"MLR1 partial")
+    reopened = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    assert len(reopened.list_memories(user_id="u")) == len(FACTS)
+    assert sorted(p.name for p in folder.iterdir()) == ["log-000000.mlr", "snapshot-000000.mlr"]
+    reopened.close()
 
 
 def test_a_failed_embedding_does_not_count_the_turns(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -266,31 +322,32 @@ def test_a_failed_embedding_does_not_count_the_turns(monkeypatch: pytest.MonkeyP
 def test_a_failed_save_in_process_then_a_retry_stores_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
     memory.ingest(facts_session("s1"), user_id="u")
-    real_write = rag_index.atomic_write
 
-    def failing_write(path: Path, write: Any) -> None:
-        if path.name == rag_index.MANIFEST:
-            raise OSError("disk full")
-        real_write(path, write)
+    def failing_fsync(fd: int) -> None:
+        raise OSError("disk full")
 
-    monkeypatch.setattr(rag_index, "atomic_write", failing_write)
+    monkeypatch.setattr(rag_store.os, "fsync", failing_fsync)
     with pytest.raises(OSError, match="disk full"):
         memory.ingest(session("s2", ("user", "Saved on the second try.")), user_id="u")
-    monkeypatch.setattr(rag_index, "atomic_write", real_write)
-    # Same process, same backend: the uncommitted part is neither kept nor counted.
+    monkeypatch.undo()
+    # Same process, same backend: the unacknowledged part is neither kept nor counted.
     assert memory.ingest(session("s2", ("user", "Saved on the second try.")), user_id="u").first_turn == 0
     texts = [i.text for i in memory.retrieve("Saved on the second try.", user_id="u", k=20).items]
     assert texts.count("Saved on the second try.") == 1 and len(texts) == len(FACTS) + 1
     memory.close()
     reopened = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
     assert len(reopened.retrieve("Saved", user_id="u", k=20).items) == len(FACTS) + 1
+    reopened.close()
 
 
 def test_other_settings_refuse_a_store(tmp_path: Path) -> None:
-    create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path).ingest(facts_session(), user_id="u")
+    first = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    first.ingest(facts_session(), user_id="u")
+    first.close()
     other = create_backend("rag", {"embedder": "hashing", "chunking": "session"}, data_dir=tmp_path)
     with pytest.raises(DataFormatError, match="chunking"):
         other.retrieve("cat", user_id="u")
+    other.close()
 
 
 def test_scoring_can_change_on_a_saved_store(tiny_dir: Path, tmp_path: Path) -> None:
@@ -300,6 +357,7 @@ def test_scoring_can_change_on_a_saved_store(tiny_dir: Path, tmp_path: Path) -> 
     hybrid = create_backend("rag", m3_config(tiny_dir, scoring="hybrid"), data_dir=tmp_path)
     top = hybrid.retrieve(FACTS[4], user_id="u", k=1).items[0]
     assert top.source["turn_index"] == 4 and set(top.metadata["scores"]) == {"dense", "sparse", "colbert"}
+    hybrid.close()
 
 
 def test_reset_deletes_the_store(tmp_path: Path) -> None:
@@ -308,7 +366,10 @@ def test_reset_deletes_the_store(tmp_path: Path) -> None:
     memory.ingest(facts_session(), user_id="v")
     memory.reset("u")
     assert not (tmp_path / "user-u").exists() and (tmp_path / "user-v").exists()
-    assert create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path).retrieve("cat", user_id="u").is_empty
+    memory.close()
+    reopened = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    assert reopened.retrieve("cat", user_id="u").is_empty
+    reopened.close()
 
 
 def test_rag_declares_persist() -> None:
@@ -383,21 +444,12 @@ def test_memlab_run_with_bge_m3_end_to_end(tiny_dir: Path, tmp_path: Path) -> No
     assert all("scores" in item.metadata for r in seen for item in r.items)
 
 
-def test_a_store_built_with_another_dimension_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from memlab.errors import DataFormatError
-    from memlab.registry import create_backend
-    from memlab.types import Message, Session
-
+def test_a_store_built_with_another_dimension_is_refused(tmp_path: Path) -> None:
     first = create_backend("rag", {"embedder": "hashing", "model": "128"}, data_dir=tmp_path)
     first.ingest(Session(id="s", messages=[Message(role="user", content="hello there")]), user_id="u")
+    signature = first._signature()
     first.close()
-    # Same embedder kind and name pattern, other width: the manifest's dimension must be checked.
-    import json
-
-    manifest = next(tmp_path.rglob("manifest.json"))
-    data = json.loads(manifest.read_text())
-    data["dim"] = 64
-    manifest.write_text(json.dumps(data))
-    second = create_backend("rag", {"embedder": "hashing", "model": "128"}, data_dir=tmp_path)
+    # Same signature, other width: the stored dimension must be checked on its own.
+    storage = rag_store.FileChunkStorage(tmp_path / "user-u", signature, 64)
     with pytest.raises(DataFormatError, match="dimensions"):
-        second.retrieve("hello", user_id="u")
+        storage.load()
