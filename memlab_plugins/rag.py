@@ -160,23 +160,22 @@ def chunk_session(session: Session, first_turn: int, config: RagConfig) -> list[
             MemoryItem(id=f"{session.id}#{turn}", text=m.content[: config.max_chunk_chars], source=turn_source(session, turn, m))
             for turn, m in turns
         ]
-    # Session and window chunks are transcripts, "role: text" per line, with a "DATE: ..." line
-    # wherever the date changes (render_turns' format); render_turns prints them as they are.
-    lines: list[str] = []
-    owner: list[int] = []  # the turn (position in ``turns``) each line belongs to
-    last_date: str | None = None
-    for position, (_, m) in enumerate(turns):
-        date = _date_line(m)
-        if date is not None and date != last_date:
-            lines.append(date)
-            owner.append(position)
-            last_date = date
-        lines.append(f"{m.role}: {m.content}")
-        owner.append(position)
-    transcript = "\n".join(lines)
+    # Session and window chunks are transcripts, "role: text" per line. A session chunk has a
+    # "DATE: ..." line wherever the date changes (render_turns' format); a window starts with the
+    # date of its first turn. render_turns prints them as they are.
     sources = [turn_source(session, t, m) for t, m in turns]
     if config.chunking == "session":
-        return [MemoryItem(id=f"{session.id}@{first_turn}", text=transcript, source={"session_id": session.id, "turns": sources})]
+        lines: list[str] = []
+        last_date: str | None = None
+        for _, m in turns:
+            date = _date_line(m)
+            if date is not None and date != last_date:
+                lines.append(date)
+                last_date = date
+            lines.append(f"{m.role}: {m.content}")
+        return [MemoryItem(id=f"{session.id}@{first_turn}", text="\n".join(lines), source={"session_id": session.id, "turns": sources})]
+    lines = [f"{m.role}: {m.content}" for _, m in turns]
+    transcript = "\n".join(lines)
     line_starts = np.cumsum([0] + [len(line) + 1 for line in lines[:-1]])
     spans = token_spans(transcript)
     stride = config.window_tokens - config.window_overlap
@@ -184,12 +183,10 @@ def chunk_session(session: Session, first_turn: int, config: RagConfig) -> list[
     for number, start in enumerate(range(0, max(len(spans) - config.window_overlap, 1), stride)):
         window = spans[start : start + config.window_tokens]
         lo, hi = window[0][0], window[-1][1]
-        first = owner[int(np.searchsorted(line_starts, lo, side="right")) - 1]
-        last = owner[int(np.searchsorted(line_starts, hi - 1, side="right")) - 1]
-        text = transcript[lo:hi]
+        first = int(np.searchsorted(line_starts, lo, side="right")) - 1
+        last = int(np.searchsorted(line_starts, hi - 1, side="right")) - 1
         date = _date_line(turns[first][1])
-        if date is not None and not text.startswith("DATE: "):
-            text = f"{date}\n{text}"  # a window cut mid-session still says when it was said
+        text = transcript[lo:hi] if date is None else f"{date}\n{transcript[lo:hi]}"
         chunks.append(
             MemoryItem(id=f"{session.id}@{first_turn}w{number}", text=text,
                        source={"session_id": session.id, "turns": sources[first : last + 1]})

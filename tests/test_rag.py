@@ -453,3 +453,263 @@ def test_a_store_built_with_another_dimension_is_refused(tmp_path: Path) -> None
     storage = rag_store.FileChunkStorage(tmp_path / "user-u", signature, 64)
     with pytest.raises(DataFormatError, match="dimensions"):
         storage.load()
+
+
+# ----------------------------------------------------------------------------- one writer per directory
+HOLDER = """
+import sys, time
+from memlab.registry import create_backend
+memory = create_backend("rag", {"embedder": "hashing"}, data_dir=sys.argv[1])
+print("open", flush=True)
+time.sleep(60)
+"""
+
+OPENER = """
+import sys
+from memlab.errors import DirectoryInUseError
+from memlab.registry import create_backend
+try:
+    create_backend("rag", {"embedder": "hashing"}, data_dir=sys.argv[1])
+except DirectoryInUseError as exc:
+    print("refused:", exc)
+    sys.exit(3)
+print("opened")
+"""
+
+
+def test_a_second_process_on_the_data_dir_is_refused(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        second = subprocess.run([sys.executable, "-c", OPENER, str(tmp_path)], capture_output=True, text=True, timeout=120)
+        assert second.returncode == 3, second.stdout + second.stderr
+        assert "in use" in second.stdout and "memlab rag backend" in second.stdout and f"pid {holder.pid}" in second.stdout
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder died without closing (SIGKILL): its lock does not block the next process.
+    after = subprocess.run([sys.executable, "-c", OPENER, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert after.returncode == 0 and "opened" in after.stdout, after.stderr
+
+
+def test_the_lock_is_held_until_close_in_one_process_too(tmp_path: Path) -> None:
+    from memlab.errors import DirectoryInUseError
+
+    first = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    with pytest.raises(DirectoryInUseError, match="in use"):
+        create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    first.close()
+    create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path).close()
+
+
+# ----------------------------------------------------------------------------- listing, deletion, export
+SECRET = "My social security number is SECRET-778899."
+
+
+def _bytes_under(root: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+
+
+def test_delete_removes_every_byte_of_the_text(tmp_path: Path) -> None:
+    memory = create_backend("rag", {"embedder": "hashing", "lexical": "bm25"}, data_dir=tmp_path)
+    memory.ingest(facts_session("s1"), user_id="u")
+    memory.ingest(session("s2", ("user", SECRET), ("assistant", "Noted.")), user_id="u")
+    for i in range(20):  # enough later ingests that the secret sits in a compacted snapshot too
+        memory.ingest(session("s3", ("user", f"Small talk {i}.")), user_id="u")
+    assert b"SECRET-778899" in _bytes_under(tmp_path)
+    (secret,) = [i for i in memory.list_memories(user_id="u") if "SECRET" in i.text]
+    assert secret.id == "s2#0" and secret.source == {"session_id": "s2", "turn_index": 0, "role": "user"}
+    assert "SECRET" in memory.retrieve("social security number", user_id="u").context
+    memory.delete(secret.id, user_id="u")
+    assert b"SECRET-778899" not in _bytes_under(tmp_path)
+    assert "SECRET" not in memory.retrieve("social security number SECRET-778899", user_id="u", k=50).context
+    assert all("SECRET" not in i.text for i in memory.list_memories(user_id="u"))
+    assert "SECRET" not in str(memory.export("u"))
+    # Later ingests continue the session's numbering; a restart still has everything else.
+    assert memory.ingest(session("s2", ("user", "Next.")), user_id="u").first_turn == 2
+    memory.close()
+    reopened = create_backend("rag", {"embedder": "hashing", "lexical": "bm25"}, data_dir=tmp_path)
+    texts = [i.text for i in reopened.list_memories(user_id="u")]
+    assert len(texts) == len(FACTS) + 1 + 20 + 1 and "Noted." in texts and all("SECRET" not in t for t in texts)
+    reopened.close()
+
+
+def test_unknown_and_foreign_ids_are_not_found(tmp_path: Path) -> None:
+    from memlab.errors import NotFoundError
+
+    memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    memory.ingest(session("s1", ("user", "Alice's cat is called Pixel.")), user_id="alice")
+    memory.ingest(session("s9", ("user", "Bob keeps bees.")), user_id="bob")
+    with pytest.raises(NotFoundError):
+        memory.delete("s1#7", user_id="alice")
+    with pytest.raises(NotFoundError):
+        memory.delete("s9#0", user_id="alice")  # bob's item
+    with pytest.raises(NotFoundError):
+        memory.delete("s1#0", user_id="carol")  # a user with no store
+    assert [i.text for i in memory.list_memories(user_id="bob")] == ["Bob keeps bees."]
+    memory.close()
+
+
+def test_reset_leaves_no_trace_of_the_user(tmp_path: Path) -> None:
+    memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    memory.ingest(session("s1", ("user", SECRET)), user_id="u")
+    memory.ingest(session("s1", ("user", "Bob keeps bees.")), user_id="v")
+    memory.reset("u")
+    data = _bytes_under(tmp_path)
+    assert b"SECRET-778899" not in data and b"Bob keeps bees." in data
+    assert memory.list_memories(user_id="u") == [] and memory.retrieve("security", user_id="u").is_empty
+    memory.close()
+
+
+def test_export_returns_every_chunk_with_its_source() -> None:
+    memory = create_backend("rag", {"embedder": "hashing"})
+    memory.ingest(CONVERSATION, user_id="u")
+    document = memory.export("u")
+    assert document["backend"] == "rag" and document["user_id"] == "u"
+    assert [i["text"] for i in document["items"]] == [m.content for m in CONVERSATION.messages[1:4]]
+    assert [i["source"]["turn_index"] for i in document["items"]] == [1, 2, 3]
+    assert document["sessions"] == {"s9": 5}
+    import json
+
+    json.dumps(document)  # one JSON-serialisable document
+
+
+def test_rag_declares_list_and_delete() -> None:
+    assert {Capability.LIST, Capability.DELETE, Capability.PERSIST} <= RagMemory.capabilities
+
+
+# ----------------------------------------------------------------------------- dates
+def _dated_session() -> Session:
+    from datetime import datetime
+
+    may, june = datetime(2023, 5, 8, 13, 56), datetime(2023, 6, 1)
+    return Session(id="d1", messages=[
+        Message(role="user", content="I went hiking yesterday.", timestamp=may),
+        Message(role="assistant", content="Where did you go?", timestamp=may),
+        Message(role="user", content="To the Alps, and I am going again next week.", timestamp=june),
+    ])
+
+
+def test_turn_chunks_keep_timestamps_and_render_date_headers() -> None:
+    memory = create_backend("rag", {"embedder": "hashing"})
+    memory.ingest(_dated_session(), user_id="u")
+    result = memory.retrieve("hiking in the Alps", user_id="u", k=3)
+    assert result.items[0].source["timestamp"] == "2023-05-08T13:56:00"
+    assert result.context.splitlines() == [
+        "DATE: 8 May 2023, 13:56",
+        "user: I went hiking yesterday.",
+        "assistant: Where did you go?",
+        "DATE: 1 June 2023",
+        "user: To the Alps, and I am going again next week.",
+    ]
+
+
+@pytest.mark.parametrize("chunking", ["session", "window"])
+def test_transcript_chunks_carry_their_date(chunking: str) -> None:
+    config = RagConfig(embedder="hashing", chunking=chunking, window_tokens=12, window_overlap=2)
+    chunks = chunk_session(_dated_session(), 0, config)
+    assert all(c.text.startswith("DATE: ") for c in chunks)
+    assert chunks[0].text.startswith("DATE: 8 May 2023, 13:56\nuser: I went")
+    assert "DATE: 1 June 2023" in "\n".join(c.text for c in chunks)
+    assert chunks[0].source["turns"][0]["timestamp"] == "2023-05-08T13:56:00"
+    memory = create_backend("rag", {"embedder": "hashing", "chunking": chunking, "window_tokens": 12, "window_overlap": 2})
+    memory.ingest(_dated_session(), user_id="u")
+    assert memory.retrieve("hiking", user_id="u").context.startswith("DATE: ")
+
+
+# ----------------------------------------------------------------------------- the one embedder factory
+def test_the_embedder_comes_from_get_embedder_with_the_run_cache(tmp_path: Path) -> None:
+    from memlab.embedders import CachedEmbedder, get_embedder
+
+    memory = RagMemory({"embedder": "minilm"}, cache_dir=tmp_path / "cache")
+    assert memory.cache_dir == tmp_path / "cache"
+    assert isinstance(memory.embedder, CachedEmbedder)
+    assert memory.embedder is get_embedder("minilm", None, cache_dir=tmp_path / "cache")
+    memory.ingest(session("s1", ("user", "A sentence to cache.")), user_id="u")
+    assert (tmp_path / "cache" / "embeddings.sqlite").exists()
+
+
+def test_non_default_model_settings_never_bypass_the_factory(monkeypatch: pytest.MonkeyPatch) -> None:
+    import memlab_plugins.rag as rag_module
+
+    calls: list[tuple[Any, ...]] = []
+
+    def fake_get_embedder(kind: str, model: str | None = None, *, cache_dir: Any = None) -> Any:
+        calls.append((kind, model, cache_dir))
+        from memlab.embedders import HashingEmbedder
+
+        return HashingEmbedder()
+
+    monkeypatch.setattr(rag_module, "get_embedder", fake_get_embedder)
+    with pytest.raises(MemlabError, match="batch_size=8"):
+        RagMemory({"embedder": "minilm", "batch_size": 8})
+    RagMemory({"embedder": "minilm"}, cache_dir="/tmp/c")
+    assert calls == [("minilm", None, Path("/tmp/c"))]
+
+
+# ----------------------------------------------------------------------------- hybrid retrieval
+LEXICAL_FACTS = [
+    "We talked about the weather for a while.",
+    "My favourite band is Zorblatt Quartet, I saw them live.",
+    "Work was busy this week.",
+    "I bought new running shoes.",
+    "The Zorblatt concert tickets cost a lot.",
+    "Dinner was pasta again.",
+]
+
+
+def test_bm25_finds_rare_words_and_fuses_with_dense() -> None:
+    memory = create_backend("rag", {"embedder": "hashing", "lexical": "bm25"})
+    memory.ingest(session("s1", *[("user", f) for f in LEXICAL_FACTS]), user_id="u")
+    result = memory.retrieve("Which band is Zorblatt?", user_id="u", k=2)
+    assert {i.source["turn_index"] for i in result.items} == {1, 4}
+    best = max(result.items, key=lambda i: i.score)
+    assert best.source["turn_index"] == 1 and set(best.metadata["scores"]) == {"dense", "bm25"}
+    # RRF: each ranking contributes weight / (60 + rank).
+    assert best.score == pytest.approx(2 / 61)
+
+
+def test_bm25_follows_deletions_and_ingests() -> None:
+    memory = create_backend("rag", {"embedder": "hashing", "lexical": "bm25", "top_k": 1})
+    memory.ingest(session("s1", *[("user", f) for f in LEXICAL_FACTS]), user_id="u")
+    assert memory.retrieve("Zorblatt band", user_id="u").items[0].id == "s1#1"
+    memory.delete("s1#1", user_id="u")
+    assert memory.retrieve("Zorblatt band", user_id="u").items[0].id == "s1#4"
+    memory.ingest(session("s2", ("user", "Another Zorblatt band album came out.")), user_id="u")
+    assert memory.retrieve("Zorblatt band album", user_id="u").items[0].id == "s2#0"
+
+
+def test_neighbour_expansion_adds_the_turns_around_a_hit() -> None:
+    memory = create_backend("rag", {"embedder": "hashing", "lexical": "bm25", "neighbours": 1, "candidates": 1})
+    memory.ingest(session("s1", *[("user", f) for f in LEXICAL_FACTS]), user_id="u")
+    memory.ingest(session("s2", ("user", "Unrelated second session.")), user_id="u")
+    turns = [i.source.get("turn_index") for i in memory.retrieve("running shoes", user_id="u", k=3).items]
+    assert turns == [2, 3, 4]
+
+
+def test_the_weighted_fusion_and_its_settings_validate() -> None:
+    memory = create_backend("rag", {"embedder": "hashing", "lexical": "bm25", "fusion": "weighted", "lexical_weight": 0.5})
+    memory.ingest(session("s1", *[("user", f) for f in LEXICAL_FACTS]), user_id="u")
+    top = memory.retrieve("Zorblatt Quartet band", user_id="u", k=1).items[0]
+    assert top.source["turn_index"] == 1 and top.score == pytest.approx(1.5)  # best on both: 1 + 0.5
+    with pytest.raises(MemlabError):
+        RagMemory.parse_config({"lexical": "tfidf"})
+
+
+def test_memory_depends_only_on_turns_exactly_for_turn_chunking() -> None:
+    assert RagMemory.memory_depends_only_on_turns(RagConfig())
+    assert RagMemory.memory_depends_only_on_turns(RagConfig(lexical="bm25", neighbours=2))
+    assert not RagMemory.memory_depends_only_on_turns(RagConfig(chunking="session"))
+    assert not RagMemory.memory_depends_only_on_turns(RagConfig(chunking="window"))
+    # And it is true: the same turns ingested in parts or at once give the same retrieval.
+    config = {"embedder": "hashing", "lexical": "bm25", "neighbours": 1}
+    whole, parts = create_backend("rag", config), create_backend("rag", config)
+    whole.ingest(session("s1", *[("user", f) for f in LEXICAL_FACTS]), user_id="u")
+    for f in LEXICAL_FACTS:
+        parts.ingest(session("s1", ("user", f)), user_id="u")
+    for query in ("Zorblatt", "running shoes", "pasta dinner", "weather"):
+        a, b = whole.retrieve(query, user_id="u", k=3), parts.retrieve(query, user_id="u", k=3)
+        assert [(i.id, i.score) for i in a.items] == [(i.id, i.score) for i in b.items]
