@@ -74,15 +74,18 @@ class RagConfig(BackendConfig):
     weights: HybridWeights = Field(default_factory=HybridWeights, description="hybrid scoring weights")
     candidates: int = Field(default=100, ge=1, description="candidates per ranking that re-ranking and fusion see")
     lexical: Literal["none", "bm25"] = Field(
-        default="none", description="bm25: fuse BM25 over the chunks with the semantic ranking (LLM-free hybrid)"
+        default="bm25", description="bm25: fuse BM25 over the chunks with the semantic ranking (LLM-free hybrid)"
     )
     fusion: Literal["rrf", "weighted"] = Field(
-        default="rrf", description="rrf = reciprocal rank fusion; weighted = sum of min-max normalised scores"
+        default="weighted", description="rrf = reciprocal rank fusion; weighted = sum of min-max normalised scores"
     )
     rrf_k: int = Field(default=60, ge=1, description="RRF constant: score = sum of weight / (rrf_k + rank)")
-    lexical_weight: float = Field(default=1.0, ge=0, description="weight of the BM25 ranking (the semantic one weighs 1)")
-    bm25_k1: float = Field(default=1.5, ge=0, description="BM25 term-frequency saturation")
-    bm25_b: float = Field(default=0.75, ge=0, le=1, description="BM25 length normalisation")
+    lexical_weight: float = Field(default=1.25, ge=0, description="weight of the BM25 ranking in the fusion")
+    semantic_weight: float = Field(
+        default=1.0, ge=0, description="weight of the embedding ranking in the fusion (0 with bm25 = BM25 alone)"
+    )
+    bm25_k1: float = Field(default=0.9, ge=0, description="BM25 term-frequency saturation")
+    bm25_b: float = Field(default=0.4, ge=0, le=1, description="BM25 length normalisation")
     neighbours: int = Field(default=0, ge=0, description="expand each hit with this many chunks before/after it in its session")
     neighbour_weight: float = Field(default=0.5, ge=0, le=1, description="a neighbour's score as a share of its hit's")
     index: Literal["flat", "hnsw"] = Field(default="flat", description="exact IndexFlatIP, or HNSW for large histories")
@@ -119,6 +122,8 @@ class RagConfig(BackendConfig):
             raise ValueError("roles must name at least one role")
         if self.window_overlap >= self.window_tokens:
             raise ValueError(f"window_overlap ({self.window_overlap}) must be below window_tokens ({self.window_tokens})")
+        if self.semantic_weight == 0 and (self.lexical == "none" or self.lexical_weight == 0):
+            raise ValueError("semantic_weight 0 needs lexical 'bm25' with a lexical_weight above 0: nothing would rank")
         if self.scoring != "dense" and self.embedder != "bge-m3":
             raise ValueError(
                 f"scoring={self.scoring!r} needs BGE-M3's sparse and ColBERT heads: set embedder to 'bge-m3' "
@@ -341,9 +346,12 @@ class RagMemory(Memory):
             semantic, parts = self._rerank(store, query, k)
             return [(i, self._item(store, i, s, parts)) for i, s in semantic]
         pool = max(c.candidates, k)
-        if c.scoring == "dense":
+        parts: dict[int, dict[str, float]]
+        if c.semantic_weight == 0:
+            semantic, parts = [], {}  # BM25 alone: no query embedding needed
+        elif c.scoring == "dense":
             semantic = store.search(self.embedder.embed([query], query=True)[0], pool)
-            parts: dict[int, dict[str, float]] = {i: {"dense": s} for i, s in semantic}
+            parts = {i: {"dense": s} for i, s in semantic}
         else:
             semantic, parts = self._rerank(store, query, pool)
         if c.lexical == "bm25":
@@ -351,7 +359,7 @@ class RagMemory(Memory):
             for i, s in lexical:
                 parts.setdefault(i, {})["bm25"] = s
             rankings = {"semantic": semantic, "bm25": lexical}
-            weights = {"semantic": 1.0, "bm25": c.lexical_weight}
+            weights = {"semantic": c.semantic_weight, "bm25": c.lexical_weight}
             fused = reciprocal_rank_fusion(rankings, weights, c.rrf_k) if c.fusion == "rrf" else weighted_fusion(rankings, weights)
         else:
             fused = dict(semantic)

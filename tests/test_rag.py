@@ -35,7 +35,8 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def m3_config(tiny_dir: Path, **extra: Any) -> dict[str, Any]:
-    return {"embedder": "bge-m3", "model": str(tiny_dir), **extra}
+    """BGE-M3's own scorings alone (no BM25 fusion), unless a test asks for it."""
+    return {"embedder": "bge-m3", "model": str(tiny_dir), "lexical": "none", **extra}
 
 
 def facts_session(sid: str = "s1") -> Session:
@@ -662,7 +663,7 @@ LEXICAL_FACTS = [
 
 
 def test_bm25_finds_rare_words_and_fuses_with_dense() -> None:
-    memory = create_backend("rag", {"embedder": "hashing", "lexical": "bm25"})
+    memory = create_backend("rag", {"embedder": "hashing", "lexical": "bm25", "fusion": "rrf", "lexical_weight": 1})
     memory.ingest(session("s1", *[("user", f) for f in LEXICAL_FACTS]), user_id="u")
     result = memory.retrieve("Which band is Zorblatt?", user_id="u", k=2)
     assert {i.source["turn_index"] for i in result.items} == {1, 4}
@@ -697,6 +698,19 @@ def test_the_weighted_fusion_and_its_settings_validate() -> None:
     assert top.source["turn_index"] == 1 and top.score == pytest.approx(1.5)  # best on both: 1 + 0.5
     with pytest.raises(MemlabError):
         RagMemory.parse_config({"lexical": "tfidf"})
+
+
+def test_bm25_fuses_with_bge_m3_dense_and_reranked_rankings(tiny_dir: Path) -> None:
+    for scoring in ("dense", "hybrid"):
+        memory = create_backend("rag", m3_config(tiny_dir, scoring=scoring, lexical="bm25"))
+        memory.ingest(session("s1", *[("user", f) for f in LEXICAL_FACTS]), user_id="u")
+        best = max(memory.retrieve("Zorblatt Quartet band", user_id="u", k=3).items, key=lambda i: i.score)
+        assert best.source["turn_index"] == 1 and {"dense", "bm25"} <= set(best.metadata["scores"])
+
+
+def test_the_default_is_the_tuned_hybrid() -> None:
+    config = RagConfig()
+    assert (config.lexical, config.fusion, config.lexical_weight, config.neighbours) == ("bm25", "weighted", 1.25, 0)
 
 
 def test_memory_depends_only_on_turns_exactly_for_turn_chunking() -> None:
