@@ -15,6 +15,11 @@ answer is generated: the reader registered here only lets the runner retrieve.
 the memlab command line. A backend that cannot be created (not installed, needs a missing model or
 key) is listed as unavailable with the reason, never dropped. A backend whose items do not say which
 turns they came from is shown as "cannot say". Re-running resumes; ``--fresh`` starts over.
+
+The rag backend runs as three rows (``--rag-modes``): ``rag-dense`` (embeddings only,
+``lexical: none``), ``rag-bm25`` (BM25 alone: ``lexical: bm25, semantic_weight: 0``) and ``rag``
+(the hybrid, rag's default: ``lexical: bm25``, the two rankings fused). ``--rag.*`` settings apply
+to all three, under the mode's own.
 """
 
 from __future__ import annotations
@@ -165,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         for mode in [m.strip() for m in args.rag_modes.split(",") if m.strip()]:
             if mode not in RAG_MODES:
                 raise SystemExit(f"unknown rag mode {mode!r}: choose from {', '.join(RAG_MODES)}")
-            specs.append(BackendSpec(name="rag", label=f"rag-{mode}", config={**configs.get("rag", {}), **RAG_MODES[mode]}))
+            label = "rag" if mode == "hybrid" else f"rag-{mode}"  # the hybrid is rag's default
+            specs.append(BackendSpec(name="rag", label=label, config={**configs.get("rag", {}), **RAG_MODES[mode]}))
     unavailable = {}
     for spec in specs:
         reason = check_backend(spec.name, spec.config)
