@@ -262,6 +262,7 @@ class RagMemory(Memory):
         self._stores: dict[str, ChunkStore] = {}
         self._lexical: dict[str, BM25Index] = {}
         self._stores_lock = threading.Lock()
+        self._ingest_locks: dict[str, threading.Lock] = {}  # per user: turn numbering stays gap-free
         if self.data_dir is not None:
             # A user reset interrupted by a crash leaves a renamed folder: finish deleting it.
             for trash in self.data_dir.glob(".user-*.deleted"):
@@ -312,6 +313,14 @@ class RagMemory(Memory):
         return store.sessions.get(session_id, 0) if store is not None else 0
 
     # ------------------------------------------------------------------ Memory
+    def ingest(self, session, *, user_id):  # type: ignore[no-untyped-def,override]
+        """One ingest per user at a time (numbering a session's turns is read-then-write);
+        other users' ingests and every search proceed meanwhile."""
+        with self._stores_lock:
+            lock = self._ingest_locks.setdefault(user_id, threading.Lock())
+        with lock:
+            return super().ingest(session, user_id=user_id)
+
     def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
         store = self._store(user_id, create=True)
         assert store is not None

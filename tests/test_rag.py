@@ -727,3 +727,19 @@ def test_memory_depends_only_on_turns_exactly_for_turn_chunking() -> None:
     for query in ("Zorblatt", "running shoes", "pasta dinner", "weather"):
         a, b = whole.retrieve(query, user_id="u", k=3), parts.retrieve(query, user_id="u", k=3)
         assert [(i.id, i.score) for i in a.items] == [(i.id, i.score) for i in b.items]
+
+
+def test_concurrent_ingests_of_one_session_get_unique_turns(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+
+    def add(i: int) -> int:
+        return memory.ingest(session("chat", ("user", f"Parallel message {i}.")), user_id="u").first_turn
+
+    with ThreadPoolExecutor(8) as pool:
+        firsts = list(pool.map(add, range(40)))
+    assert sorted(firsts) == list(range(40))
+    items = memory.list_memories(user_id="u")
+    assert sorted(i.source["turn_index"] for i in items) == list(range(40))
+    memory.close()
