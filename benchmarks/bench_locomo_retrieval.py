@@ -6,13 +6,20 @@ to turns and compared with the turns LoCoMo annotates as evidence (``memlab.eval
 answer is generated: the reader registered here only lets the runner retrieve.
 
     python benchmarks/bench_locomo_retrieval.py                       # dev file, four backends
+    python benchmarks/bench_locomo_retrieval.py --backends rag        # rag's dense, BM25 and hybrid only
     python benchmarks/bench_locomo_retrieval.py --backends rag --rag.embedder hashing
+    python benchmarks/bench_locomo_retrieval.py --backends rag --rag.neighbours 1 --rag-modes hybrid
     python benchmarks/bench_locomo_retrieval.py --data locomo10.json --out runs/locomo-full
 
 ``--<backend>.<key> VALUE`` sets a backend config key (VALUE parsed as JSON when it parses), as on
 the memlab command line. A backend that cannot be created (not installed, needs a missing model or
 key) is listed as unavailable with the reason, never dropped. A backend whose items do not say which
 turns they came from is shown as "cannot say". Re-running resumes; ``--fresh`` starts over.
+
+The rag backend runs as three rows (``--rag-modes``): ``rag-dense`` (embeddings only,
+``lexical: none``), ``rag-bm25`` (BM25 alone: ``lexical: bm25, semantic_weight: 0``) and ``rag``
+(the hybrid, rag's default: ``lexical: bm25``, the two rankings fused). ``--rag.*`` settings apply
+to all three, under the mode's own.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from memlab.datasets.locomo import CATEGORIES  # noqa: E402
 from memlab.readers.base import Reader  # noqa: E402
 from memlab.registry import backends, readers  # noqa: E402
 from memlab.results import Prediction, read_predictions  # noqa: E402
+from memlab.runner import BackendSpec  # noqa: E402
 from memlab.types import Answer, Question, Retrieval  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,6 +49,11 @@ DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo10-dev.json"
 DEFAULT_BACKENDS = ("rag", "full_context", "mem0", "profile")
 ORDER = [CATEGORIES[c] for c in sorted(CATEGORIES)]
 COLUMNS = ("recall@5", "recall@10", "mrr")
+RAG_MODES: dict[str, dict[str, Any]] = {
+    "dense": {"lexical": "none"},
+    "bm25": {"lexical": "bm25", "semantic_weight": 0},
+    "hybrid": {"lexical": "bm25"},
+}
 
 
 class RetrievalOnlyReader(Reader):
@@ -69,6 +82,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, dict[str, dict[str,
     parser.add_argument("--json", dest="json_out", help="also write the table as JSON here")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--contexts", help="only these conversations (comma-separated sample ids)")
+    parser.add_argument("--rag-modes", default=",".join(RAG_MODES),
+                        help=f"rag rows to run, comma-separated from {', '.join(RAG_MODES)}")
     args, rest = parser.parse_known_args(argv)
     configs: dict[str, dict[str, Any]] = defaultdict(dict)
     i = 0
@@ -139,7 +154,7 @@ def render(results: dict[str, dict[str, dict[str, float]]], unavailable: dict[st
 
 def main(argv: list[str] | None = None) -> int:
     args, configs = parse_args(sys.argv[1:] if argv is None else argv)
-    from memlab.runner import BackendSpec, ReaderSpec, RunConfig, run
+    from memlab.runner import ReaderSpec, RunConfig, run
 
     if RetrievalOnlyReader.name not in readers.names():
         readers.register(RetrievalOnlyReader.name, RetrievalOnlyReader)
@@ -147,12 +162,22 @@ def main(argv: list[str] | None = None) -> int:
     unknown_config = sorted(set(configs) - set(names))
     if unknown_config:
         raise SystemExit(f"config given for backend(s) not in --backends: {unknown_config}")
-    unavailable = {}
+    specs: list[BackendSpec] = []
     for name in names:
-        reason = check_backend(name, configs.get(name, {}))
+        if name != "rag":
+            specs.append(BackendSpec(name=name, config=configs.get(name, {})))
+            continue
+        for mode in [m.strip() for m in args.rag_modes.split(",") if m.strip()]:
+            if mode not in RAG_MODES:
+                raise SystemExit(f"unknown rag mode {mode!r}: choose from {', '.join(RAG_MODES)}")
+            label = "rag" if mode == "hybrid" else f"rag-{mode}"  # the hybrid is rag's default
+            specs.append(BackendSpec(name="rag", label=label, config={**configs.get("rag", {}), **RAG_MODES[mode]}))
+    unavailable = {}
+    for spec in specs:
+        reason = check_backend(spec.name, spec.config)
         if reason:
-            unavailable[name] = reason
-    available = [n for n in names if n not in unavailable]
+            unavailable[spec.display] = reason
+    available = [s for s in specs if s.display not in unavailable]
     out = Path(args.out)
     if args.fresh and out.exists():
         shutil.rmtree(out)
@@ -160,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     if available:
         config = RunConfig(
             dataset=f"locomo:{args.data}",
-            backends=[BackendSpec(name=n, config=configs.get(n, {})) for n in available],
+            backends=available,
             reader=ReaderSpec(name=RetrievalOnlyReader.name),
             out=out,
             controls=False,
@@ -171,8 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         failed = summary.failed_jobs
         print(f"dataset: {summary.dataset.get('source')} ({summary.dataset.get('histories')} conversations, "
               f"{summary.dataset.get('questions')} questions, {summary.dataset.get('issues')} data issues)")
-    results = table([p for p in read_predictions(out) if p.backend in available])
-    print(render(results, unavailable, failed, names))
+    shown = {s.display for s in available}
+    results = table([p for p in read_predictions(out) if p.backend in shown])
+    print(render(results, unavailable, failed, [s.display for s in specs]))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({"results": results, "unavailable": unavailable,
                                                    "failed_jobs": failed}, indent=2), encoding="utf-8")

@@ -68,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top-k", type=int, default=10, help="retrieved items per question (default: %(default)s)")
     parser.add_argument("--candidates", type=int, default=100, help="dense candidates re-ranked (default: %(default)s)")
     parser.add_argument("--chunking", default="turn", choices=["turn", "session", "window"])
+    parser.add_argument("--lexical", default="none", choices=["none", "bm25"],
+                        help="fuse BM25 with each mode (rag's default is bm25; none compares BGE-M3's scorings alone)")
     parser.add_argument("--device", default="cpu", help="cpu (fp32) or e.g. cuda:0 (fp16)")
     parser.add_argument("--reader", default="embedding", help="reader plugin answering the questions (default: %(default)s)")
     parser.add_argument("--window", type=int, default=2, help="ref-hit tolerance in messages (default: %(default)s)")
@@ -109,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             label=f"rag-{mode}",
             config={
                 "embedder": embedder, "model": model, "scoring": mode, "candidates": args.candidates,
-                "top_k": args.top_k, "chunking": args.chunking, "device": args.device,
+                "top_k": args.top_k, "chunking": args.chunking, "device": args.device, "lexical": args.lexical,
             },
         )
         for mode in modes

@@ -1,19 +1,28 @@
 """Retrieval-augmented memory: chunks of the history in a FAISS index, top-k for a query.
 
 The default is plain dense RAG: one chunk per turn, embedded with the packaged MiniLM, exact
-inner-product search. With ``embedder: bge-m3`` the backend can score the way the BGE-M3 paper
-does (Chen et al., 2024): FAISS finds ``candidates`` dense neighbours, which are re-ranked by the
-sparse lexical score, the ColBERT late-interaction score, or the paper's weighted sum of all
-three (``hybrid``; weights 1 / 0.3 / 1 as in the paper, configurable). This mirrors how BGE-M3 is
-used in practice: dense recall first, multi-signal re-ranking of a short list.
+inner-product search. Two independent additions:
+
+- ``lexical: bm25`` fuses the semantic ranking with BM25 over the same chunks (``bm25s``) by
+  reciprocal rank fusion (or a weighted sum of normalised scores), optionally expanding each hit
+  with its neighbouring turns (``neighbours``). LLM-free; works with every embedder.
+- With ``embedder: bge-m3`` the semantic ranking can score the way the BGE-M3 paper does (Chen et
+  al., 2024): FAISS finds ``candidates`` dense neighbours, which are re-ranked by the sparse
+  lexical score, the ColBERT late-interaction score, or the paper's weighted sum of all three
+  (``hybrid``; weights 1 / 0.3 / 1 as in the paper, configurable).
 
 Each user has an own store (chunks + index), so one user's query can never score another user's
 turns. Items come back in conversation order (oldest first), each with its score and its source
-turn(s). With a data directory the stores persist (see ``memlab_plugins.rag_index``).
+turn(s) (``memlab.memory.turn_source``, dates included); contexts are rendered by
+``render_turns``, so turn chunks get ``DATE:`` headers and transcript chunks start with their
+``DATE:`` line. With a data directory the stores persist (``memlab_plugins.rag_store``: one
+snapshot and one append-only log per user, compacted) and the directory is locked for this process.
 """
 
 from __future__ import annotations
 
+import inspect
+import shutil
 import threading
 from typing import Any, Literal
 
@@ -21,14 +30,18 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memlab.embedders import CachedEmbedder, Embedder, get_embedder
-from memlab.errors import MemlabError
-from memlab.memory import BackendConfig, Capability, Memory, render_turns
+from memlab.errors import ConfigurationError, MemlabError, NotFoundError
+from memlab.locks import DirectoryLock
+from memlab.memory import BackendConfig, Capability, Memory, format_date, render_turns, turn_source
 from memlab.tokens import token_spans
-from memlab.types import MemoryItem, Retrieval, Session
-from memlab_plugins.rag_index import ChunkStore, IndexSpec, remove_store
+from memlab.types import MemoryItem, Message, Retrieval, Session
+from memlab_plugins.rag_index import ChunkStore, IndexSpec
+from memlab_plugins.rag_lexical import BM25Index, reciprocal_rank_fusion, top, weighted_fusion
+from memlab_plugins.rag_store import FileChunkStorage, remove_directory
 
 RoleName = Literal["user", "assistant", "system"]
 ALL_ROLES: list[RoleName] = ["user", "assistant", "system"]
+LOCK_PURPOSE = "memlab rag backend"
 
 
 class HybridWeights(BaseModel):
@@ -59,7 +72,22 @@ class RagConfig(BackendConfig):
         default="dense", description="dense = FAISS only; the others re-rank the dense candidates (bge-m3 only)"
     )
     weights: HybridWeights = Field(default_factory=HybridWeights, description="hybrid scoring weights")
-    candidates: int = Field(default=100, ge=1, description="dense candidates re-ranked by sparse/colbert/hybrid")
+    candidates: int = Field(default=100, ge=1, description="candidates per ranking that re-ranking and fusion see")
+    lexical: Literal["none", "bm25"] = Field(
+        default="bm25", description="bm25: fuse BM25 over the chunks with the semantic ranking (LLM-free hybrid)"
+    )
+    fusion: Literal["rrf", "weighted"] = Field(
+        default="weighted", description="rrf = reciprocal rank fusion; weighted = sum of min-max normalised scores"
+    )
+    rrf_k: int = Field(default=60, ge=1, description="RRF constant: score = sum of weight / (rrf_k + rank)")
+    lexical_weight: float = Field(default=1.25, ge=0, description="weight of the BM25 ranking in the fusion")
+    semantic_weight: float = Field(
+        default=1.0, ge=0, description="weight of the embedding ranking in the fusion (0 with bm25 = BM25 alone)"
+    )
+    bm25_k1: float = Field(default=0.9, ge=0, description="BM25 term-frequency saturation")
+    bm25_b: float = Field(default=0.4, ge=0, le=1, description="BM25 length normalisation")
+    neighbours: int = Field(default=0, ge=0, description="expand each hit with this many chunks before/after it in its session")
+    neighbour_weight: float = Field(default=0.5, ge=0, le=1, description="a neighbour's score as a share of its hit's")
     index: Literal["flat", "hnsw"] = Field(default="flat", description="exact IndexFlatIP, or HNSW for large histories")
     hnsw_m: int = Field(default=32, ge=4, description="HNSW graph degree")
     hnsw_ef_construction: int = Field(default=200, ge=8, description="HNSW build-time search width")
@@ -94,6 +122,8 @@ class RagConfig(BackendConfig):
             raise ValueError("roles must name at least one role")
         if self.window_overlap >= self.window_tokens:
             raise ValueError(f"window_overlap ({self.window_overlap}) must be below window_tokens ({self.window_tokens})")
+        if self.semantic_weight == 0 and (self.lexical == "none" or self.lexical_weight == 0):
+            raise ValueError("semantic_weight 0 needs lexical 'bm25' with a lexical_weight above 0: nothing would rank")
         if self.scoring != "dense" and self.embedder != "bge-m3":
             raise ValueError(
                 f"scoring={self.scoring!r} needs BGE-M3's sparse and ColBERT heads: set embedder to 'bge-m3' "
@@ -110,16 +140,21 @@ class RagConfig(BackendConfig):
             return self.weights.sparse > 0, self.weights.colbert > 0
         return self.scoring == "sparse", self.scoring == "colbert"
 
+    def embedder_options(self) -> dict[str, Any]:
+        """Model settings that differ from the defaults (device, batch size, max length)."""
+        defaults = type(self).model_fields
+        return {k: getattr(self, k) for k in ("device", "batch_size", "max_length") if getattr(self, k) != defaults[k].default}
+
 
 # ----------------------------------------------------------------------------- chunking
-def _turn_source(session_id: str, turn: int, role: str) -> dict[str, Any]:
-    return {"session_id": session_id, "turn_index": turn, "role": role}
+def _date_line(message: Message) -> str | None:
+    return f"DATE: {format_date(message.timestamp)}" if message.timestamp is not None else None
 
 
 def chunk_session(session: Session, first_turn: int, config: RagConfig) -> list[MemoryItem]:
-    """Split one ingested session (part) into chunks; each keeps its session, turn(s) and role."""
+    """Split one ingested session (part) into chunks; each keeps its session, turn(s), role and date."""
     turns = [
-        (first_turn + i, m.role, m.content)
+        (first_turn + i, m)
         for i, m in enumerate(session.messages)
         if m.role in config.roles and m.content.strip()
     ]
@@ -127,21 +162,26 @@ def chunk_session(session: Session, first_turn: int, config: RagConfig) -> list[
         return []
     if config.chunking == "turn":
         return [
-            MemoryItem(id=f"{session.id}#{turn}", text=text[: config.max_chunk_chars], source=_turn_source(session.id, turn, role))
-            for turn, role, text in turns
+            MemoryItem(id=f"{session.id}#{turn}", text=m.content[: config.max_chunk_chars], source=turn_source(session, turn, m))
+            for turn, m in turns
         ]
-    # Session and window chunks are transcripts, "role: text" per line; render_turns prints them as is.
-    lines = [f"{role}: {text}" for _, role, text in turns]
+    # Session and window chunks are transcripts, "role: text" per line. A session chunk has a
+    # "DATE: ..." line wherever the date changes (render_turns' format); a window starts with the
+    # date of its first turn. render_turns prints them as they are.
+    sources = [turn_source(session, t, m) for t, m in turns]
+    if config.chunking == "session":
+        lines: list[str] = []
+        last_date: str | None = None
+        for _, m in turns:
+            date = _date_line(m)
+            if date is not None and date != last_date:
+                lines.append(date)
+                last_date = date
+            lines.append(f"{m.role}: {m.content}")
+        return [MemoryItem(id=f"{session.id}@{first_turn}", text="\n".join(lines), source={"session_id": session.id, "turns": sources})]
+    lines = [f"{m.role}: {m.content}" for _, m in turns]
     transcript = "\n".join(lines)
     line_starts = np.cumsum([0] + [len(line) + 1 for line in lines[:-1]])
-    if config.chunking == "session":
-        return [
-            MemoryItem(
-                id=f"{session.id}@{first_turn}",
-                text=transcript,
-                source={"session_id": session.id, "turns": [_turn_source(session.id, t, r) for t, r, _ in turns]},
-            )
-        ]
     spans = token_spans(transcript)
     stride = config.window_tokens - config.window_overlap
     chunks = []
@@ -150,53 +190,16 @@ def chunk_session(session: Session, first_turn: int, config: RagConfig) -> list[
         lo, hi = window[0][0], window[-1][1]
         first = int(np.searchsorted(line_starts, lo, side="right")) - 1
         last = int(np.searchsorted(line_starts, hi - 1, side="right")) - 1
+        date = _date_line(turns[first][1])
+        text = transcript[lo:hi] if date is None else f"{date}\n{transcript[lo:hi]}"
         chunks.append(
-            MemoryItem(
-                id=f"{session.id}@{first_turn}w{number}",
-                text=transcript[lo:hi],
-                source={
-                    "session_id": session.id,
-                    "turns": [_turn_source(session.id, t, r) for t, r, _ in turns[first : last + 1]],
-                },
-            )
+            MemoryItem(id=f"{session.id}@{first_turn}w{number}", text=text,
+                       source={"session_id": session.id, "turns": sources[first : last + 1]})
         )
     return chunks
 
 
 # ----------------------------------------------------------------------------- embedders
-_own_embedders: dict[tuple[Any, ...], Embedder] = {}
-_own_lock = threading.Lock()
-
-
-def _make_embedder(config: RagConfig) -> Embedder:
-    """The shared embedder for the config; non-default device/batch settings get an own instance."""
-    defaults = RagConfig.model_fields
-    plain = all(getattr(config, k) == defaults[k].default for k in ("device", "batch_size", "max_length"))
-    if plain or config.embedder == "hashing":
-        return get_embedder(config.embedder, config.model)
-    key = (config.embedder, config.model, config.device, config.batch_size, config.max_length)
-    with _own_lock:
-        if key not in _own_embedders:
-            if config.embedder == "bge-m3":
-                from memlab.embedders.bge_m3 import DEFAULT_MODEL, BGEM3Embedder
-
-                _own_embedders[key] = BGEM3Embedder(
-                    config.model or DEFAULT_MODEL,
-                    device=config.device,
-                    batch_size=config.batch_size,
-                    max_length=config.max_length,
-                )
-            elif config.embedder in ("minilm", "sentence-transformers"):
-                from memlab.embedders.sentence_transformer import SentenceTransformerEmbedder
-
-                _own_embedders[key] = SentenceTransformerEmbedder(
-                    config.model or "minilm", device=config.device, batch_size=config.batch_size
-                )
-            else:
-                return get_embedder(config.embedder, config.model)  # unknown kinds get its error
-        return _own_embedders[key]
-
-
 def _m3_of(embedder: Embedder) -> Any:
     """The BGE-M3 model behind an embedder (unwrapping the cache), or None."""
     from memlab.embedders.bge_m3 import BGEM3Embedder
@@ -205,27 +208,65 @@ def _m3_of(embedder: Embedder) -> Any:
     return inner if isinstance(inner, BGEM3Embedder) else None
 
 
+def _shared_embedder(config: RagConfig, cache_dir: Any) -> Embedder:
+    """The process's shared embedder for the config, through the one factory (and the run's cache)."""
+    options = config.embedder_options()
+    if options and config.embedder != "hashing":
+        accepted = inspect.signature(get_embedder).parameters
+        unsupported = [k for k in options if k not in accepted]
+        if unsupported:
+            raise ConfigurationError(
+                f"rag settings {', '.join(f'{k}={options[k]!r}' for k in unsupported)} need an embedder "
+                "factory that takes them (memlab.embedders.get_embedder does not in this version); "
+                "leave them at their defaults"
+            )
+        return get_embedder(config.embedder, config.model, cache_dir=cache_dir, **options)
+    return get_embedder(config.embedder, config.model, cache_dir=cache_dir)
+
+
 # ----------------------------------------------------------------------------- the backend
 class RagMemory(Memory):
     name = "rag"
     description = (
-        "RAG: turn/session/window chunks in a FAISS index (flat or HNSW); dense top-k, or BGE-M3 "
-        "sparse/ColBERT/hybrid re-ranking of the dense candidates."
+        "RAG: turn/session/window chunks in a FAISS index (flat or HNSW); dense top-k, BM25 fused by "
+        "reciprocal rank fusion, or BGE-M3 sparse/ColBERT/hybrid re-ranking of the dense candidates."
     )
     Config = RagConfig
-    capabilities = frozenset({Capability.PERSIST})
+    capabilities = frozenset({Capability.PERSIST, Capability.LIST, Capability.DELETE})
     config: RagConfig
 
-    def __init__(self, config=None, *, data_dir=None, embedder: Embedder | None = None) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(config, data_dir=data_dir)
-        self.embedder = embedder or _make_embedder(self.config)
-        self._needs_sparse, self._needs_colbert = self.config.outputs()
-        self._m3 = _m3_of(self.embedder)
-        if (self._needs_sparse or self._needs_colbert) and self._m3 is None:
-            raise MemlabError(
-                f"rag scoring={self.config.scoring!r} needs a BGE-M3 embedder, got {self.embedder.name!r}"
-            )
+    @classmethod
+    def memory_depends_only_on_turns(cls, config: BackendConfig) -> bool:
+        # Turn chunks are one per stored turn; BM25 statistics are over that set of chunks, and
+        # neighbours are turns of the same session by turn order, so ingest partition cannot matter.
+        # Session and window chunks are cut per ingest call.
+        return cls.parse_config(config).chunking == "turn"  # type: ignore[attr-defined]
+
+    def __init__(self, config=None, *, data_dir=None, cache_dir=None, embedder: Embedder | None = None) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(config, data_dir=data_dir, cache_dir=cache_dir)
+        self._lock: DirectoryLock | None = None
+        if self.data_dir is not None:
+            # One process per data directory: a second one would interleave appends and compactions.
+            self._lock = DirectoryLock(self.data_dir, purpose=LOCK_PURPOSE).acquire()
+        try:
+            self.embedder = embedder or _shared_embedder(self.config, self.cache_dir)
+            self._needs_sparse, self._needs_colbert = self.config.outputs()
+            self._m3 = _m3_of(self.embedder)
+            if (self._needs_sparse or self._needs_colbert) and self._m3 is None:
+                raise MemlabError(
+                    f"rag scoring={self.config.scoring!r} needs a BGE-M3 embedder, got {self.embedder.name!r}"
+                )
+        except BaseException:
+            self.close()
+            raise
         self._stores: dict[str, ChunkStore] = {}
+        self._lexical: dict[str, BM25Index] = {}
+        self._stores_lock = threading.Lock()
+        self._ingest_locks: dict[str, threading.Lock] = {}  # per user: turn numbering stays gap-free
+        if self.data_dir is not None:
+            # A user reset interrupted by a crash leaves a renamed folder: finish deleting it.
+            for trash in self.data_dir.glob(".user-*.deleted"):
+                shutil.rmtree(trash, ignore_errors=True)
 
     # ------------------------------------------------------------------ stores
     def _signature(self) -> dict[str, Any]:
@@ -239,16 +280,21 @@ class RagMemory(Memory):
             chunking["max_length"] = c.max_length
         return {"embedder": self.embedder.name, **chunking}
 
+    def _user_dir(self, user_id: str):  # type: ignore[no-untyped-def]
+        return self.data_dir / f"user-{user_id}" if self.data_dir is not None else None
+
     def _store(self, user_id: str, *, create: bool) -> ChunkStore | None:
-        store = self._stores.get(user_id)
-        if store is None:
-            directory = self.data_dir / f"user-{user_id}" if self.data_dir is not None else None
-            if not create and (directory is None or not directory.exists()):
-                return None
-            store = ChunkStore(self.embedder.dim, self.config.index_spec(), self._signature(), directory)
-            self._complete(store)
-            self._stores[user_id] = store
-        return store
+        with self._stores_lock:
+            store = self._stores.get(user_id)
+            if store is None:
+                directory = self._user_dir(user_id)
+                if not create and (directory is None or not directory.exists()):
+                    return None
+                storage = FileChunkStorage(directory, self._signature(), self.embedder.dim) if directory is not None else None
+                store = ChunkStore(self.embedder.dim, self.config.index_spec(), storage)
+                self._complete(store)
+                self._stores[user_id] = store
+            return store
 
     def _complete(self, store: ChunkStore) -> None:
         """Compute sparse/ColBERT outputs that a store saved under another scoring lacks."""
@@ -267,6 +313,14 @@ class RagMemory(Memory):
         return store.sessions.get(session_id, 0) if store is not None else 0
 
     # ------------------------------------------------------------------ Memory
+    def ingest(self, session, *, user_id):  # type: ignore[no-untyped-def,override]
+        """One ingest per user at a time (numbering a session's turns is read-then-write);
+        other users' ingests and every search proceed meanwhile."""
+        with self._stores_lock:
+            lock = self._ingest_locks.setdefault(user_id, threading.Lock())
+        with lock:
+            return super().ingest(session, user_id=user_id)
+
     def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
         store = self._store(user_id, create=True)
         assert store is not None
@@ -279,38 +333,77 @@ class RagMemory(Memory):
         else:
             dense = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), np.float32)
             sparse = colbert = None
-        previous = store.sessions.get(session.id)
-        store.sessions[session.id] = first_turn + len(session.messages)  # add() writes it to the manifest
-        try:
-            store.add(chunks, dense, sparse, colbert)
-        except BaseException:
-            if previous is None:
-                store.sessions.pop(session.id, None)
-            else:
-                store.sessions[session.id] = previous
-            if store.directory is not None:
-                # The save failed part-way: the manifest on disk is the truth, reopen from it on next use.
-                self._stores.pop(user_id, None)
-            raise
+        # One durable append carries the chunks and the session's new turn count together.
+        store.add(chunks, dense, sparse, colbert, sessions={session.id: first_turn + len(session.messages)})
 
     def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
         store = self._store(user_id, create=False)
         if store is None or not len(store) or not query.strip():
             return Retrieval()
-        if self.config.scoring == "dense":
-            hits = store.search(self.embedder.embed([query], query=True)[0], k)
-            found = [(i, store.chunks[i].model_copy(update={"score": s})) for i, s in hits]
-        else:
-            found = self._rerank(store, query, k)
+        with store.lock:
+            found = self._ranked(store, user_id, query, k)
         found.sort(key=lambda pair: pair[0])  # store order is conversation order
         items = [item for _, item in found]
         return Retrieval(items=items, context=render_turns(items))
 
-    def _rerank(self, store: ChunkStore, query: str, k: int) -> list[tuple[int, MemoryItem]]:
+    def _ranked(self, store: ChunkStore, user_id: str, query: str, k: int) -> list[tuple[int, MemoryItem]]:
+        c = self.config
+        if c.lexical == "none" and c.neighbours == 0:
+            if c.scoring == "dense":
+                hits = store.search(self.embedder.embed([query], query=True)[0], k)
+                return [(i, store.chunks[i].model_copy(update={"score": s})) for i, s in hits]
+            semantic, parts = self._rerank(store, query, k)
+            return [(i, self._item(store, i, s, parts)) for i, s in semantic]
+        pool = max(c.candidates, k)
+        parts: dict[int, dict[str, float]]
+        if c.semantic_weight == 0:
+            semantic, parts = [], {}  # BM25 alone: no query embedding needed
+        elif c.scoring == "dense":
+            semantic = store.search(self.embedder.embed([query], query=True)[0], pool)
+            parts = {i: {"dense": s} for i, s in semantic}
+        else:
+            semantic, parts = self._rerank(store, query, pool)
+        if c.lexical == "bm25":
+            lexical = top(self._bm25_scores(store, user_id, query), pool)
+            for i, s in lexical:
+                parts.setdefault(i, {})["bm25"] = s
+            rankings = {"semantic": semantic, "bm25": lexical}
+            weights = {"semantic": c.semantic_weight, "bm25": c.lexical_weight}
+            fused = reciprocal_rank_fusion(rankings, weights, c.rrf_k) if c.fusion == "rrf" else weighted_fusion(rankings, weights)
+        else:
+            fused = dict(semantic)
+        if c.neighbours:
+            fused = self._expand(store, fused)
+        order = sorted(fused, key=lambda i: (-fused[i], i))[:k]
+        return [(i, self._item(store, i, fused[i], parts)) for i in order]
+
+    def _item(self, store: ChunkStore, i: int, score: float, parts: dict[int, dict[str, float]]) -> MemoryItem:
+        chunk = store.chunks[i]
+        return chunk.model_copy(update={"score": float(score), "metadata": {**chunk.metadata, "scores": parts.get(i, {})}})
+
+    def _bm25_scores(self, store: ChunkStore, user_id: str, query: str) -> np.ndarray:
+        index = self._lexical.get(user_id)
+        if index is None:
+            index = self._lexical[user_id] = BM25Index(self.config.bm25_k1, self.config.bm25_b)
+        return index.scores(query, [ch.id for ch in store.chunks], [ch.text for ch in store.chunks], store.version)
+
+    def _expand(self, store: ChunkStore, fused: dict[int, float]) -> dict[int, float]:
+        """Give each hit's neighbours in its session (store order) a share of the hit's score."""
+        out = dict(fused)
+        n, share = self.config.neighbours, self.config.neighbour_weight
+        for i, score in fused.items():
+            session = store.chunks[i].source.get("session_id")
+            for j in [*range(i - n, i), *range(i + 1, i + n + 1)]:
+                if 0 <= j < len(store.chunks) and store.chunks[j].source.get("session_id") == session:
+                    out[j] = max(out.get(j, 0.0), score * share)
+        return out
+
+    def _rerank(self, store: ChunkStore, query: str, n: int) -> tuple[list[tuple[int, float]], dict[int, dict[str, float]]]:
+        """The BGE-M3 re-ranking of the dense candidates: (position, score) best first, and each one's parts."""
         from memlab.embedders.bge_m3 import colbert_scores, sparse_scores
 
         q = self._m3.encode([query], query=True, sparse=self._needs_sparse, colbert=self._needs_colbert)
-        hits = store.search(q.dense[0], max(self.config.candidates, k))
+        hits = store.search(q.dense[0], max(self.config.candidates, n))
         ids = [i for i, _ in hits]
         parts: dict[str, np.ndarray] = {"dense": np.array([s for _, s in hits], dtype=np.float32)}
         if self._needs_sparse:
@@ -325,25 +418,49 @@ class RagMemory(Memory):
         else:
             total = parts[self.config.scoring]
         # Best first; ties go to the better dense score (the candidate order).
-        order = sorted(range(len(ids)), key=lambda j: (-float(total[j]), j))[:k]
-        return [
-            (
-                ids[j],
-                store.chunks[ids[j]].model_copy(
-                    update={
-                        "score": float(total[j]),
-                        "metadata": {**store.chunks[ids[j]].metadata, "scores": {n: float(v[j]) for n, v in parts.items()}},
-                    }
-                ),
-            )
-            for j in order
-        ]
+        order = sorted(range(len(ids)), key=lambda j: (-float(total[j]), j))[:n]
+        ranking = [(ids[j], float(total[j])) for j in order]
+        return ranking, {ids[j]: {name: float(v[j]) for name, v in parts.items()} for j in order}
+
+    # ------------------------------------------------------------------ listing, deletion, export
+    def _list(self, user_id: str) -> list[MemoryItem]:
+        store = self._store(user_id, create=False)
+        if store is None:
+            return []
+        with store.lock:
+            return list(store.chunks)
+
+    def _delete(self, item_id: str, *, user_id: str) -> None:
+        store = self._store(user_id, create=False)
+        if store is None:
+            raise NotFoundError(f"no memory item {item_id!r} for user {user_id!r}")
+        try:
+            store.delete(item_id)
+        except NotFoundError:
+            raise NotFoundError(f"no memory item {item_id!r} for user {user_id!r}") from None
+
+    def _export(self, user_id: str) -> dict[str, Any]:
+        store = self._store(user_id, create=False)
+        if store is None:
+            return {"items": [], "sessions": {}}
+        with store.lock:
+            return {"items": [c.model_dump(mode="json") for c in store.chunks], "sessions": dict(store.sessions)}
 
     def _reset(self, user_id: str) -> None:
-        self._stores.pop(user_id, None)
-        if self.data_dir is not None:
-            remove_store(self.data_dir / f"user-{user_id}")
+        with self._stores_lock:
+            store = self._stores.pop(user_id, None)
+            self._lexical.pop(user_id, None)
+        if store is not None and store.storage is not None:
+            with store.lock:
+                store.storage.destroy()
+        directory = self._user_dir(user_id)
+        if directory is not None:
+            remove_directory(directory)
 
     def close(self) -> None:
-        for store in self._stores.values():
-            store.save_index()
+        try:
+            for store in list(getattr(self, "_stores", {}).values()):
+                store.close()
+        finally:
+            if self._lock is not None:
+                self._lock.release()

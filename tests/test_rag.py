@@ -14,7 +14,7 @@ from memlab.registry import create_backend
 from memlab.testing import MemoryConformance, session
 from memlab.testing.tiny_bge_m3 import cached_tiny_bge_m3
 from memlab.types import Message, Session
-from memlab_plugins import rag_index
+from memlab_plugins import rag_store
 from memlab_plugins.rag import RagConfig, RagMemory, chunk_session
 
 FACTS = [
@@ -35,7 +35,8 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def m3_config(tiny_dir: Path, **extra: Any) -> dict[str, Any]:
-    return {"embedder": "bge-m3", "model": str(tiny_dir), **extra}
+    """BGE-M3's own scorings alone (no BM25 fusion), unless a test asks for it."""
+    return {"embedder": "bge-m3", "model": str(tiny_dir), "lexical": "none", **extra}
 
 
 def facts_session(sid: str = "s1") -> Session:
@@ -108,10 +109,12 @@ def test_hnsw_index_finds_exact_matches_and_persists(tmp_path: Path) -> None:
     reopened = create_backend("rag", config, data_dir=tmp_path)
     assert reopened.retrieve(turns[123][1], user_id="u", k=1).items[0].source["turn_index"] == 123
     assert type(reopened._stores["u"].index).__name__ == "IndexHNSWFlat"
+    reopened.close()
     # Opening with another index type rebuilds it from the stored vectors.
     flat = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
     assert flat.retrieve(turns[5][1], user_id="u", k=1).items[0].source["turn_index"] == 5
     assert type(flat._stores["u"].index).__name__ == "IndexFlatIP"
+    flat.close()
 
 
 # ----------------------------------------------------------------------------- chunking
@@ -199,7 +202,7 @@ def test_save_load_round_trips_without_re_embedding(tiny_dir: Path, tmp_path: Pa
     queries = ["cat named Pixel", "bees in Lisbon", "marathon"]
     before = [[(i.id, round(i.score, 5)) for i in first.retrieve(q, user_id="u", k=3).items] for q in queries]
     first.close()
-    assert len(list(tmp_path.glob("user-u/index-*.faiss"))) == 1
+    assert sorted(p.name for p in (tmp_path / "user-u").iterdir()) == ["log-000000.mlr", "snapshot-000000.mlr"]
     second = create_backend("rag", config, data_dir=tmp_path)
     embedded = second.embedder.texts_embedded
     after = [[(i.id, round(i.score, 5)) for i in second.retrieve(q, user_id="u", k=3).items] for q in queries]
@@ -208,44 +211,98 @@ def test_save_load_round_trips_without_re_embedding(tiny_dir: Path, tmp_path: Pa
     store = second._stores["u"]
     assert len(store) == len(FACTS) + 1 and store.index.ntotal == len(store)
     assert second.ingest(session("s2", ("user", "More.")), user_id="u").first_turn == 1
+    second.close()
 
 
-def test_a_crash_without_close_loses_nothing(tmp_path: Path) -> None:
-    first = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
-    first.ingest(facts_session("s1"), user_id="u")
-    first.close()  # index file covers s1
-    first.ingest(session("s2", ("user", "Later I moved to Porto with the bees.")), user_id="u")
-    # no close(): the index on disk lacks s2, the segment has it
-    second = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
-    hit = second.retrieve("Later I moved to Porto with the bees.", user_id="u", k=1).items[0]
-    assert hit.source == {"session_id": "s2", "turn_index": 0, "role": "user"}
-    assert second._stores["u"].index.ntotal == len(FACTS) + 1
+def _files(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file()]
 
 
-def test_a_crash_mid_save_keeps_what_was_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_many_small_ingests_keep_a_handful_of_files(tmp_path: Path) -> None:
+    """708 single-message ingests once made 1,418 files; the log + compacted snapshot keep a few."""
+    memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    for i in range(708):
+        memory.ingest(session("chat", ("user", f"Message {i}: I watered plant number {i}.")), user_id="u")
+    files = _files(tmp_path)
+    assert len(files) <= 10, sorted(str(p) for p in files)
+    storage = memory._stores["u"].storage
+    assert storage.generation > 0, "the log was compacted into a new snapshot at least once"
+    memory.close()
+    reopened = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    assert len(reopened.list_memories(user_id="u")) == 708
+    assert reopened.ingest(session("chat", ("user", "One more.")), user_id="u").first_turn == 708
+    assert reopened.retrieve("plant number 345", user_id="u", k=1).items[0].source["turn_index"] == 345
+    reopened.close()
+    assert len(_files(tmp_path)) <= 10
+
+
+CRASH_WRITER = """
+import sys
+from memlab.registry import create_backend
+from memlab.types import Message, Session
+memory = create_backend("rag", {"embedder": "hashing"}, data_dir=sys.argv[1])
+for i in range(100000):
+    memory.ingest(Session(id="s", messages=[Message(role="user", content=f"acknowledged fact {i}")]), user_id="u")
+    print(i, flush=True)
+"""
+
+
+def test_kill_9_during_writes_loses_no_acknowledged_ingest(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    for trial in range(3):
+        data = tmp_path / f"trial{trial}"
+        writer = subprocess.Popen([sys.executable, "-c", CRASH_WRITER, str(data)], stdout=subprocess.PIPE, text=True)
+        assert writer.stdout is not None
+        acknowledged = -1
+        for line in writer.stdout:
+            acknowledged = int(line)
+            if acknowledged >= 40 + 17 * trial:  # somewhere past a compaction, at a different point each time
+                break
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait()
+        memory = create_backend("rag", {"embedder": "hashing"}, data_dir=data)
+        texts = {item.text for item in memory.list_memories(user_id="u")}
+        assert {f"acknowledged fact {i}" for i in range(acknowledged + 1)} <= texts
+        count = len(texts)
+        assert memory.ingest(session("s", ("user", "after the crash")), user_id="u").first_turn == count
+        memory.close()
+
+
+def test_a_torn_last_record_is_dropped_and_earlier_data_kept(tmp_path: Path) -> None:
     memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
     memory.ingest(facts_session("s1"), user_id="u")
-    real_write = rag_index.atomic_write
-
-    def dying_write(path: Path, write: Any) -> None:
-        if path.name == rag_index.MANIFEST:
-            # Die half-way through writing the new manifest.
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_bytes(b'{"format": 1, "segm')
-            raise KeyboardInterrupt("simulated crash")
-        real_write(path, write)
-
-    monkeypatch.setattr(rag_index, "atomic_write", dying_write)
-    with pytest.raises(KeyboardInterrupt):
-        memory.ingest(session("s2", ("user", "This part was never committed.")), user_id="u")
-    monkeypatch.setattr(rag_index, "atomic_write", real_write)
+    memory.ingest(session("s2", ("user", "This part was committed.")), user_id="u")
+    memory.close()
+    log = tmp_path / "user-u" / "log-000000.mlr"
+    size = log.stat().st_size
+    with log.open("ab") as handle:  # a crash mid-append: half a record at the end
+        handle.write(rag_store.MAGIC + b"\x00\x01\x02 half a record")
     reopened = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
-    texts = " ".join(i.text for i in reopened.retrieve("never committed", user_id="u", k=20).items)
-    assert "never committed" not in texts and "Pixel" in texts
-    assert len(reopened._stores["u"]) == len(FACTS)
-    leftovers = sorted(p.name for p in (tmp_path / "user-u").iterdir())
-    assert leftovers == ["manifest.json", "seg-000001.jsonl", "seg-000001.npz"], leftovers
-    assert reopened.ingest(session("s2", ("user", "Committed now.")), user_id="u").first_turn == 0
+    texts = [i.text for i in reopened.list_memories(user_id="u")]
+    assert texts == [*FACTS, "This part was committed."]
+    assert log.stat().st_size == size, "the torn tail was truncated"
+    assert reopened.ingest(session("s3", ("user", "Stored after the repair.")), user_id="u").first_turn == 0
+    reopened.close()
+    again = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    assert [i.text for i in again.list_memories(user_id="u")][-1] == "Stored after the repair."
+    again.close()
+
+
+def test_an_interrupted_compaction_keeps_the_complete_generation(tmp_path: Path) -> None:
+    memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    memory.ingest(facts_session("s1"), user_id="u")
+    memory.close()
+    folder = tmp_path / "user-u"
+    # Leftovers of a compaction that died before its rename: a temporary snapshot of generation 1.
+    (folder / ".snapshot-000001.mlr.tmp").write_bytes(b"MLR1 partial")
+    reopened = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    assert len(reopened.list_memories(user_id="u")) == len(FACTS)
+    assert sorted(p.name for p in folder.iterdir()) == ["log-000000.mlr", "snapshot-000000.mlr"]
+    reopened.close()
 
 
 def test_a_failed_embedding_does_not_count_the_turns(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -266,31 +323,32 @@ def test_a_failed_embedding_does_not_count_the_turns(monkeypatch: pytest.MonkeyP
 def test_a_failed_save_in_process_then_a_retry_stores_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
     memory.ingest(facts_session("s1"), user_id="u")
-    real_write = rag_index.atomic_write
 
-    def failing_write(path: Path, write: Any) -> None:
-        if path.name == rag_index.MANIFEST:
-            raise OSError("disk full")
-        real_write(path, write)
+    def failing_fsync(fd: int) -> None:
+        raise OSError("disk full")
 
-    monkeypatch.setattr(rag_index, "atomic_write", failing_write)
+    monkeypatch.setattr(rag_store.os, "fsync", failing_fsync)
     with pytest.raises(OSError, match="disk full"):
         memory.ingest(session("s2", ("user", "Saved on the second try.")), user_id="u")
-    monkeypatch.setattr(rag_index, "atomic_write", real_write)
-    # Same process, same backend: the uncommitted part is neither kept nor counted.
+    monkeypatch.undo()
+    # Same process, same backend: the unacknowledged part is neither kept nor counted.
     assert memory.ingest(session("s2", ("user", "Saved on the second try.")), user_id="u").first_turn == 0
     texts = [i.text for i in memory.retrieve("Saved on the second try.", user_id="u", k=20).items]
     assert texts.count("Saved on the second try.") == 1 and len(texts) == len(FACTS) + 1
     memory.close()
     reopened = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
     assert len(reopened.retrieve("Saved", user_id="u", k=20).items) == len(FACTS) + 1
+    reopened.close()
 
 
 def test_other_settings_refuse_a_store(tmp_path: Path) -> None:
-    create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path).ingest(facts_session(), user_id="u")
+    first = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    first.ingest(facts_session(), user_id="u")
+    first.close()
     other = create_backend("rag", {"embedder": "hashing", "chunking": "session"}, data_dir=tmp_path)
     with pytest.raises(DataFormatError, match="chunking"):
         other.retrieve("cat", user_id="u")
+    other.close()
 
 
 def test_scoring_can_change_on_a_saved_store(tiny_dir: Path, tmp_path: Path) -> None:
@@ -300,6 +358,7 @@ def test_scoring_can_change_on_a_saved_store(tiny_dir: Path, tmp_path: Path) -> 
     hybrid = create_backend("rag", m3_config(tiny_dir, scoring="hybrid"), data_dir=tmp_path)
     top = hybrid.retrieve(FACTS[4], user_id="u", k=1).items[0]
     assert top.source["turn_index"] == 4 and set(top.metadata["scores"]) == {"dense", "sparse", "colbert"}
+    hybrid.close()
 
 
 def test_reset_deletes_the_store(tmp_path: Path) -> None:
@@ -308,7 +367,10 @@ def test_reset_deletes_the_store(tmp_path: Path) -> None:
     memory.ingest(facts_session(), user_id="v")
     memory.reset("u")
     assert not (tmp_path / "user-u").exists() and (tmp_path / "user-v").exists()
-    assert create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path).retrieve("cat", user_id="u").is_empty
+    memory.close()
+    reopened = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    assert reopened.retrieve("cat", user_id="u").is_empty
+    reopened.close()
 
 
 def test_rag_declares_persist() -> None:
@@ -383,21 +445,301 @@ def test_memlab_run_with_bge_m3_end_to_end(tiny_dir: Path, tmp_path: Path) -> No
     assert all("scores" in item.metadata for r in seen for item in r.items)
 
 
-def test_a_store_built_with_another_dimension_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from memlab.errors import DataFormatError
-    from memlab.registry import create_backend
-    from memlab.types import Message, Session
-
+def test_a_store_built_with_another_dimension_is_refused(tmp_path: Path) -> None:
     first = create_backend("rag", {"embedder": "hashing", "model": "128"}, data_dir=tmp_path)
     first.ingest(Session(id="s", messages=[Message(role="user", content="hello there")]), user_id="u")
+    signature = first._signature()
     first.close()
-    # Same embedder kind and name pattern, other width: the manifest's dimension must be checked.
+    # Same signature, other width: the stored dimension must be checked on its own.
+    storage = rag_store.FileChunkStorage(tmp_path / "user-u", signature, 64)
+    with pytest.raises(DataFormatError, match="dimensions"):
+        storage.load()
+
+
+# ----------------------------------------------------------------------------- one writer per directory
+HOLDER = """
+import sys, time
+from memlab.registry import create_backend
+memory = create_backend("rag", {"embedder": "hashing"}, data_dir=sys.argv[1])
+print("open", flush=True)
+time.sleep(60)
+"""
+
+OPENER = """
+import sys
+from memlab.errors import DirectoryInUseError
+from memlab.registry import create_backend
+try:
+    create_backend("rag", {"embedder": "hashing"}, data_dir=sys.argv[1])
+except DirectoryInUseError as exc:
+    print("refused:", exc)
+    sys.exit(3)
+print("opened")
+"""
+
+
+def test_a_second_process_on_the_data_dir_is_refused(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        second = subprocess.run([sys.executable, "-c", OPENER, str(tmp_path)], capture_output=True, text=True, timeout=120)
+        assert second.returncode == 3, second.stdout + second.stderr
+        assert "in use" in second.stdout and "memlab rag backend" in second.stdout and f"pid {holder.pid}" in second.stdout
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder died without closing (SIGKILL): its lock does not block the next process.
+    after = subprocess.run([sys.executable, "-c", OPENER, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert after.returncode == 0 and "opened" in after.stdout, after.stderr
+
+
+def test_the_lock_is_held_until_close_in_one_process_too(tmp_path: Path) -> None:
+    from memlab.errors import DirectoryInUseError
+
+    first = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    with pytest.raises(DirectoryInUseError, match="in use"):
+        create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    first.close()
+    create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path).close()
+
+
+# ----------------------------------------------------------------------------- listing, deletion, export
+SECRET = "My social security number is SECRET-778899."
+
+
+def _bytes_under(root: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+
+
+def test_delete_removes_every_byte_of_the_text(tmp_path: Path) -> None:
+    memory = create_backend("rag", {"embedder": "hashing", "lexical": "bm25"}, data_dir=tmp_path)
+    memory.ingest(facts_session("s1"), user_id="u")
+    memory.ingest(session("s2", ("user", SECRET), ("assistant", "Noted.")), user_id="u")
+    for i in range(20):  # enough later ingests that the secret sits in a compacted snapshot too
+        memory.ingest(session("s3", ("user", f"Small talk {i}.")), user_id="u")
+    assert b"SECRET-778899" in _bytes_under(tmp_path)
+    (secret,) = [i for i in memory.list_memories(user_id="u") if "SECRET" in i.text]
+    assert secret.id == "s2#0" and secret.source == {"session_id": "s2", "turn_index": 0, "role": "user"}
+    assert "SECRET" in memory.retrieve("social security number", user_id="u").context
+    memory.delete(secret.id, user_id="u")
+    assert b"SECRET-778899" not in _bytes_under(tmp_path)
+    assert "SECRET" not in memory.retrieve("social security number SECRET-778899", user_id="u", k=50).context
+    assert all("SECRET" not in i.text for i in memory.list_memories(user_id="u"))
+    assert "SECRET" not in str(memory.export("u"))
+    # Later ingests continue the session's numbering; a restart still has everything else.
+    assert memory.ingest(session("s2", ("user", "Next.")), user_id="u").first_turn == 2
+    memory.close()
+    reopened = create_backend("rag", {"embedder": "hashing", "lexical": "bm25"}, data_dir=tmp_path)
+    texts = [i.text for i in reopened.list_memories(user_id="u")]
+    assert len(texts) == len(FACTS) + 1 + 20 + 1 and "Noted." in texts and all("SECRET" not in t for t in texts)
+    reopened.close()
+
+
+def test_unknown_and_foreign_ids_are_not_found(tmp_path: Path) -> None:
+    from memlab.errors import NotFoundError
+
+    memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    memory.ingest(session("s1", ("user", "Alice's cat is called Pixel.")), user_id="alice")
+    memory.ingest(session("s9", ("user", "Bob keeps bees.")), user_id="bob")
+    with pytest.raises(NotFoundError):
+        memory.delete("s1#7", user_id="alice")
+    with pytest.raises(NotFoundError):
+        memory.delete("s9#0", user_id="alice")  # bob's item
+    with pytest.raises(NotFoundError):
+        memory.delete("s1#0", user_id="carol")  # a user with no store
+    assert [i.text for i in memory.list_memories(user_id="bob")] == ["Bob keeps bees."]
+    memory.close()
+
+
+def test_reset_leaves_no_trace_of_the_user(tmp_path: Path) -> None:
+    memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+    memory.ingest(session("s1", ("user", SECRET)), user_id="u")
+    memory.ingest(session("s1", ("user", "Bob keeps bees.")), user_id="v")
+    memory.reset("u")
+    data = _bytes_under(tmp_path)
+    assert b"SECRET-778899" not in data and b"Bob keeps bees." in data
+    assert memory.list_memories(user_id="u") == [] and memory.retrieve("security", user_id="u").is_empty
+    memory.close()
+
+
+def test_export_returns_every_chunk_with_its_source() -> None:
+    memory = create_backend("rag", {"embedder": "hashing"})
+    memory.ingest(CONVERSATION, user_id="u")
+    document = memory.export("u")
+    assert document["backend"] == "rag" and document["user_id"] == "u"
+    assert [i["text"] for i in document["items"]] == [m.content for m in CONVERSATION.messages[1:4]]
+    assert [i["source"]["turn_index"] for i in document["items"]] == [1, 2, 3]
+    assert document["sessions"] == {"s9": 5}
     import json
 
-    manifest = next(tmp_path.rglob("manifest.json"))
-    data = json.loads(manifest.read_text())
-    data["dim"] = 64
-    manifest.write_text(json.dumps(data))
-    second = create_backend("rag", {"embedder": "hashing", "model": "128"}, data_dir=tmp_path)
-    with pytest.raises(DataFormatError, match="dimensions"):
-        second.retrieve("hello", user_id="u")
+    json.dumps(document)  # one JSON-serialisable document
+
+
+def test_rag_declares_list_and_delete() -> None:
+    assert {Capability.LIST, Capability.DELETE, Capability.PERSIST} <= RagMemory.capabilities
+
+
+# ----------------------------------------------------------------------------- dates
+def _dated_session() -> Session:
+    from datetime import datetime
+
+    may, june = datetime(2023, 5, 8, 13, 56), datetime(2023, 6, 1)
+    return Session(id="d1", messages=[
+        Message(role="user", content="I went hiking yesterday.", timestamp=may),
+        Message(role="assistant", content="Where did you go?", timestamp=may),
+        Message(role="user", content="To the Alps, and I am going again next week.", timestamp=june),
+    ])
+
+
+def test_turn_chunks_keep_timestamps_and_render_date_headers() -> None:
+    memory = create_backend("rag", {"embedder": "hashing"})
+    memory.ingest(_dated_session(), user_id="u")
+    result = memory.retrieve("hiking in the Alps", user_id="u", k=3)
+    assert result.items[0].source["timestamp"] == "2023-05-08T13:56:00"
+    assert result.context.splitlines() == [
+        "DATE: 8 May 2023, 13:56",
+        "user: I went hiking yesterday.",
+        "assistant: Where did you go?",
+        "DATE: 1 June 2023",
+        "user: To the Alps, and I am going again next week.",
+    ]
+
+
+@pytest.mark.parametrize("chunking", ["session", "window"])
+def test_transcript_chunks_carry_their_date(chunking: str) -> None:
+    config = RagConfig(embedder="hashing", chunking=chunking, window_tokens=12, window_overlap=2)
+    chunks = chunk_session(_dated_session(), 0, config)
+    assert all(c.text.startswith("DATE: ") for c in chunks)
+    assert chunks[0].text.startswith("DATE: 8 May 2023, 13:56\nuser: I went")
+    assert "DATE: 1 June 2023" in "\n".join(c.text for c in chunks)
+    assert chunks[0].source["turns"][0]["timestamp"] == "2023-05-08T13:56:00"
+    memory = create_backend("rag", {"embedder": "hashing", "chunking": chunking, "window_tokens": 12, "window_overlap": 2})
+    memory.ingest(_dated_session(), user_id="u")
+    assert memory.retrieve("hiking", user_id="u").context.startswith("DATE: ")
+
+
+# ----------------------------------------------------------------------------- the one embedder factory
+def test_the_embedder_comes_from_get_embedder_with_the_run_cache(tmp_path: Path) -> None:
+    from memlab.embedders import CachedEmbedder, get_embedder
+
+    memory = RagMemory({"embedder": "minilm"}, cache_dir=tmp_path / "cache")
+    assert memory.cache_dir == tmp_path / "cache"
+    assert isinstance(memory.embedder, CachedEmbedder)
+    assert memory.embedder is get_embedder("minilm", None, cache_dir=tmp_path / "cache")
+    memory.ingest(session("s1", ("user", "A sentence to cache.")), user_id="u")
+    assert (tmp_path / "cache" / "embeddings.sqlite").exists()
+
+
+def test_non_default_model_settings_never_bypass_the_factory(monkeypatch: pytest.MonkeyPatch) -> None:
+    import memlab_plugins.rag as rag_module
+
+    calls: list[tuple[Any, ...]] = []
+
+    def fake_get_embedder(kind: str, model: str | None = None, *, cache_dir: Any = None) -> Any:
+        calls.append((kind, model, cache_dir))
+        from memlab.embedders import HashingEmbedder
+
+        return HashingEmbedder()
+
+    monkeypatch.setattr(rag_module, "get_embedder", fake_get_embedder)
+    with pytest.raises(MemlabError, match="batch_size=8"):
+        RagMemory({"embedder": "minilm", "batch_size": 8})
+    RagMemory({"embedder": "minilm"}, cache_dir="/tmp/c")
+    assert calls == [("minilm", None, Path("/tmp/c"))]
+
+
+# ----------------------------------------------------------------------------- hybrid retrieval
+LEXICAL_FACTS = [
+    "We talked about the weather for a while.",
+    "My favourite band is Zorblatt Quartet, I saw them live.",
+    "Work was busy this week.",
+    "I bought new running shoes.",
+    "The Zorblatt concert tickets cost a lot.",
+    "Dinner was pasta again.",
+]
+
+
+def test_bm25_finds_rare_words_and_fuses_with_dense() -> None:
+    memory = create_backend("rag", {"embedder": "hashing", "lexical": "bm25", "fusion": "rrf", "lexical_weight": 1})
+    memory.ingest(session("s1", *[("user", f) for f in LEXICAL_FACTS]), user_id="u")
+    result = memory.retrieve("Which band is Zorblatt?", user_id="u", k=2)
+    assert {i.source["turn_index"] for i in result.items} == {1, 4}
+    best = max(result.items, key=lambda i: i.score)
+    assert best.source["turn_index"] == 1 and set(best.metadata["scores"]) == {"dense", "bm25"}
+    # RRF: each ranking contributes weight / (60 + rank).
+    assert best.score == pytest.approx(2 / 61)
+
+
+def test_bm25_follows_deletions_and_ingests() -> None:
+    memory = create_backend("rag", {"embedder": "hashing", "lexical": "bm25", "top_k": 1})
+    memory.ingest(session("s1", *[("user", f) for f in LEXICAL_FACTS]), user_id="u")
+    assert memory.retrieve("Zorblatt band", user_id="u").items[0].id == "s1#1"
+    memory.delete("s1#1", user_id="u")
+    assert memory.retrieve("Zorblatt band", user_id="u").items[0].id == "s1#4"
+    memory.ingest(session("s2", ("user", "Another Zorblatt band album came out.")), user_id="u")
+    assert memory.retrieve("Zorblatt band album", user_id="u").items[0].id == "s2#0"
+
+
+def test_neighbour_expansion_adds_the_turns_around_a_hit() -> None:
+    memory = create_backend("rag", {"embedder": "hashing", "lexical": "bm25", "neighbours": 1, "candidates": 1})
+    memory.ingest(session("s1", *[("user", f) for f in LEXICAL_FACTS]), user_id="u")
+    memory.ingest(session("s2", ("user", "Unrelated second session.")), user_id="u")
+    turns = [i.source.get("turn_index") for i in memory.retrieve("running shoes", user_id="u", k=3).items]
+    assert turns == [2, 3, 4]
+
+
+def test_the_weighted_fusion_and_its_settings_validate() -> None:
+    memory = create_backend("rag", {"embedder": "hashing", "lexical": "bm25", "fusion": "weighted", "lexical_weight": 0.5})
+    memory.ingest(session("s1", *[("user", f) for f in LEXICAL_FACTS]), user_id="u")
+    top = memory.retrieve("Zorblatt Quartet band", user_id="u", k=1).items[0]
+    assert top.source["turn_index"] == 1 and top.score == pytest.approx(1.5)  # best on both: 1 + 0.5
+    with pytest.raises(MemlabError):
+        RagMemory.parse_config({"lexical": "tfidf"})
+
+
+def test_bm25_fuses_with_bge_m3_dense_and_reranked_rankings(tiny_dir: Path) -> None:
+    for scoring in ("dense", "hybrid"):
+        memory = create_backend("rag", m3_config(tiny_dir, scoring=scoring, lexical="bm25"))
+        memory.ingest(session("s1", *[("user", f) for f in LEXICAL_FACTS]), user_id="u")
+        best = max(memory.retrieve("Zorblatt Quartet band", user_id="u", k=3).items, key=lambda i: i.score)
+        assert best.source["turn_index"] == 1 and {"dense", "bm25"} <= set(best.metadata["scores"])
+
+
+def test_the_default_is_the_tuned_hybrid() -> None:
+    config = RagConfig()
+    assert (config.lexical, config.fusion, config.lexical_weight, config.neighbours) == ("bm25", "weighted", 1.25, 0)
+
+
+def test_memory_depends_only_on_turns_exactly_for_turn_chunking() -> None:
+    assert RagMemory.memory_depends_only_on_turns(RagConfig())
+    assert RagMemory.memory_depends_only_on_turns(RagConfig(lexical="bm25", neighbours=2))
+    assert not RagMemory.memory_depends_only_on_turns(RagConfig(chunking="session"))
+    assert not RagMemory.memory_depends_only_on_turns(RagConfig(chunking="window"))
+    # And it is true: the same turns ingested in parts or at once give the same retrieval.
+    config = {"embedder": "hashing", "lexical": "bm25", "neighbours": 1}
+    whole, parts = create_backend("rag", config), create_backend("rag", config)
+    whole.ingest(session("s1", *[("user", f) for f in LEXICAL_FACTS]), user_id="u")
+    for f in LEXICAL_FACTS:
+        parts.ingest(session("s1", ("user", f)), user_id="u")
+    for query in ("Zorblatt", "running shoes", "pasta dinner", "weather"):
+        a, b = whole.retrieve(query, user_id="u", k=3), parts.retrieve(query, user_id="u", k=3)
+        assert [(i.id, i.score) for i in a.items] == [(i.id, i.score) for i in b.items]
+
+
+def test_concurrent_ingests_of_one_session_get_unique_turns(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
+
+    def add(i: int) -> int:
+        return memory.ingest(session("chat", ("user", f"Parallel message {i}.")), user_id="u").first_turn
+
+    with ThreadPoolExecutor(8) as pool:
+        firsts = list(pool.map(add, range(40)))
+    assert sorted(firsts) == list(range(40))
+    items = memory.list_memories(user_id="u")
+    assert sorted(i.source["turn_index"] for i in items) == list(range(40))
+    memory.close()
