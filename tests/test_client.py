@@ -204,7 +204,7 @@ def test_example_chatbot_against_an_openai_compatible_server(tmp_path: Path) -> 
         first = subprocess.run(command, input=f"{PIXEL}\n/quit\n", capture_output=True, text=True, env=env, timeout=120)
         assert first.returncode == 0, first.stderr
         assert "bot> answer 1" in first.stdout
-        second = subprocess.run(command, input="What is my cat called?\n/memories\n", capture_output=True,
+        second = subprocess.run(command, input="What is my cat called?\n/memories\n/export\n", capture_output=True,
                                 text=True, env=env, timeout=120)
         assert second.returncode == 0, second.stderr
     finally:
@@ -215,8 +215,9 @@ def test_example_chatbot_against_an_openai_compatible_server(tmp_path: Path) -> 
     system = requests[1]["messages"][0]
     assert system["role"] == "system" and "Pixel" in system["content"], "the new run recalled the old one"
     assert requests[1]["messages"][-1] == {"role": "user", "content": "What is my cat called?"}
-    # /memories lists both runs' turns, each run its own session.
+    # /memories lists both runs' turns, each run its own session; /export prints the whole document.
     assert PIXEL in second.stdout and "answer 1" in second.stdout
+    assert '"backend": "full_context"' in second.stdout and '"user_id": "alice"' in second.stdout
 
 
 def test_ownership_is_checked_even_if_the_backend_forgets(tmp_path: Path) -> None:
