@@ -234,15 +234,15 @@ class MemoryClient:
         except BaseException:
             self.memory.close()  # release the backend's directory lock: nothing was served
             raise
-        # Only a persistent memory can drop a user from RAM: the data directory holds it.
-        release = getattr(self.memory, "release", None) if self.persistent else None
-        self._users = UserTable(user_cache_size, release if callable(release) else None)
         declared = getattr(type(self.memory), "concurrent_users", None)
         concurrent = declared if declared is not None else self.memory.name in _AUDITED_CONCURRENT
         # A backend not known to be safe for concurrent calls gets one lock across users.
         self._backend_lock: contextlib.AbstractContextManager[Any] = (
             contextlib.nullcontext() if concurrent else threading.RLock()
         )
+        # Only a persistent memory can drop a user from RAM: the data directory holds it.
+        release = getattr(self.memory, "release", None) if self.persistent else None
+        self._users = UserTable(user_cache_size, self._releaser(release) if callable(release) else None)
         self._lifecycle = ReadWriteLock()  # close() waits for calls in flight
 
     # ------------------------------------------------------------------ identity
@@ -282,6 +282,13 @@ class MemoryClient:
             warnings.warn(f"{reason}; they will not survive a restart", EphemeralMemoryWarning, stacklevel=3)
 
     # ------------------------------------------------------------------ locking
+    def _releaser(self, release: Callable[[str], None]) -> Callable[[str], None]:
+        def locked(user_id: str) -> None:
+            with self._backend_lock:
+                release(user_id)
+
+        return locked
+
     @contextlib.contextmanager
     def _user(self, user_id: str, *, write: bool) -> Iterator[None]:
         validate_user_id(user_id)
