@@ -576,3 +576,26 @@ def test_second_service_on_one_data_directory_is_refused(tmp_path: Path) -> None
             assert add(admin, "alice", PIXEL).status_code == 201
     finally:
         first.stop()
+
+
+def test_damaged_user_files_never_leak_their_text(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    good = [json.dumps({"id": f"s1#{i}", "text": f"fact {i}", "source": {"session_id": "s1", "turn_index": i,
+                                                                         "role": "user"}}) for i in range(2)]
+    # alice: a torn last line (a write cut short by kill -9); bob: a damaged line in the middle.
+    (data / "alice.jsonl").write_text("\n".join(good) + '\n{"id": "s1#2", "text": "SECRET-7788')
+    (data / "bob.jsonl").write_text(good[0] + '\n{"id": "s1#1", "text": "SECRET-778899"}garbage\n' + good[1] + "\n")
+    server = start_server(tmp_path, "--backend", "full_context", "--data-dir", str(data))
+    try:
+        with http(server) as admin:
+            found = admin.post("/v1/users/alice/search", json={"query": "facts"})
+            assert found.status_code == 200 and [i["text"] for i in found.json()["items"]] == ["fact 0", "fact 1"]
+            assert add(admin, "alice", "fact 2", session_id="s1").json()["first_turn"] == 2
+            broken = admin.post("/v1/users/bob/search", json={"query": "facts"})
+            assert broken.status_code == 500 and "SECRET" not in broken.text
+            assert "line 2 is not a stored turn" in error_of(broken)["message"]
+            assert admin.post("/v1/users/carol/search", json={"query": "x"}).status_code == 200
+    finally:
+        server.stop()
+    assert "SECRET" not in server.log.read_text()

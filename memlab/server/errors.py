@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -102,6 +103,14 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ValueError)
     async def bad_value(request: Request, exc: ValueError) -> JSONResponse:
+        if isinstance(exc, ValidationError):
+            # Requests are validated before any endpoint runs, so this came from stored data that a
+            # backend could not read; pydantic would quote that data (a user's text): say nothing of it.
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_input=False))
+            log.error("stored data failed validation on %s %s (%s): %s", request.method, request.url.path,
+                      exc.title, problems)
+            return error_response(500, "the memory backend could not read its stored data (see the server log)",
+                                  code="backend_error")
         return error_response(422, str(exc), code="invalid_request")
 
     @app.exception_handler(MemlabError)
