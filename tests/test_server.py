@@ -599,3 +599,20 @@ def test_damaged_user_files_never_leak_their_text(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert "SECRET" not in server.log.read_text()
+
+
+def test_user_cache_size_and_key_file_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlab.server.cli import build_settings
+
+    monkeypatch.delenv("MEMLAB_API_KEYS", raising=False)
+    monkeypatch.setenv("MEMLAB_USER_CACHE_SIZE", "64")
+    monkeypatch.setenv("MEMLAB_API_KEYS_FILE", str(tmp_path / "keys.txt"))
+    settings = build_settings([])
+    assert settings.user_cache_size == 64 and settings.api_keys_file == tmp_path / "keys.txt"
+    assert settings.auth_enabled, "a key file turns auth on, even before it lists a key"
+    assert build_settings(["--user-cache-size", "8"]).user_cache_size == 8  # the flag beats the environment
+    config = tmp_path / "serve.json"
+    config.write_text(json.dumps({"user_cache_size": 16}))
+    assert build_settings(["--config", str(config)]).user_cache_size == 16
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        build_settings(["--user-cache-size", "0"])
