@@ -611,6 +611,9 @@ def test_user_cache_size_and_key_file_settings(tmp_path: Path, monkeypatch: pyte
     assert settings.user_cache_size == 64 and settings.api_keys_file == tmp_path / "keys.txt"
     assert settings.auth_enabled, "a key file turns auth on, even before it lists a key"
     assert build_settings(["--user-cache-size", "8"]).user_cache_size == 8  # the flag beats the environment
+    assert build_settings([]).compute_threads == 1
+    monkeypatch.setenv("MEMLAB_COMPUTE_THREADS", "2")
+    assert build_settings([]).compute_threads == 2 and build_settings(["--compute-threads", "3"]).compute_threads == 3
     config = tmp_path / "serve.json"
     config.write_text(json.dumps({"user_cache_size": 16}))
     assert build_settings(["--config", str(config)]).user_cache_size == 16

@@ -31,6 +31,7 @@ from memlab.memory import validate_user_id
 API_KEYS_ENV = "MEMLAB_API_KEYS"
 API_KEYS_FILE_ENV = "MEMLAB_API_KEYS_FILE"
 USER_CACHE_SIZE_ENV = "MEMLAB_USER_CACHE_SIZE"
+COMPUTE_THREADS_ENV = "MEMLAB_COMPUTE_THREADS"
 _KEY = re.compile(r"^[A-Za-z0-9_\-]{16,256}$")
 
 
@@ -96,6 +97,11 @@ class ServerSettings(BaseModel):
     user_cache_size: int = Field(
         default=1024, ge=1, description=f"users whose state is kept in RAM (LRU); env {USER_CACHE_SIZE_ENV}"
     )
+    compute_threads: int = Field(
+        default=1, ge=1,
+        description="threads one request's model and vector work may use (torch/OpenMP intra-op); 1 lets "
+        f"concurrent requests share the cores instead of fighting over them; env {COMPUTE_THREADS_ENV}",
+    )
     max_body_bytes: int = Field(default=1_048_576, ge=1024, description="larger request bodies get 413")
     max_messages: int = Field(default=500, ge=1, description="messages per add request")
     max_message_chars: int = Field(default=32_000, ge=1)
@@ -129,8 +135,9 @@ class ServerSettings(BaseModel):
             update["api_keys"] = [*self.api_keys, *extra]
         if self.api_keys_file is None and env.get(API_KEYS_FILE_ENV):
             update["api_keys_file"] = env[API_KEYS_FILE_ENV]
-        if "user_cache_size" not in self.model_fields_set and env.get(USER_CACHE_SIZE_ENV):
-            update["user_cache_size"] = env[USER_CACHE_SIZE_ENV]
+        for name, variable in (("user_cache_size", USER_CACHE_SIZE_ENV), ("compute_threads", COMPUTE_THREADS_ENV)):
+            if name not in self.model_fields_set and env.get(variable):
+                update[name] = env[variable]
         if not update:
             return self
         data = {**self.model_dump(exclude_unset=True), **update}
