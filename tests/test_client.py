@@ -330,3 +330,29 @@ def test_users_kept_in_ram_are_bounded(tmp_path: Path) -> None:
         assert client.remember("user0", [("user", "more")]).first_turn == 1
     with pytest.raises(ValueError, match=">= 1"):
         MemoryClient("full_context", user_cache_size=0)
+
+
+def test_a_user_in_use_is_never_released(tmp_path: Path) -> None:
+    memory = GatedMemory(data_dir=tmp_path)
+    released: list[str] = []
+    release = memory.release
+
+    def recording_release(user_id: str) -> None:
+        released.append(user_id)
+        release(user_id)
+
+    memory.release = recording_release  # type: ignore[method-assign]
+    client = MemoryClient(memory, user_cache_size=1)
+    writer = threading.Thread(target=client.remember, args=("alice", [("user", "slow turn")]),
+                              kwargs={"session_id": "slow"})
+    writer.start()
+    try:
+        assert memory.ingest_started.wait(10)
+        client.remember("bob", [("user", BEES)])  # over capacity, but alice is busy: bob goes
+        assert released == ["bob"]
+    finally:
+        memory.ingest_may_finish.set()
+        writer.join(20)
+    client.remember("carol", [("user", PIXEL)])
+    assert "alice" in released and [m.text for m in client.memories("alice")] == ["slow turn"]
+    client.close()
