@@ -356,3 +356,49 @@ def test_a_user_in_use_is_never_released(tmp_path: Path) -> None:
     client.remember("carol", [("user", PIXEL)])
     assert "alice" in released and [m.text for m in client.memories("alice")] == ["slow turn"]
     client.close()
+
+
+@pytest.mark.parametrize("backend", ["rag", "profile", "mem0"])
+def test_audited_backends_stay_correct_when_users_run_concurrently(backend: str, tmp_path: Path) -> None:
+    """The built-ins the client runs without a cross-user lock: users working at the same time end up
+    with exactly what the same calls made one user after another give, and never see each other's data."""
+    users, per_user = [f"user{n}" for n in range(4)], 8
+
+    def work(client: MemoryClient, user: str) -> None:
+        for i in range(per_user):
+            client.remember(user, [("user", f"My pet number {i} is a {user}-animal{i}.")], session_id="s")
+            client.recall(user, "which pets do I have?", k=3)
+
+    def recalled(client: MemoryClient) -> dict[str, set[str]]:
+        seen = {}
+        for user in users:
+            text = client.recall(user, "My pet number is a animal", k=100).context
+            seen[user] = {f"{u}-animal{i}" for u in users for i in range(per_user) if f"{u}-animal{i}." in text}
+        return seen
+
+    with MemoryClient(backend, {"embedder": "hashing"}, data_dir=tmp_path / "one-by-one") as sequential:
+        for user in users:
+            work(sequential, user)
+        expected = recalled(sequential)
+    client = MemoryClient(backend, {"embedder": "hashing"}, data_dir=tmp_path / "concurrent")
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(users))
+
+    def run(user: str) -> None:
+        try:
+            start.wait()
+            work(client, user)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(u,)) for u in users]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors[:3]
+    got = recalled(client)
+    client.close()
+    assert got == expected
+    for user in users:
+        assert got[user] and all(token.startswith(f"{user}-") for token in got[user]), "a user saw another's data"
