@@ -570,7 +570,7 @@ def test_second_service_on_one_data_directory_is_refused(tmp_path: Path) -> None
             env={k: v for k, v in os.environ.items() if k != "MEMLAB_API_KEYS"},
         )
         assert second.returncode == 2
-        assert second.stderr.startswith("memlab: error:") and "in use" in second.stderr
+        assert second.stderr.startswith(f"memlab: error: {data} is in use") and "in use" in second.stderr
         assert f"memlab serve (pid {first.process.pid})" in second.stderr, second.stderr
         with http(first) as admin:  # the first one is unharmed
             assert add(admin, "alice", PIXEL).status_code == 201

@@ -13,11 +13,13 @@ A service that opens its own backend holds ``<data-dir>/.serve`` with a ``Direct
 # No "from __future__ import annotations": FastAPI must see the locally built types, not strings.
 
 from contextlib import asynccontextmanager
+from pathlib import Path as Path_  # fastapi's Path (path parameters) is used below
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Response, status
 
 from memlab.client import MemoryClient
+from memlab.errors import DirectoryInUseError
 from memlab.locks import DirectoryLock
 from memlab.memory import Capability
 from memlab.server.auth import KeyRing, authenticate, authorize_user
@@ -64,6 +66,19 @@ _ITEM_LINKS = {
 SERVICE_LOCK_DIR = ".serve"  # under the data directory; the backend may hold the directory itself
 
 
+def hold_data_dir(data_dir: Path_) -> DirectoryLock:
+    """One service per data directory (a database store shared by N workers would skip this)."""
+    lock = DirectoryLock(data_dir / SERVICE_LOCK_DIR, purpose="memlab serve")
+    try:
+        return lock.acquire()
+    except DirectoryInUseError:
+        holder = lock.holder()
+        raise DirectoryInUseError(
+            f"{data_dir} is in use: another {holder.get('purpose', 'memlab serve')} (pid {holder.get('pid', '?')}) "
+            "serves it; stop that process or use another --data-dir"
+        ) from None
+
+
 def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> FastAPI:
     """Build the service. Opens the backend from ``settings`` unless a ``client`` is given.
 
@@ -74,7 +89,7 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
     service_lock: DirectoryLock | None = None
     if client is None:
         if settings.data_dir is not None:
-            service_lock = DirectoryLock(settings.data_dir / SERVICE_LOCK_DIR, purpose="memlab serve").acquire()
+            service_lock = hold_data_dir(settings.data_dir)
         try:
             client = MemoryClient(
                 settings.backend, settings.backend_config, data_dir=settings.data_dir,
