@@ -12,14 +12,12 @@ tested is storage, not semantics.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from urllib.parse import quote
 
