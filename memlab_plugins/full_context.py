@@ -8,10 +8,12 @@ With a data directory each user's history is a JSON-lines file ``<user>.jsonl``,
 line, held by one process at a time (``memlab.locks.DirectoryLock``):
 
 - appends are fsynced before ``ingest`` returns, so an acknowledged write survives kill -9;
-- a torn final line (the process died mid-append) is cut off when the file is opened, keeping every
-  complete line; a broken line in the middle is an error naming the file and line, never its text;
-- ``delete`` rewrites the file without the item (write, fsync, rename), so its text leaves the disk;
-  a ``{"_sessions": {...}}`` line keeps turn numbering of a session going past deleted turns.
+- each ingest ends with a commit line ``{"_sessions": {session: turns}}`` (which also keeps a
+  session's turn numbering going past skipped or deleted turns); what an interrupted append left
+  after the last commit line (a torn line, or complete turns of an unacknowledged ingest) is cut off
+  when the file is opened, keeping every committed turn; a broken line in the middle is an error
+  naming the file and line, never its text;
+- ``delete`` rewrites the file without the item (write, fsync, rename), so its text leaves the disk.
 """
 
 from __future__ import annotations
@@ -93,29 +95,40 @@ class FullContextMemory(Memory):
         history = _UserHistory()
         raw = path.read_bytes()
         complete, _, torn = raw.rpartition(b"\n")
-        if torn:
-            # The last append was cut short (crash mid-write): it was never acknowledged; drop it.
-            log.warning("%s: ignoring a torn last line (%d bytes) left by an interrupted write", path, len(torn))
-            with path.open("r+b") as handle:
-                handle.truncate(len(complete) + 1 if complete else 0)
-                handle.flush()
-                os.fsync(handle.fileno())
-        lines = complete.split(b"\n") if complete else []
-        for number, line in enumerate(lines, start=1):
+        keep = len(complete) + 1 if complete else 0  # bytes of the file that stay
+        pending: list[MemoryItem] = []  # turns after the last commit line
+        committed_at: int | None = None  # end of the last commit line, in bytes
+        offset = 0
+        for number, line in enumerate(complete.split(b"\n") if complete else [], start=1):
+            offset += len(line) + 1
             if not line.strip():
                 continue
             try:
                 data = json.loads(line)
                 if isinstance(data, dict) and set(data) == {_SESSIONS}:
                     history.session_floor.update({str(k): int(v) for k, v in data[_SESSIONS].items()})
+                    history.turns.extend(pending)
+                    pending, committed_at = [], offset
                 else:
-                    history.turns.append(MemoryItem.model_validate(data))
+                    pending.append(MemoryItem.model_validate(data))
             except (ValueError, ValidationError, AttributeError, TypeError):
                 # Never quote the line: it holds the user's text.
                 raise MemlabError(
                     f"{path}: line {number} is not a stored turn (the file is damaged); "
                     "restore it from a backup or remove that line"
                 ) from None
+        if pending and committed_at is not None:
+            # Turns of an ingest whose commit line never made it (killed mid-append): that ingest was
+            # never acknowledged, so none of it is kept (a retry then stores it once, not twice).
+            keep = committed_at
+            pending = []
+        history.turns.extend(pending)  # a file written before commit lines existed: all of it counts
+        if keep < len(raw):
+            log.warning("%s: dropping %d bytes left by an interrupted write", path, len(raw) - keep)
+            with path.open("r+b") as handle:
+                handle.truncate(keep)
+                handle.flush()
+                os.fsync(handle.fileno())
         return history
 
     def _load(self, user_id: str) -> list[MemoryItem]:
@@ -145,9 +158,7 @@ class FullContextMemory(Memory):
         if path is None:
             return
         lines = [item.model_dump_json() + "\n" for item in self._turns.get(user_id, [])]
-        floors = self._floors.get(user_id) or {}
-        if floors:
-            lines.insert(0, json.dumps({_SESSIONS: floors}) + "\n")
+        lines.append(json.dumps({_SESSIONS: self._floors.get(user_id) or {}}) + "\n")  # commits them
         tmp = path.with_name(path.name + ".tmp")
         with tmp.open("wb") as handle:
             handle.write("".join(lines).encode("utf-8"))
@@ -170,16 +181,17 @@ class FullContextMemory(Memory):
                 for offset, message in enumerate(session.messages)
                 if message.role != "system" or self.config.include_system
             ]
-            lines = [item.model_dump_json() + "\n" for item in new]
+            if not session.messages:
+                return
             total = first_turn + len(session.messages)
-            floors = self._floors.setdefault(user_id, {})
-            if session.messages and (not new or new[-1].source["turn_index"] + 1 < total):
-                # Trailing turns that are not stored (skipped system messages) still count.
-                floors[session.id] = total
-                lines.append(json.dumps({_SESSIONS: {session.id: total}}) + "\n")
+            # The commit line ends the ingest: turns written without one are dropped on open. It also
+            # records the session's turn count (skipped system messages and deleted turns still count).
+            lines = [item.model_dump_json() + "\n" for item in new]
+            lines.append(json.dumps({_SESSIONS: {session.id: total}}) + "\n")
             path = self._file(user_id)
-            if path is not None and lines:
+            if path is not None:
                 self._append(path, lines)
+            self._floors.setdefault(user_id, {})[session.id] = total
             turns.extend(new)
 
     def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:

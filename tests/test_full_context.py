@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from pathlib import Path
 
@@ -92,3 +93,26 @@ def test_delete_rewrites_the_file_without_the_text(tmp_path: Path) -> None:
     reopened.reset("alice")
     assert not any(tmp_path.glob("alice*"))
     reopened.close()
+
+
+def test_an_ingest_cut_short_leaves_none_of_its_turns(tmp_path: Path) -> None:
+    memory = FullContextMemory(data_dir=tmp_path)
+    memory.ingest(_session("s1", "committed"), user_id="alice")
+    memory.close()
+    path = tmp_path / "alice.jsonl"
+    committed = path.read_bytes()
+    # A 3-message ingest killed after two complete lines: no commit line, never acknowledged.
+    partial = [{"id": f"s1#{i}", "text": f"partial {i}", "source": {"session_id": "s1", "turn_index": i, "role": "user"}}
+               for i in (1, 2)]
+    with path.open("ab") as handle:
+        handle.write("".join(json.dumps(p) + "\n" for p in partial).encode() + b'{"id": "s1#3", "te')
+    reopened = FullContextMemory(data_dir=tmp_path)
+    assert [i.text for i in reopened.list_memories(user_id="alice")] == ["committed"]
+    assert path.read_bytes() == committed
+    assert reopened.ingest(_session("s1", "retried"), user_id="alice").first_turn == 1  # the retry is stored once
+    reopened.close()
+    # A file from before commit lines existed (no commit line at all): every complete line counts.
+    (tmp_path / "old.jsonl").write_text("".join(json.dumps(p) + "\n" for p in partial))
+    old = FullContextMemory(data_dir=tmp_path)
+    assert [i.text for i in old.list_memories(user_id="old")] == ["partial 1", "partial 2"]
+    old.close()
