@@ -218,6 +218,8 @@ class MemoryClient:
     ) -> None:
         if max_k < 1:
             raise ValueError(f"max_k must be >= 1, got {max_k}")
+        if user_cache_size < 1:  # before the backend opens (and locks) its data directory
+            raise ValueError(f"user cache size must be >= 1, got {user_cache_size}")
         if isinstance(backend, Memory):
             if config is not None or data_dir is not None or backend_kwargs:
                 raise ValueError("pass config/data_dir when opening a backend by name, not with an instance")
