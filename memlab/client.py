@@ -203,6 +203,8 @@ class MemoryClient:
     ``max_k`` bounds ``recall``'s ``k`` (a larger k is a ``ValueError``, as the REST service
     answers 422). ``user_cache_size`` bounds how many users' state the backend keeps in RAM (LRU;
     only for persistent memories, whose evicted users are reloaded from the data directory).
+    ``batch_queries=True`` lets concurrent searches share one embedding call (backends that keep
+    an ``embedder``: rag, profile); the REST service turns it on.
     """
 
     def __init__(
@@ -214,6 +216,7 @@ class MemoryClient:
         require_persistence: bool = False,
         max_k: int = DEFAULT_MAX_K,
         user_cache_size: int = DEFAULT_USER_CACHE_SIZE,
+        batch_queries: bool = False,
         **backend_kwargs: Any,
     ) -> None:
         if max_k < 1:
@@ -246,6 +249,8 @@ class MemoryClient:
         release = getattr(self.memory, "release", None) if self.persistent else None
         self._users = UserTable(user_cache_size, self._releaser(release) if callable(release) else None)
         self._lifecycle = ReadWriteLock()  # close() waits for calls in flight
+        if batch_queries:
+            self._coalesce_query_embeddings()
 
     # ------------------------------------------------------------------ identity
     @property
@@ -282,6 +287,15 @@ class MemoryClient:
             raise PersistenceError(f"persistent memory required, but {reason} (they would not survive a restart)")
         if self.data_dir is not None:
             warnings.warn(f"{reason}; they will not survive a restart", EphemeralMemoryWarning, stacklevel=3)
+
+    def _coalesce_query_embeddings(self) -> None:
+        """Concurrent searches share model calls (see ``memlab.embedders.coalescing``)."""
+        from memlab.embedders import Embedder
+        from memlab.embedders.coalescing import CoalescingEmbedder
+
+        embedder = getattr(self.memory, "embedder", None)  # rag and profile keep theirs here
+        if isinstance(embedder, Embedder) and not isinstance(embedder, CoalescingEmbedder):
+            self.memory.embedder = CoalescingEmbedder(embedder)  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ locking
     def _releaser(self, release: Callable[[str], None]) -> Callable[[str], None]:

@@ -94,7 +94,7 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
             client = MemoryClient(
                 settings.backend, settings.backend_config, data_dir=settings.data_dir,
                 require_persistence=not settings.allow_ephemeral, max_k=settings.max_k,
-                user_cache_size=settings.user_cache_size,
+                user_cache_size=settings.user_cache_size, batch_queries=settings.batch_queries,
             )
         except BaseException:
             if service_lock is not None:

@@ -45,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--compute-threads", type=int, metavar="N",
                    help="threads one request's model work may use (default 1: concurrent requests share the "
                         "cores; env MEMLAB_COMPUTE_THREADS)")
+    p.add_argument("--no-batch-queries", dest="batch_queries", action="store_false", default=None,
+                   help="embed each search's query on its own (default: concurrent searches share a model call)")
     p.add_argument("--max-body-bytes", type=int, help="largest accepted request body (default 1 MiB)")
     p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])
     return p
@@ -88,7 +90,7 @@ def build_settings(argv: list[str]) -> "Any":
                          ("port", args.port), ("allow_ephemeral", args.allow_ephemeral),
                          ("max_body_bytes", args.max_body_bytes), ("log_level", args.log_level),
                          ("api_keys_file", args.api_keys_file), ("user_cache_size", args.user_cache_size),
-                         ("compute_threads", args.compute_threads)):
+                         ("compute_threads", args.compute_threads), ("batch_queries", args.batch_queries)):
         if value is not None:
             data[field] = value
     if args.api_key:

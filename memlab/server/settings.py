@@ -102,6 +102,9 @@ class ServerSettings(BaseModel):
         description="threads one request's model and vector work may use (torch/OpenMP intra-op); 1 lets "
         f"concurrent requests share the cores instead of fighting over them; env {COMPUTE_THREADS_ENV}",
     )
+    batch_queries: bool = Field(
+        default=True, description="concurrent searches share one query-embedding call (rag, profile)"
+    )
     max_body_bytes: int = Field(default=1_048_576, ge=1024, description="larger request bodies get 413")
     max_messages: int = Field(default=500, ge=1, description="messages per add request")
     max_message_chars: int = Field(default=32_000, ge=1)
