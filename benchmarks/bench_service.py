@@ -1,12 +1,20 @@
-"""Throughput and latency of the memlab REST service: search over 1,000 users, on loopback.
+"""Throughput and latency of the memlab REST service on loopback, and whether users block each other.
 
-Starts ``memlab serve`` (the real uvicorn process, with API-key auth) on 127.0.0.1 with a fresh data
-directory, gives each user a few sessions through the HTTP API, then fires search requests for
-random users from a fixed number of concurrent clients and reports requests per second and
-p50/p90/p99 latency (client-side, request sent to response read). Also times the ingestion.
+For each backend (default: profile and rag, with the packaged MiniLM embedder) it starts
+``memlab serve`` (the real uvicorn process, with API-key auth) on 127.0.0.1 with a fresh data
+directory, gives ``--users`` users a few sessions through the HTTP API, then measures
+(client-side latency, request sent to response read):
 
-    python benchmarks/bench_service.py                        # full_context, 1,000 users
-    python benchmarks/bench_service.py --backend rag --rag.embedder hashing --json runs/bench.json
+1. search req/s and p50/p90/p99 with 1 and with 8 concurrent clients (``--clients``);
+2. another user's search latency while one user ingests 300 messages in one request
+   (``--ingest-messages``): a client searches user B back to back for as long as user A's ingest runs.
+
+It ends with the issue-15 targets: that search's p99 <= 200 ms, and search req/s with 8 clients
+>= 1.5x one client.
+
+    python benchmarks/bench_service.py                                  # profile and rag, MiniLM
+    python benchmarks/bench_service.py --backends full_context --users 1000 --json runs/bench.json
+    python benchmarks/bench_service.py --backends rag --rag.embedder hashing
 
 Everything stays on this machine; the run is bounded by --requests.
 """
@@ -95,44 +103,87 @@ def summary(name: str, latencies: list[float], errors: int, wall: float) -> dict
     }
 
 
+async def populate(client: httpx.AsyncClient, args: argparse.Namespace, users: list[str],
+                   rng: random.Random) -> dict[str, Any]:
+    jobs = [(f"/v1/users/{u}/messages", body) for u in users for body in user_sessions(rng, args.sessions)]
+    return summary("ingest (POST messages)", *await timed_requests(client, jobs, 8))
+
+
+async def searches(client: httpx.AsyncClient, args: argparse.Namespace, users: list[str], rng: random.Random,
+                   clients: int) -> dict[str, Any]:
+    jobs = [(f"/v1/users/{rng.choice(users)}/search", {"query": rng.choice(QUERIES), "k": args.k})
+            for _ in range(args.requests + args.warmup)]
+    await timed_requests(client, jobs[: args.warmup], clients)
+    return summary(f"search, {clients} client{'s' if clients > 1 else ''}",
+                   *await timed_requests(client, jobs[args.warmup:], clients))
+
+
+async def search_during_ingest(client: httpx.AsyncClient, args: argparse.Namespace, users: list[str],
+                               rng: random.Random) -> list[dict[str, Any]]:
+    """User A ingests ``--ingest-messages`` messages in one request; user B searches meanwhile."""
+    messages = []
+    while len(messages) < args.ingest_messages:
+        for session in user_sessions(rng, 1):
+            messages.extend(session["messages"])
+    body = {"session_id": "big", "messages": messages[: args.ingest_messages]}
+    latencies: list[float] = []
+    errors = 0
+    done = asyncio.Event()
+
+    async def ingest() -> float:
+        start = time.perf_counter()
+        response = await client.post("/v1/users/ingesting-user/messages", json=body)
+        if response.status_code != 201:
+            print(f"  ingest error {response.status_code}: {response.text[:200]}", file=sys.stderr)
+        done.set()
+        return time.perf_counter() - start
+
+    async def searcher() -> None:
+        nonlocal errors
+        await asyncio.sleep(0.05)  # let the ingest reach the server first
+        while not done.is_set():
+            start = time.perf_counter()
+            response = await client.post(f"/v1/users/{rng.choice(users)}/search",
+                                         json={"query": rng.choice(QUERIES), "k": args.k})
+            if not done.is_set():
+                latencies.append(time.perf_counter() - start)
+            errors += response.status_code >= 400
+
+    ingest_seconds, _ = await asyncio.gather(ingest(), searcher())
+    meanwhile = summary("other user's search meanwhile", latencies or [float("nan")], errors, ingest_seconds)
+    meanwhile["requests"] = len(latencies)
+    big = summary(f"ingest {args.ingest_messages} msgs (1 req)", [ingest_seconds], 0, ingest_seconds)
+    big["rps"] = round(args.ingest_messages / ingest_seconds, 1)  # messages per second, for this row
+    return [big, meanwhile]
+
+
 async def run(args: argparse.Namespace, url: str, key: str) -> list[dict[str, Any]]:
     rng = random.Random(args.seed)
     users = [f"user-{i:04d}" for i in range(args.users)]
-    limits = httpx.Limits(max_connections=args.concurrency, max_keepalive_connections=args.concurrency)
+    most = max(args.clients)
+    limits = httpx.Limits(max_connections=most + 2, max_keepalive_connections=most + 2)
     async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {key}"}, limits=limits,
-                                 timeout=60.0, trust_env=False) as client:
-        ingest_jobs = [(f"/v1/users/{u}/messages", body) for u in users for body in user_sessions(rng, args.sessions)]
-        ingest = summary("ingest (POST messages)", *await timed_requests(client, ingest_jobs, args.concurrency))
-        search_jobs = [(f"/v1/users/{rng.choice(users)}/search", {"query": rng.choice(QUERIES), "k": args.k})
-                       for _ in range(args.requests + args.warmup)]
-        await timed_requests(client, search_jobs[: args.warmup], args.concurrency)
-        search = summary("search (POST search)", *await timed_requests(client, search_jobs[args.warmup:], args.concurrency))
-    return [ingest, search]
+                                 timeout=120.0, trust_env=False) as client:
+        results = [await populate(client, args, users, rng)]
+        for clients in args.clients:
+            results.append(await searches(client, args, users, rng, clients))
+        results += await search_during_ingest(client, args, users, rng)
+    return results
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--backend", default="full_context")
-    p.add_argument("--users", type=int, default=1000)
-    p.add_argument("--sessions", type=int, default=2, help="sessions (of 4 messages) per user")
-    p.add_argument("--requests", type=int, default=5000, help="timed search requests")
-    p.add_argument("--warmup", type=int, default=200)
-    p.add_argument("--concurrency", type=int, default=16, help="requests in flight")
-    p.add_argument("--k", type=int, default=5)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", help="also write the results here")
-    args, backend_args = p.parse_known_args(argv)
-
+def bench_backend(args: argparse.Namespace, backend: str, backend_args: list[str]) -> list[dict[str, Any]]:
     key = secrets.token_urlsafe(24)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
+    own_args = [a for i, a in enumerate(backend_args)
+                if a.startswith(f"--{backend}.") or (i and backend_args[i - 1].startswith(f"--{backend}."))]
     with tempfile.TemporaryDirectory(prefix="memlab-bench-") as data_dir:
         env = {**os.environ, "MEMLAB_API_KEYS": key}
-        command = [sys.executable, "-m", "memlab.server.cli", "--backend", args.backend, "--data-dir", data_dir,
-                   "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", *backend_args]
+        command = [sys.executable, "-m", "memlab.server.cli", "--backend", backend, "--data-dir", data_dir,
+                   "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", *own_args]
         server = subprocess.Popen(command, env=env)
         try:
-            deadline = time.monotonic() + 120
+            deadline = time.monotonic() + 180
             while True:
                 if server.poll() is not None:
                     raise SystemExit(f"server exited with {server.returncode}")
@@ -141,38 +192,71 @@ def main(argv: list[str] | None = None) -> int:
                         break
                 except httpx.TransportError:
                     if time.monotonic() > deadline:
-                        raise SystemExit("server did not become ready in 120 s") from None
+                        raise SystemExit("server did not become ready in 180 s") from None
                     time.sleep(0.2)
-            print(f"server ready at {url}; storing {args.users} users, then {args.requests} searches ...",
+            print(f"[{backend}] server ready at {url}; storing {args.users} users, then searches ...",
                   file=sys.stderr, flush=True)
             results = asyncio.run(run(args, url, key))
-            report(args, backend_args, results)
         finally:
             # Graceful stop: persistent backends flush on shutdown, which can take a while.
-            start = time.perf_counter()
             server.terminate()
             try:
                 server.wait(timeout=300)
-                print(f"server shut down in {time.perf_counter() - start:.1f} s", file=sys.stderr)
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
-                print("server did not shut down within 300 s and was killed", file=sys.stderr)
-    return 1 if any(r["errors"] for r in results) else 0
+    report(args, backend, own_args, results)
+    return results
 
 
-def report(args: argparse.Namespace, backend_args: list[str], results: list[dict[str, Any]]) -> None:
-    setup = {"backend": args.backend, "backend_args": backend_args, "users": args.users,
-             "messages_per_user": 4 * args.sessions, "concurrency": args.concurrency, "k": args.k,
-             "cpus": os.cpu_count(), "python": sys.version.split()[0]}
-    print(f"memlab service benchmark: {json.dumps(setup)}")
-    print(f"{'phase':<24}{'requests':>9}{'errors':>7}{'req/s':>9}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}")
-    for r in results:
-        print(f"{r['phase']:<24}{r['requests']:>9}{r['errors']:>7}{r['rps']:>9}{r['p50_ms']:>9}{r['p90_ms']:>9}{r['p99_ms']:>9}",
-              flush=True)
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--backends", default="profile,rag", help="comma-separated backends (default: profile,rag)")
+    p.add_argument("--users", type=int, default=200)
+    p.add_argument("--sessions", type=int, default=2, help="sessions (of 4 messages) per user")
+    p.add_argument("--requests", type=int, default=400, help="timed search requests per client setting")
+    p.add_argument("--warmup", type=int, default=40)
+    p.add_argument("--clients", default="1,8", help="concurrent search clients to compare (default 1,8)")
+    p.add_argument("--ingest-messages", type=int, default=300, help="messages of the big ingest")
+    p.add_argument("--k", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", help="also write the results here")
+    args, backend_args = p.parse_known_args(argv)
+    args.clients = [int(c) for c in str(args.clients).split(",")]
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    print(f"machine: {os.cpu_count()} CPUs, load average {load and ' '.join(f'{x:.2f}' for x in load)}, "
+          f"python {sys.version.split()[0]}", flush=True)
+    everything: dict[str, Any] = {}
+    failed = False
+    for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
+        results = bench_backend(args, backend, backend_args)
+        everything[backend] = results
+        failed |= any(r["errors"] for r in results)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"setup": setup, "results": results}, indent=2))
+        Path(args.json).write_text(json.dumps({"args": vars(args), "results": everything}, indent=2))
+    return 1 if failed else 0
+
+
+def report(args: argparse.Namespace, backend: str, backend_args: list[str], results: list[dict[str, Any]]) -> None:
+    setup = {"backend": backend, "backend_args": backend_args, "users": args.users,
+             "messages_per_user": 4 * args.sessions, "k": args.k, "requests": args.requests}
+    print(f"\nmemlab service benchmark: {json.dumps(setup)}")
+    print("(the big ingest's req/s column is messages per second; its latency is the whole request)")
+    print(f"{'phase':<34}{'requests':>9}{'errors':>7}{'req/s':>9}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}")
+    for r in results:
+        print(f"{r['phase']:<34}{r['requests']:>9}{r['errors']:>7}{r['rps']:>9}{r['p50_ms']:>9}{r['p90_ms']:>9}"
+              f"{r['p99_ms']:>9}", flush=True)
+    by_phase = {r["phase"]: r for r in results}
+    meanwhile = by_phase["other user's search meanwhile"]
+    print(f"target: other user's search p99 during the {args.ingest_messages}-message ingest <= 200 ms: "
+          f"{meanwhile['p99_ms']} ms ({meanwhile['requests']} searches) -> "
+          f"{'PASS' if meanwhile['p99_ms'] <= 200 else 'FAIL'}")
+    one, most = by_phase.get("search, 1 client"), by_phase.get(f"search, {max(args.clients)} clients")
+    if one and most:
+        ratio = most["rps"] / one["rps"]
+        print(f"target: search req/s with {max(args.clients)} clients >= 1.5x 1 client: {most['rps']} / "
+              f"{one['rps']} = {ratio:.2f}x -> {'PASS' if ratio >= 1.5 else 'FAIL'}", flush=True)
 
 
 if __name__ == "__main__":

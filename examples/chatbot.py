@@ -5,7 +5,7 @@
     python examples/chatbot.py --user alice --backend full_context --data-dir ./chat-memory --model my-model
 
 Each run is a new conversation (a new memory session); what the user said in earlier runs comes
-back through recall. Commands: /recall QUERY, /memories, /forget, /quit. ``--dry-run`` needs no
+back through recall. Commands: /recall QUERY, /memories, /export, /forget, /quit. ``--dry-run`` needs no
 model: it prints what would be recalled and sent, and stores nothing. Backend options follow the
 memlab convention ``--<backend>.<key> VALUE`` (e.g. ``--rag.embedder hashing``).
 """
@@ -98,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"[{item.id}] {item.text}")
                 else:
                     print(f"(backend {client.backend!r} cannot list its memories)")
+            elif text == "/export":
+                print(json.dumps(client.export(args.user), indent=2, ensure_ascii=False), flush=True)
             elif text == "/forget":
                 client.forget(args.user)
                 print(f"(forgot everything about {args.user})")

@@ -2,14 +2,20 @@
 
 ``MemoryClient`` wraps one backend instance with a persistent data directory and adds what an
 application needs around the raw ``Memory`` interface: plain-Python arguments (dicts, tuples or
-``Message`` objects), a lock so several threads can share one client (backends are not assumed
-thread-safe), ownership checks before anything is done to a memory by id, and a clear statement
-of whether the data survives a restart.
+``Message`` objects), per-user locking so many threads can share one client, ownership checks
+before anything is done to a memory by id, a bounded ``k``, a bounded set of users kept in RAM,
+and a clear statement of whether the data survives a restart.
+
+Concurrency: each user has a reader-writer lock. Searches (of one user or of many) run at the same
+time; a write (remember, update, delete, forget) of a user waits only for that user's calls. The
+first call for a user since it was loaded into RAM runs alone for that user, so backends may load
+per-user state lazily without racing. Backends that do not declare ``concurrent_users = True``
+(and are not among the audited built-ins) additionally share one lock across users.
 
 Persistence policy: with a ``data_dir`` and a backend that declares ``Capability.PERSIST`` the
-memory survives restarts. With a ``data_dir`` and a backend that does not persist (``rag``,
-``none``), the client warns with ``EphemeralMemoryWarning``, or refuses with ``PersistenceError``
-when ``require_persistence=True`` (the REST service always requires it unless told otherwise).
+memory survives restarts. With a ``data_dir`` and a backend that does not persist (``none``), the
+client warns with ``EphemeralMemoryWarning``, or refuses with ``PersistenceError`` when
+``require_persistence=True`` (the REST service always requires it unless told otherwise).
 Without a ``data_dir`` the memory is in-process only, which is the caller's explicit choice, so
 there is no warning unless persistence is required.
 
@@ -18,15 +24,17 @@ there is no warning unless persistence is required.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-from memlab.errors import MemlabError
+from memlab.errors import MemlabError, NotFoundError
 from memlab.memory import Capability, IngestReport, Memory, validate_user_id
 from memlab.registry import create_backend
 from memlab.tokens import truncate_front
@@ -40,12 +48,20 @@ __all__ = [
     "PersistenceError",
     "MemoryNotFoundError",
     "MessageLike",
+    "DEFAULT_MAX_K",
+    "DEFAULT_USER_CACHE_SIZE",
 ]
 
 # What remember() accepts for one message.
 MessageLike = Union[Message, Mapping[str, Any], tuple[str, str]]
 
 DEFAULT_SESSION_ID = "default"
+DEFAULT_MAX_K = 100  # the same bound as the REST service's max_k
+DEFAULT_USER_CACHE_SIZE = 1024  # users whose state a backend may keep in RAM at once
+
+# Built-in backends audited for calls of different users at the same time (per-user state, or an
+# internal lock of their own: mem0 serialises its shared store itself, profile's SQLite store has one).
+_AUDITED_CONCURRENT = frozenset({"none", "full_context", "rag", "profile", "mem0"})
 
 
 class EphemeralMemoryWarning(UserWarning):
@@ -56,11 +72,8 @@ class PersistenceError(MemlabError):
     """Persistence was required but the backend (or the missing data_dir) cannot provide it."""
 
 
-class MemoryNotFoundError(MemlabError, KeyError):
-    """No memory with that id belongs to that user (it may exist for another user)."""
-
-    def __str__(self) -> str:  # KeyError would otherwise quote the message
-        return str(self.args[0]) if self.args else ""
+# One not-found error for the whole stack: what backends raise is what callers catch (and 404).
+MemoryNotFoundError = NotFoundError
 
 
 def to_message(value: MessageLike) -> Message:
@@ -74,12 +87,124 @@ def to_message(value: MessageLike) -> Message:
     raise TypeError(f"cannot read a message from {type(value).__name__}: use Message, a dict or (role, content)")
 
 
+class ReadWriteLock:
+    """Many readers or one writer. Waiting writers go first, so searches cannot starve an ingest."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._readers = 0
+        self._writer = False
+        self._writers_waiting = 0
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[None]:
+        with self._cond:
+            while self._writer or self._writers_waiting:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[None]:
+        with self._cond:
+            self._writers_waiting += 1
+            try:
+                while self._writer or self._readers:
+                    self._cond.wait()
+            finally:
+                self._writers_waiting -= 1
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = False
+                self._cond.notify_all()
+
+
+@dataclass
+class _UserSlot:
+    lock: ReadWriteLock = field(default_factory=ReadWriteLock)
+    pins: int = 0  # calls using (or waiting for) this slot; a pinned user is never evicted
+    loaded: bool = False  # the backend has seen this user since it was last released
+
+
+class UserTable:
+    """Per-user locks plus an LRU of the users a backend keeps in RAM (``capacity`` of them).
+
+    When more users than ``capacity`` are loaded, the least recently used idle one is released:
+    ``release(user_id)`` runs under that user's write lock, and its next call reloads it.
+    """
+
+    def __init__(self, capacity: int, release: Callable[[str], None] | None) -> None:
+        if capacity < 1:
+            raise ValueError(f"user cache size must be >= 1, got {capacity}")
+        self.capacity = capacity
+        self._release = release
+        self._mutex = threading.Lock()
+        self._slots: OrderedDict[str, _UserSlot] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    @contextlib.contextmanager
+    def use(self, user_id: str, *, write: bool) -> Iterator[None]:
+        with self._mutex:
+            slot = self._slots.get(user_id)
+            if slot is None:
+                slot = self._slots[user_id] = _UserSlot()
+            self._slots.move_to_end(user_id)
+            slot.pins += 1
+            exclusive = write or not slot.loaded
+        try:
+            with slot.lock.write() if exclusive else slot.lock.read():
+                yield
+                slot.loaded = True
+        finally:
+            with self._mutex:
+                slot.pins -= 1
+            self._evict()
+
+    def _evict(self) -> None:
+        while True:
+            with self._mutex:
+                if len(self._slots) <= self.capacity:
+                    return
+                victim = next(((u, s) for u, s in self._slots.items() if not s.pins), None)
+                if victim is None:
+                    return  # every cached user is in use: over capacity until one finishes
+                user_id, slot = victim
+                slot.pins += 1
+                slot.loaded = False  # a call arriving now runs exclusively, after the release
+            try:
+                if self._release is not None:
+                    with slot.lock.write():
+                        self._release(user_id)
+            finally:
+                with self._mutex:
+                    slot.pins -= 1
+                    if not slot.pins and not slot.loaded and self._slots.get(user_id) is slot:
+                        del self._slots[user_id]
+
+
 class MemoryClient:
     """Thread-safe, per-user access to one memory backend.
 
     >>> client = MemoryClient("full_context", data_dir="memdata")       # doctest: +SKIP
     >>> client.remember("alice", [("user", "I adopted a cat named Pixel.")])  # doctest: +SKIP
     >>> client.recall("alice", "what is my cat called?").context        # doctest: +SKIP
+
+    ``max_k`` bounds ``recall``'s ``k`` (a larger k is a ``ValueError``, as the REST service
+    answers 422). ``user_cache_size`` bounds how many users' state the backend keeps in RAM (LRU;
+    only for persistent memories, whose evicted users are reloaded from the data directory).
+    ``batch_queries=True`` lets concurrent searches share one embedding call (backends that keep
+    an ``embedder``: rag, profile); the REST service turns it on.
     """
 
     def __init__(
@@ -89,8 +214,15 @@ class MemoryClient:
         *,
         data_dir: str | Path | None = None,
         require_persistence: bool = False,
+        max_k: int = DEFAULT_MAX_K,
+        user_cache_size: int = DEFAULT_USER_CACHE_SIZE,
+        batch_queries: bool = False,
         **backend_kwargs: Any,
     ) -> None:
+        if max_k < 1:
+            raise ValueError(f"max_k must be >= 1, got {max_k}")
+        if user_cache_size < 1:  # before the backend opens (and locks) its data directory
+            raise ValueError(f"user cache size must be >= 1, got {user_cache_size}")
         if isinstance(backend, Memory):
             if config is not None or data_dir is not None or backend_kwargs:
                 raise ValueError("pass config/data_dir when opening a backend by name, not with an instance")
@@ -100,11 +232,25 @@ class MemoryClient:
                 backend, dict(config or {}), data_dir=Path(data_dir) if data_dir else None, **backend_kwargs
             )
         self.data_dir = self.memory.data_dir
-        # One lock around the backend: plugins keep shared indexes, files and counters that are
-        # not written for concurrent use, so calls are serialised (reads included).
-        self._lock = threading.RLock()
+        self.max_k = max_k
         self._closed = False
-        self._check_persistence(require_persistence)
+        try:
+            self._check_persistence(require_persistence)
+        except BaseException:
+            self.memory.close()  # release the backend's directory lock: nothing was served
+            raise
+        declared = getattr(type(self.memory), "concurrent_users", None)
+        concurrent = declared if declared is not None else self.memory.name in _AUDITED_CONCURRENT
+        # A backend not known to be safe for concurrent calls gets one lock across users.
+        self._backend_lock: contextlib.AbstractContextManager[Any] = (
+            contextlib.nullcontext() if concurrent else threading.RLock()
+        )
+        # Only a persistent memory can drop a user from RAM: the data directory holds it.
+        release = getattr(self.memory, "release", None) if self.persistent else None
+        self._users = UserTable(user_cache_size, self._releaser(release) if callable(release) else None)
+        self._lifecycle = ReadWriteLock()  # close() waits for calls in flight
+        if batch_queries:
+            self._coalesce_query_embeddings()
 
     # ------------------------------------------------------------------ identity
     @property
@@ -119,6 +265,10 @@ class MemoryClient:
     def persistent(self) -> bool:
         """True when what is stored survives a restart of the process."""
         return self.data_dir is not None and self.memory.supports(Capability.PERSIST)
+
+    @property
+    def user_cache_size(self) -> int:
+        return self._users.capacity
 
     def supports(self, capability: Capability | str) -> bool:
         return self.memory.supports(capability)
@@ -138,6 +288,32 @@ class MemoryClient:
         if self.data_dir is not None:
             warnings.warn(f"{reason}; they will not survive a restart", EphemeralMemoryWarning, stacklevel=3)
 
+    def _coalesce_query_embeddings(self) -> None:
+        """Concurrent searches share model calls (see ``memlab.embedders.coalescing``)."""
+        from memlab.embedders import Embedder
+        from memlab.embedders.coalescing import CoalescingEmbedder
+
+        embedder = getattr(self.memory, "embedder", None)  # rag and profile keep theirs here
+        if isinstance(embedder, Embedder) and not isinstance(embedder, CoalescingEmbedder):
+            self.memory.embedder = CoalescingEmbedder(embedder)  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------------ locking
+    def _releaser(self, release: Callable[[str], None]) -> Callable[[str], None]:
+        def locked(user_id: str) -> None:
+            with self._backend_lock:
+                release(user_id)
+
+        return locked
+
+    @contextlib.contextmanager
+    def _user(self, user_id: str, *, write: bool) -> Iterator[None]:
+        validate_user_id(user_id)
+        with self._lifecycle.read():
+            if self._closed:
+                raise MemlabError("this MemoryClient is closed")
+            with self._users.use(user_id, write=write), self._backend_lock:
+                yield
+
     # ------------------------------------------------------------------ core operations
     def remember(
         self, user_id: str, messages: Iterable[MessageLike], *, session_id: str = DEFAULT_SESSION_ID
@@ -145,41 +321,54 @@ class MemoryClient:
         """Append ``messages`` to session ``session_id`` of ``user_id``'s memory."""
         parsed = [to_message(m) for m in messages]
         session = Session(id=session_id, messages=parsed)
-        with self._guard():
+        with self._user(user_id, write=True):
             return self.memory.ingest(session, user_id=user_id)
 
     def recall(self, user_id: str, query: str, k: int | None = None) -> Retrieval:
         """What ``user_id``'s memory holds that is relevant to ``query`` (at most ``k`` items)."""
-        with self._guard():
+        if k is not None:
+            if isinstance(k, bool) or not isinstance(k, int):
+                raise TypeError(f"k must be an integer, got {type(k).__name__}")
+            if not 1 <= k <= self.max_k:
+                raise ValueError(f"k must be between 1 and {self.max_k} (max_k), got {k}")
+        with self._user(user_id, write=False):
             return self.memory.retrieve(query, user_id=user_id, k=k)
 
     def forget(self, user_id: str) -> None:
         """Delete everything stored about ``user_id``."""
-        with self._guard():
+        with self._user(user_id, write=True):
             self.memory.reset(user_id)
+
+    def export(self, user_id: str) -> dict[str, Any]:
+        """Everything stored about ``user_id``, as one JSON-serialisable document."""
+        with self._user(user_id, write=False):
+            return self.memory.export(user_id)
 
     # ------------------------------------------------------------------ capability operations
     def memories(self, user_id: str) -> list[MemoryItem]:
         """All of ``user_id``'s memories (needs the 'list' capability)."""
-        with self._guard():
+        with self._user(user_id, write=False):
             return self.memory.list_memories(user_id=user_id)
 
     def get(self, user_id: str, item_id: str) -> MemoryItem:
         """One memory by id, only if it belongs to ``user_id`` (needs 'list')."""
-        with self._guard():
-            return self._owned(user_id, item_id)
+        self.memory._require(Capability.LIST)
+        with self._user(user_id, write=False):
+            item = self._owned(user_id, item_id)
+            assert item is not None  # LIST is supported, so _owned found it or raised
+            return item
 
     def update(self, user_id: str, item_id: str, text: str) -> MemoryItem:
         """Replace the text of one of ``user_id``'s memories (needs 'update')."""
-        with self._guard():
-            self.memory._require(Capability.UPDATE)
+        self.memory._require(Capability.UPDATE)
+        with self._user(user_id, write=True):
             self._owned(user_id, item_id)
             return self._by_id(lambda: self.memory.update(item_id, text, user_id=user_id), user_id, item_id)
 
     def delete(self, user_id: str, item_id: str) -> None:
         """Delete one of ``user_id``'s memories (needs 'delete')."""
-        with self._guard():
-            self.memory._require(Capability.DELETE)
+        self.memory._require(Capability.DELETE)
+        with self._user(user_id, write=True):
             self._owned(user_id, item_id)
             self._by_id(lambda: self.memory.delete(item_id, user_id=user_id), user_id, item_id)
 
@@ -187,11 +376,10 @@ class MemoryClient:
         """The change history of one of ``user_id``'s memories (needs 'history').
 
         Deleted memories keep their history, so there is no 'list' check here: the backend's own
-        per-user scoping decides, and an id it does not know for this user is ``MemoryNotFoundError``.
+        per-user scoping decides, and an id it does not know for this user is ``NotFoundError``.
         """
-        with self._guard():
-            self.memory._require(Capability.HISTORY)
-            validate_user_id(user_id)
+        self.memory._require(Capability.HISTORY)
+        with self._user(user_id, write=False):
             return self._by_id(lambda: self.memory.history(item_id, user_id=user_id), user_id, item_id)
 
     def _owned(self, user_id: str, item_id: str) -> MemoryItem | None:
@@ -200,32 +388,25 @@ class MemoryClient:
         The backends scope ids by user themselves; this second check means a backend bug cannot
         let one user reach another's memory. Without 'list' the backend's own scoping is all there is.
         """
-        validate_user_id(user_id)
         if not self.memory.supports(Capability.LIST):
             return None
         for item in self.memory.list_memories(user_id=user_id):
             if item.id == item_id:
                 return item
-        raise MemoryNotFoundError(f"user {user_id!r} has no memory with id {item_id!r}")
+        raise NotFoundError(f"user {user_id!r} has no memory with id {item_id!r}")
 
     @staticmethod
     def _by_id(call: Callable[[], Any], user_id: str, item_id: str) -> Any:
         try:
             return call()
-        except MemoryNotFoundError:
-            raise
-        except LookupError as exc:  # backends signal unknown ids with KeyError/LookupError
-            raise MemoryNotFoundError(f"user {user_id!r} has no memory with id {item_id!r}") from exc
+        except LookupError as exc:  # NotFoundError, or a plugin's KeyError for an unknown id
+            # A fresh message: a backend's own message might quote stored text.
+            raise NotFoundError(f"user {user_id!r} has no memory with id {item_id!r}") from exc
 
     # ------------------------------------------------------------------ lifecycle
-    def _guard(self) -> threading.RLock:
-        if self._closed:
-            raise MemlabError("this MemoryClient is closed")
-        return self._lock
-
     def close(self) -> None:
-        """Flush and release the backend. Safe to call twice."""
-        with self._lock:
+        """Flush and release the backend (after the calls in flight). Safe to call twice."""
+        with self._lifecycle.write():
             if not self._closed:
                 self._closed = True
                 self.memory.close()

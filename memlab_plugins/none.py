@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from memlab.memory import Memory
+from typing import Any
+
+from memlab.memory import BackendConfig, Memory
 from memlab.types import Retrieval, Session
 
 
 class NoMemory(Memory):
     name = "none"
     description = "Remembers nothing: the blind control every comparison needs."
+    concurrent_users = True  # no state at all
+
+    @classmethod
+    def memory_depends_only_on_turns(cls, config: BackendConfig) -> bool:
+        return True  # always empty, whatever arrived
 
     def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
         return None
@@ -18,3 +25,6 @@ class NoMemory(Memory):
 
     def _reset(self, user_id: str) -> None:
         return None
+
+    def _export(self, user_id: str) -> dict[str, Any]:
+        return {"items": []}  # nothing is ever stored

@@ -18,7 +18,8 @@ from memlab.client import (
 from memlab.errors import UnknownNameError, UnsupportedCapabilityError
 from memlab.llm import LLM, ChatMessage, LLMResponse
 from memlab.memory import Capability
-from memlab.types import Message
+from memlab.types import Message, Retrieval
+from memlab_plugins.full_context import FullContextMemory
 
 PIXEL = "I adopted a grey cat named Pixel last spring."
 BEES = "I keep bees on the roof of my apartment in Lisbon."
@@ -101,11 +102,11 @@ def test_ephemeral_backend_warns_or_refuses(tmp_path: Path) -> None:
 def test_unsupported_capabilities_and_bad_input(tmp_path: Path) -> None:
     with MemoryClient("full_context", data_dir=tmp_path) as client:
         client.remember("alice", [("user", PIXEL)])
-        assert client.supports(Capability.LIST) and not client.supports("delete")
-        with pytest.raises(UnsupportedCapabilityError, match="does not support 'delete'"):
-            client.delete("alice", "default#0")
-        with pytest.raises(UnsupportedCapabilityError):
+        assert client.supports(Capability.LIST) and not client.supports("update")
+        with pytest.raises(UnsupportedCapabilityError, match="does not support 'update'"):
             client.update("alice", "default#0", "new text")
+        with pytest.raises(UnsupportedCapabilityError):
+            client.history("alice", "default#0")
         with pytest.raises(ValueError, match="invalid user_id"):
             client.recall("../etc", "x")
         with pytest.raises(TypeError, match="cannot read a message"):
@@ -203,7 +204,7 @@ def test_example_chatbot_against_an_openai_compatible_server(tmp_path: Path) -> 
         first = subprocess.run(command, input=f"{PIXEL}\n/quit\n", capture_output=True, text=True, env=env, timeout=120)
         assert first.returncode == 0, first.stderr
         assert "bot> answer 1" in first.stdout
-        second = subprocess.run(command, input="What is my cat called?\n/memories\n", capture_output=True,
+        second = subprocess.run(command, input="What is my cat called?\n/memories\n/export\n", capture_output=True,
                                 text=True, env=env, timeout=120)
         assert second.returncode == 0, second.stderr
     finally:
@@ -214,14 +215,13 @@ def test_example_chatbot_against_an_openai_compatible_server(tmp_path: Path) -> 
     system = requests[1]["messages"][0]
     assert system["role"] == "system" and "Pixel" in system["content"], "the new run recalled the old one"
     assert requests[1]["messages"][-1] == {"role": "user", "content": "What is my cat called?"}
-    # /memories lists both runs' turns, each run its own session.
+    # /memories lists both runs' turns, each run its own session; /export prints the whole document.
     assert PIXEL in second.stdout and "answer 1" in second.stdout
+    assert '"backend": "full_context"' in second.stdout and '"user_id": "alice"' in second.stdout
 
 
 def test_ownership_is_checked_even_if_the_backend_forgets(tmp_path: Path) -> None:
     """A backend whose delete ignores the user must still not let alice delete bob's memory."""
-    from memlab_plugins.full_context import FullContextMemory
-
     class CarelessMemory(FullContextMemory):
         name = "careless"
         capabilities = FullContextMemory.capabilities | {Capability.DELETE}
@@ -238,3 +238,167 @@ def test_ownership_is_checked_even_if_the_backend_forgets(tmp_path: Path) -> Non
     assert [m.text for m in client.memories("bob")] == [BEES]
     client.delete("alice", "alice-only#0")
     assert client.memories("alice") == []
+
+
+# ---------------------------------------------------------------------- export, not-found, bounded k
+def test_export_not_found_and_bounded_k(tmp_path: Path) -> None:
+    from memlab.errors import NotFoundError
+
+    with MemoryClient("full_context", data_dir=tmp_path, max_k=20) as client:
+        client.remember("alice", [("user", PIXEL), ("assistant", "Nice!")], session_id="s1")
+        document = client.export("alice")
+        assert document["backend"] == "full_context" and document["user_id"] == "alice"
+        assert [i["text"] for i in document["items"]] == [PIXEL, "Nice!"]
+        assert document["sessions"] == {"s1": 2}
+        assert client.export("bob")["items"] == []
+        assert MemoryNotFoundError is NotFoundError  # one error for backends, client and REST (404)
+        with pytest.raises(NotFoundError, match="'nope'"):
+            client.get("alice", "nope")
+        with pytest.raises(NotFoundError):
+            client.delete("bob", "s1#0")  # alice's id, asked for as bob's
+        assert len(client.recall("alice", "cat", k=1).items) == 1  # k honoured: the newest turn
+        assert client.recall("alice", "cat", k=1).items[0].text == "Nice!"
+        for bad in (0, 21, 10**9):
+            with pytest.raises(ValueError, match="between 1 and 20"):
+                client.recall("alice", "cat", k=bad)
+        with pytest.raises(TypeError):
+            client.recall("alice", "cat", k="5")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------- users never block each other
+class GatedMemory(FullContextMemory):
+    """full_context whose ingest and retrieve wait on test-controlled gates."""
+
+    name = "gated"
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.ingest_started = threading.Event()
+        self.ingest_may_finish = threading.Event()
+        self.search_barrier: threading.Barrier | None = None
+
+    def _ingest(self, session, *, user_id, first_turn):  # type: ignore[no-untyped-def]
+        if session.id == "slow":
+            self.ingest_started.set()
+            assert self.ingest_may_finish.wait(30), "the test never let the ingest finish"
+        super()._ingest(session, user_id=user_id, first_turn=first_turn)
+
+    def _retrieve(self, query, *, user_id, k):  # type: ignore[no-untyped-def]
+        if self.search_barrier is not None and query == "together":
+            self.search_barrier.wait(10)  # BrokenBarrierError unless both searches run at once
+        return super()._retrieve(query, user_id=user_id, k=k)
+
+
+def test_one_users_ingest_never_blocks_another_users_search(tmp_path: Path) -> None:
+    memory = GatedMemory(data_dir=tmp_path)
+    client = MemoryClient(memory)
+    client.remember("bob", [("user", BEES)])
+    client.remember("alice", [("user", PIXEL)])
+    writer = threading.Thread(target=client.remember, args=("alice", [("user", "slow turn")]),
+                              kwargs={"session_id": "slow"})
+    writer.start()
+    try:
+        assert memory.ingest_started.wait(10)
+        # alice's ingest is stuck inside the backend; bob is served meanwhile (reads and writes).
+        assert "bees" in client.recall("bob", "bees").context
+        client.remember("bob", [("user", "Another fact.")])
+        assert len(client.memories("bob")) == 2
+        # Two searches of one user run at the same time (each waits for the other at the barrier).
+        memory.search_barrier = threading.Barrier(2)
+        results: list[Retrieval] = []
+        searchers = [threading.Thread(target=lambda: results.append(client.recall("bob", "together")))
+                     for _ in range(2)]
+        for t in searchers:
+            t.start()
+        for t in searchers:
+            t.join(20)
+        assert len(results) == 2, "searches of one user were serialised"
+    finally:
+        memory.ingest_may_finish.set()
+        writer.join(20)
+    assert [m.text for m in client.memories("alice")] == [PIXEL, "slow turn"]
+    client.close()
+
+
+def test_users_kept_in_ram_are_bounded(tmp_path: Path) -> None:
+    with MemoryClient("full_context", data_dir=tmp_path, user_cache_size=3) as client:
+        for n in range(10):
+            client.remember(f"user{n}", [("user", f"fact {n}")])
+        assert len(client.memory._turns) <= 3 and len(client._users) <= 3
+        # Evicted users are reloaded from disk, complete.
+        assert [m.text for m in client.memories("user0")] == ["fact 0"]
+        assert client.remember("user0", [("user", "more")]).first_turn == 1
+    with pytest.raises(ValueError, match=">= 1"):
+        MemoryClient("full_context", user_cache_size=0)
+
+
+def test_a_user_in_use_is_never_released(tmp_path: Path) -> None:
+    memory = GatedMemory(data_dir=tmp_path)
+    released: list[str] = []
+    release = memory.release
+
+    def recording_release(user_id: str) -> None:
+        released.append(user_id)
+        release(user_id)
+
+    memory.release = recording_release  # type: ignore[method-assign]
+    client = MemoryClient(memory, user_cache_size=1)
+    writer = threading.Thread(target=client.remember, args=("alice", [("user", "slow turn")]),
+                              kwargs={"session_id": "slow"})
+    writer.start()
+    try:
+        assert memory.ingest_started.wait(10)
+        client.remember("bob", [("user", BEES)])  # over capacity, but alice is busy: bob goes
+        assert released == ["bob"]
+    finally:
+        memory.ingest_may_finish.set()
+        writer.join(20)
+    client.remember("carol", [("user", PIXEL)])
+    assert "alice" in released and [m.text for m in client.memories("alice")] == ["slow turn"]
+    client.close()
+
+
+@pytest.mark.parametrize("backend", ["rag", "profile", "mem0"])
+def test_audited_backends_stay_correct_when_users_run_concurrently(backend: str, tmp_path: Path) -> None:
+    """The built-ins the client runs without a cross-user lock: users working at the same time end up
+    with exactly what the same calls made one user after another give, and never see each other's data."""
+    users, per_user = [f"user{n}" for n in range(4)], 8
+
+    def work(client: MemoryClient, user: str) -> None:
+        for i in range(per_user):
+            client.remember(user, [("user", f"My pet number {i} is a {user}-animal{i}.")], session_id="s")
+            client.recall(user, "which pets do I have?", k=3)
+
+    def recalled(client: MemoryClient) -> dict[str, set[str]]:
+        seen = {}
+        for user in users:
+            text = client.recall(user, "My pet number is a animal", k=100).context
+            seen[user] = {f"{u}-animal{i}" for u in users for i in range(per_user) if f"{u}-animal{i}." in text}
+        return seen
+
+    with MemoryClient(backend, {"embedder": "hashing"}, data_dir=tmp_path / "one-by-one") as sequential:
+        for user in users:
+            work(sequential, user)
+        expected = recalled(sequential)
+    client = MemoryClient(backend, {"embedder": "hashing"}, data_dir=tmp_path / "concurrent")
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(users))
+
+    def run(user: str) -> None:
+        try:
+            start.wait()
+            work(client, user)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(u,)) for u in users]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors[:3]
+    got = recalled(client)
+    client.close()
+    assert got == expected
+    for user in users:
+        assert got[user] and all(token.startswith(f"{user}-") for token in got[user]), "a user saw another's data"

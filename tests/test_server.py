@@ -328,11 +328,11 @@ def test_restart_keeps_data_and_unsupported_capability_is_405(tmp_path: Path) ->
             assert item_id == "monday#0"
             assert admin.get(f"/v1/users/alice/memories/{quote(item_id, safe='')}").json()["text"] == PIXEL
             item_id = quote(item_id, safe="")  # ids are path segments: percent-encode them ('#')
-            refused = admin.delete(f"/v1/users/alice/memories/{item_id}")
+            refused = admin.patch(f"/v1/users/alice/memories/{item_id}", json={"text": "changed"})
             assert refused.status_code == 405
             error = error_of(refused)
-            assert error["code"] == "capability_not_supported" and "does not support 'delete'" in error["message"]
-            assert refused.headers["allow"] == "GET"
+            assert error["code"] == "capability_not_supported" and "does not support 'update'" in error["message"]
+            assert refused.headers["allow"] == "GET, DELETE"
             no_history = admin.get(f"/v1/users/alice/memories/{item_id}/history")
             assert no_history.status_code == 405 and no_history.headers.get("allow", "") == ""  # nothing allowed
     finally:
@@ -468,3 +468,154 @@ def test_settings_from_file_flags_and_backend_options(tmp_path: Path, monkeypatc
         build_settings(["--config", str(broken)])
     with pytest.raises(ValueError, match="needs a value"):
         build_settings(["--full_context.max_tokens"])
+
+
+# ---------------------------------------------------------------------- export, content type, keys, one writer
+def test_export_and_missing_content_type_hint(notes_server: Server) -> None:
+    with http(notes_server) as admin:
+        assert add(admin, "erin", PIXEL).status_code == 201
+        document = admin.get("/v1/users/erin/export")
+        assert document.status_code == 200
+        body = document.json()
+        assert body["backend"] == "notes" and body["user_id"] == "erin"
+        assert [i["text"] for i in body["items"]] == [PIXEL]
+        assert admin.get("/v1/users/nobody-yet/export").json()["items"] == []
+        # curl -d without -H 'Content-Type: application/json' sends form encoding: say what to send.
+        raw = admin.post("/v1/users/erin/search", content=b'{"query": "cat"}',
+                         headers={"content-type": "application/x-www-form-urlencoded"})
+        assert raw.status_code == 422
+        assert "Content-Type: application/json" in error_of(raw)["message"]
+        missing = admin.post("/v1/users/erin/search", content=b'{"query": "cat"}')
+        assert missing.status_code == 422  # FastAPI reads a body as JSON only when it says so
+        assert "no Content-Type" in error_of(missing)["message"]
+    with http(notes_server, ALICE_KEY) as alice:
+        assert alice.get("/v1/users/erin/export").status_code == 403
+
+
+def test_key_configuration_fails_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from memlab.server.cli import main
+
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: pytest.fail("a bad key configuration was served"))
+    monkeypatch.delenv("MEMLAB_API_KEYS", raising=False)
+    cases = [
+        (["--api-key", f"{ADMIN_KEY}:"], "empty user list"),
+        (["--api-key", ADMIN_KEY, "--api-key", ADMIN_KEY], "listed twice"),
+        (["--api-key", f"{ADMIN_KEY}:alice", "--api-key", f"{ADMIN_KEY}:bob"], "bound in two places"),
+    ]
+    for args, reason in cases:
+        assert main(["--data-dir", str(tmp_path / "d"), *args]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("memlab: error:") and reason in err, err
+        assert "'admi...'" in err and ADMIN_KEY not in err, "only a redacted prefix names the key"
+    monkeypatch.setenv("MEMLAB_API_KEYS", f"{ADMIN_KEY}:alice")
+    assert main(["--data-dir", str(tmp_path / "d"), "--api-key", f"{ADMIN_KEY}:bob"]) == 2  # env vs flag
+    assert "bound in two places" in capsys.readouterr().err
+    keyfile = tmp_path / "keys.txt"
+    keyfile.write_text(f"# rotated weekly\n{ALICE_KEY}:alice\n{ALICE_KEY}:\n")
+    monkeypatch.delenv("MEMLAB_API_KEYS")
+    assert main(["--data-dir", str(tmp_path / "d"), "--api-keys-file", str(keyfile)]) == 2
+    err = capsys.readouterr().err
+    assert "keys.txt: line 3" in err and ALICE_KEY not in err
+    keyfile.write_text("# nothing yet\n")
+    assert main(["--data-dir", str(tmp_path / "d"), "--api-keys-file", str(keyfile)]) == 2
+    assert "lists no keys" in capsys.readouterr().err
+
+
+def test_keys_rotate_without_a_restart(tmp_path: Path) -> None:
+    new_key = "rotated-key-0123456789abcdef"
+    keyfile = tmp_path / "keys.txt"
+    keyfile.write_text(f"{ALICE_KEY}:alice\n")
+    server = start_server(tmp_path, "--backend", "full_context", "--data-dir", str(tmp_path / "data"),
+                          "--api-keys-file", str(keyfile), keys=None)
+    try:
+        def status(key: str) -> int:
+            with http(server, key) as client:
+                return client.post("/v1/users/alice/search", json={"query": "x"}).status_code
+
+        assert status(ALICE_KEY) == 200 and status(new_key) == 401
+        keyfile.write_text(f"{new_key}:alice\n{ALICE_KEY}:alice\n")  # rotation step 1: both keys
+        assert status(new_key) == 200 and status(ALICE_KEY) == 200
+        keyfile.write_text(f"{new_key}:alice\n")  # step 2: the old key is gone
+        assert status(ALICE_KEY) == 401 and status(new_key) == 200
+        keyfile.write_text(f"{new_key}:\n")  # a broken edit keeps the keys in force
+        assert status(new_key) == 200
+        # SIGHUP re-reads even a file whose size and modification time look unchanged.
+        stamp = keyfile.stat()
+        replacement = f"{ALICE_KEY}\n#"  # same size as the broken file, padded by a comment
+        keyfile.write_text(replacement.ljust(stamp.st_size - 1, "x") + "\n")
+        assert keyfile.stat().st_size == stamp.st_size
+        os.utime(keyfile, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+        assert status(new_key) == 200, "no reload without a change or a signal"
+        server.process.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while status(ALICE_KEY) != 200 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert status(ALICE_KEY) == 200 and status(new_key) == 401
+    finally:
+        server.stop()
+    assert new_key not in server.log.read_text() and ALICE_KEY not in server.log.read_text()
+
+
+def test_second_service_on_one_data_directory_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    first = start_server(tmp_path, "--backend", "full_context", "--data-dir", str(data))
+    try:
+        port = str(free_port())
+        second = subprocess.run(
+            [sys.executable, "-m", "memlab.server.cli", "--backend", "full_context", "--data-dir", str(data),
+             "--port", port], capture_output=True, text=True, timeout=60,
+            env={k: v for k, v in os.environ.items() if k != "MEMLAB_API_KEYS"},
+        )
+        assert second.returncode == 2
+        assert second.stderr.startswith(f"memlab: error: {data} is in use") and "in use" in second.stderr
+        assert f"memlab serve (pid {first.process.pid})" in second.stderr, second.stderr
+        with http(first) as admin:  # the first one is unharmed
+            assert add(admin, "alice", PIXEL).status_code == 201
+    finally:
+        first.stop()
+
+
+def test_damaged_user_files_never_leak_their_text(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    good = [json.dumps({"id": f"s1#{i}", "text": f"fact {i}", "source": {"session_id": "s1", "turn_index": i,
+                                                                         "role": "user"}}) for i in range(2)]
+    # alice: a torn last line (a write cut short by kill -9); bob: a damaged line in the middle.
+    (data / "alice.jsonl").write_text("\n".join(good) + '\n{"id": "s1#2", "text": "SECRET-7788')
+    (data / "bob.jsonl").write_text(good[0] + '\n{"id": "s1#1", "text": "SECRET-778899"}garbage\n' + good[1] + "\n")
+    server = start_server(tmp_path, "--backend", "full_context", "--data-dir", str(data))
+    try:
+        with http(server) as admin:
+            found = admin.post("/v1/users/alice/search", json={"query": "facts"})
+            assert found.status_code == 200 and [i["text"] for i in found.json()["items"]] == ["fact 0", "fact 1"]
+            assert add(admin, "alice", "fact 2", session_id="s1").json()["first_turn"] == 2
+            broken = admin.post("/v1/users/bob/search", json={"query": "facts"})
+            assert broken.status_code == 500 and "SECRET" not in broken.text
+            assert "line 2 is not a stored turn" in error_of(broken)["message"]
+            assert admin.post("/v1/users/carol/search", json={"query": "x"}).status_code == 200
+    finally:
+        server.stop()
+    assert "SECRET" not in server.log.read_text()
+
+
+def test_user_cache_size_and_key_file_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlab.server.cli import build_settings
+
+    monkeypatch.delenv("MEMLAB_API_KEYS", raising=False)
+    monkeypatch.setenv("MEMLAB_USER_CACHE_SIZE", "64")
+    monkeypatch.setenv("MEMLAB_API_KEYS_FILE", str(tmp_path / "keys.txt"))
+    settings = build_settings([])
+    assert settings.user_cache_size == 64 and settings.api_keys_file == tmp_path / "keys.txt"
+    assert settings.auth_enabled, "a key file turns auth on, even before it lists a key"
+    assert build_settings(["--user-cache-size", "8"]).user_cache_size == 8  # the flag beats the environment
+    assert build_settings([]).compute_threads == 1
+    monkeypatch.setenv("MEMLAB_COMPUTE_THREADS", "2")
+    assert build_settings([]).compute_threads == 2 and build_settings(["--compute-threads", "3"]).compute_threads == 3
+    config = tmp_path / "serve.json"
+    config.write_text(json.dumps({"user_cache_size": 16}))
+    assert build_settings(["--config", str(config)]).user_cache_size == 16
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        build_settings(["--user-cache-size", "0"])

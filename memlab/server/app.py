@@ -3,24 +3,32 @@
 Every data endpoint is under ``/v1/users/{user_id}/...``: the user is part of the URL, each call is
 scoped to that user, the API key must be allowed to act for them, and ids are looked up only among
 that user's memories (another user's id is 404, never found). Endpoints are plain ``def`` functions,
-so FastAPI runs them in its thread pool; the client's lock serialises access to the backend.
+so FastAPI runs them in its thread pool; the client's per-user locks let different users' calls, and
+one user's searches, run at the same time, while a user's writes wait only for that user.
+
+A service that opens its own backend holds ``<data-dir>/.serve`` with a ``DirectoryLock``: a second
+``memlab serve`` on the same data directory is refused at once, naming the holder's pid.
 """
 
 # No "from __future__ import annotations": FastAPI must see the locally built types, not strings.
 
 from contextlib import asynccontextmanager
+from pathlib import Path as Path_  # fastapi's Path (path parameters) is used below
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Response, status
 
 from memlab.client import MemoryClient
+from memlab.errors import DirectoryInUseError
+from memlab.locks import DirectoryLock
 from memlab.memory import Capability
-from memlab.server.auth import authenticate, authorize_user
+from memlab.server.auth import KeyRing, authenticate, authorize_user
 from memlab.server.errors import install_error_handlers
 from memlab.server.limits import BodySizeLimit
 from memlab.server.schemas import (
     ID_PATTERN,
     ErrorResponse,
+    ExportResponse,
     Health,
     HistoryResponse,
     InfoResponse,
@@ -55,13 +63,43 @@ _ITEM_LINKS = {
 }
 
 
+SERVICE_LOCK_DIR = ".serve"  # under the data directory; the backend may hold the directory itself
+
+
+def hold_data_dir(data_dir: Path_) -> DirectoryLock:
+    """One service per data directory (a database store shared by N workers would skip this)."""
+    lock = DirectoryLock(data_dir / SERVICE_LOCK_DIR, purpose="memlab serve")
+    try:
+        return lock.acquire()
+    except DirectoryInUseError:
+        holder = lock.holder()
+        raise DirectoryInUseError(
+            f"{data_dir} is in use: another {holder.get('purpose', 'memlab serve')} (pid {holder.get('pid', '?')}) "
+            "serves it; stop that process or use another --data-dir"
+        ) from None
+
+
 def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> FastAPI:
-    """Build the service. Opens the backend from ``settings`` unless a ``client`` is given."""
+    """Build the service. Opens the backend from ``settings`` unless a ``client`` is given.
+
+    Raises ``DirectoryInUseError`` when another service holds the data directory, and
+    ``ConfigurationError`` for unusable API keys.
+    """
+    keys = KeyRing(settings)
+    service_lock: DirectoryLock | None = None
     if client is None:
-        client = MemoryClient(
-            settings.backend, settings.backend_config, data_dir=settings.data_dir,
-            require_persistence=not settings.allow_ephemeral,
-        )
+        if settings.data_dir is not None:
+            service_lock = hold_data_dir(settings.data_dir)
+        try:
+            client = MemoryClient(
+                settings.backend, settings.backend_config, data_dir=settings.data_dir,
+                require_persistence=not settings.allow_ephemeral, max_k=settings.max_k,
+                user_cache_size=settings.user_cache_size, batch_queries=settings.batch_queries,
+            )
+        except BaseException:
+            if service_lock is not None:
+                service_lock.release()
+            raise
     models = request_models(settings)
     AddMessages, Search, Update = models.AddMessages, models.Search, models.Update
 
@@ -69,6 +107,8 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
     async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
         yield
         client.close()  # flush persistent backends on shutdown
+        if service_lock is not None:
+            service_lock.release()
 
     app = FastAPI(
         title="memlab memory service",
@@ -82,6 +122,7 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
     )
     app.state.settings = settings
     app.state.client = client
+    app.state.keys = keys
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     install_error_handlers(app)
 
@@ -119,7 +160,7 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
             "limits": {
                 "max_body_bytes": settings.max_body_bytes, "max_messages": settings.max_messages,
                 "max_message_chars": settings.max_message_chars, "max_query_chars": settings.max_query_chars,
-                "max_k": settings.max_k,
+                "max_k": settings.max_k, "user_cache_size": settings.user_cache_size,
             },
         }
 
@@ -141,6 +182,12 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
         """All of this user's memories (backends with the 'list' capability)."""
         require("memories", "GET")
         return {"items": client.memories(user_id)}
+
+    @app.get("/v1/users/{user_id}/export", response_model=ExportResponse,
+             responses={**_ERRORS, 405: {"model": ErrorResponse}}, tags=["memory"], operation_id="export_user")
+    def export_user(user_id: User) -> Any:
+        """Everything stored about this user, as one JSON document (backend, user_id, items, ...)."""
+        return client.export(user_id)
 
     @app.delete("/v1/users/{user_id}", status_code=204, responses=_ERRORS, tags=["memory"], operation_id="forget_user")
     def forget_user(user_id: User) -> Response:

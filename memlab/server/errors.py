@@ -15,11 +15,11 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from memlab.client import MemoryNotFoundError
-from memlab.errors import MemlabError, UnsupportedCapabilityError
+from memlab.errors import MemlabError, NotFoundError, UnsupportedCapabilityError
 
 log = logging.getLogger("memlab.server")
 
@@ -55,6 +55,17 @@ def _allowed_methods(request: Request) -> str:
     return ", ".join(sorted(methods))
 
 
+def _content_type_hint(request: Request, details: list[dict[str, Any]]) -> str:
+    """A body sent without ``Content-Type: application/json`` is not read as JSON: say so."""
+    if not any(d["loc"][:1] == ["body"] for d in details):
+        return ""
+    content_type = request.headers.get("content-type", "")
+    if content_type.split(";")[0].strip().lower() == "application/json":
+        return ""
+    sent = f"'{content_type}'" if content_type else "no Content-Type"
+    return f"; the request sent {sent}: send the header 'Content-Type: application/json' with a JSON body"
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -78,10 +89,12 @@ def install_error_handlers(app: FastAPI) -> None:
         first = details[0] if details else {"loc": [], "msg": "invalid request"}
         where = ".".join(first["loc"])
         more = f" (and {len(details) - 1} more problems)" if len(details) > 1 else ""
-        return error_response(422, f"invalid request: {where}: {first['msg']}{more}", details=details)
+        hint = _content_type_hint(request, details)
+        return error_response(422, f"invalid request: {where}: {first['msg']}{more}{hint}", details=details)
 
-    @app.exception_handler(MemoryNotFoundError)
-    async def not_found(request: Request, exc: MemoryNotFoundError) -> JSONResponse:
+    @app.exception_handler(NotFoundError)
+    async def not_found(request: Request, exc: NotFoundError) -> JSONResponse:
+        # The client words these messages itself (user and id only): no stored text reaches here.
         return error_response(404, str(exc))
 
     @app.exception_handler(UnsupportedCapabilityError)
@@ -90,6 +103,14 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ValueError)
     async def bad_value(request: Request, exc: ValueError) -> JSONResponse:
+        if isinstance(exc, ValidationError):
+            # Requests are validated before any endpoint runs, so this came from stored data that a
+            # backend could not read; pydantic would quote that data (a user's text): say nothing of it.
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_input=False))
+            log.error("stored data failed validation on %s %s (%s): %s", request.method, request.url.path,
+                      exc.title, problems)
+            return error_response(500, "the memory backend could not read its stored data (see the server log)",
+                                  code="backend_error")
         return error_response(422, str(exc), code="invalid_request")
 
     @app.exception_handler(MemlabError)

@@ -56,6 +56,15 @@ class InfoResponse(BaseModel):
     limits: dict[str, int]
 
 
+class ExportResponse(BaseModel):
+    """Everything stored about one user; what else a backend keeps (turns, versions) follows these fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    backend: str
+    user_id: str
+
+
 class Health(BaseModel):
     status: str
 
