@@ -61,7 +61,6 @@ DEFAULT_USER_CACHE_SIZE = 1024  # users whose state a backend may keep in RAM at
 
 # Built-in backends audited for calls of different users at the same time (per-user state, or an
 # internal lock of their own: mem0 serialises its shared store itself, profile's SQLite store has one).
-_AUDITED_CONCURRENT = frozenset({"none", "full_context", "rag", "profile", "mem0"})
 
 
 class EphemeralMemoryWarning(UserWarning):
@@ -239,15 +238,14 @@ class MemoryClient:
         except BaseException:
             self.memory.close()  # release the backend's directory lock: nothing was served
             raise
-        declared = getattr(type(self.memory), "concurrent_users", None)
-        concurrent = declared if declared is not None else self.memory.name in _AUDITED_CONCURRENT
-        # A backend not known to be safe for concurrent calls gets one lock across users.
+        concurrent = type(self.memory).concurrent_users
+        # A backend not declared safe for concurrent calls of different users gets one lock across users.
         self._backend_lock: contextlib.AbstractContextManager[Any] = (
             contextlib.nullcontext() if concurrent else threading.RLock()
         )
         # Only a persistent memory can drop a user from RAM: the data directory holds it.
-        release = getattr(self.memory, "release", None) if self.persistent else None
-        self._users = UserTable(user_cache_size, self._releaser(release) if callable(release) else None)
+        release = self.memory.release if self.persistent else None
+        self._users = UserTable(user_cache_size, self._releaser(release) if release is not None else None)
         self._lifecycle = ReadWriteLock()  # close() waits for calls in flight
         if batch_queries:
             self._coalesce_query_embeddings()

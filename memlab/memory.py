@@ -28,6 +28,7 @@ The contract (docs/plugins.md walks through it with a complete example):
 from __future__ import annotations
 
 import re
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -117,6 +118,9 @@ class Memory(ABC):
     description: ClassVar[str] = ""
     Config: ClassVar[type[BackendConfig]] = BackendConfig
     capabilities: ClassVar[frozenset[Capability]] = frozenset()
+    # True when calls for different users may run at the same time (the client and the service then
+    # lock per user, not per backend). Declare it only after checking the backend's shared state.
+    concurrent_users: ClassVar[bool] = False
 
     @classmethod
     def display_name(cls, config: BackendConfig) -> str:
@@ -148,7 +152,9 @@ class Memory(ABC):
             self.data_dir.mkdir(parents=True, exist_ok=True)
         # (user_id, session_id) -> messages of that session seen so far; lets a session arrive in parts.
         self._session_turns: dict[tuple[str, str], int] = {}
-        self._ingest_usage = [0, 0, 0.0]  # prompt tokens, completion tokens, cost of the ingest in flight
+        # prompt tokens, completion tokens, cost of the ingest in flight: per thread, since ingests of
+        # different users may run at once
+        self._usage = threading.local()
 
     # ------------------------------------------------------------------ config
     @classmethod
@@ -171,11 +177,11 @@ class Memory(ABC):
         if not isinstance(session, Session):
             session = Session.model_validate(session)
         first_turn = self._next_turn_index(user_id, session.id)
-        self._ingest_usage = [0, 0, 0.0]
+        self._usage.totals = [0, 0, 0.0]
         start = time.perf_counter()
         self._ingest(session, user_id=user_id, first_turn=first_turn)
         self._record_turns(user_id, session.id, first_turn + len(session.messages))
-        prompt_tokens, completion_tokens, cost = self._ingest_usage
+        prompt_tokens, completion_tokens, cost = self._usage.totals
         return IngestReport(
             session_id=session.id,
             first_turn=first_turn,
@@ -214,8 +220,14 @@ class Memory(ABC):
         """Forget everything about ``user_id``."""
         validate_user_id(user_id)
         self._reset(user_id)
-        for key in [key for key in self._session_turns if key[0] == user_id]:
-            del self._session_turns[key]
+        for key in [key for key in list(self._session_turns) if key[0] == user_id]:
+            self._session_turns.pop(key, None)
+
+    def release(self, user_id: str) -> None:
+        """Drop ``user_id``'s in-RAM state (the client's LRU of users calls this); the next call reloads it.
+
+        Persistent backends that cache per-user state override this; data on disk is untouched.
+        """
 
     def close(self) -> None:
         """Release files and models. Persistent backends flush here."""
@@ -280,9 +292,12 @@ class Memory(ABC):
 
     def record_llm_usage(self, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float = 0.0) -> None:
         """Backends call this for every LLM call they make inside ``_ingest``; the report carries the sum."""
-        self._ingest_usage[0] += prompt_tokens
-        self._ingest_usage[1] += completion_tokens
-        self._ingest_usage[2] += cost_usd
+        totals = getattr(self._usage, "totals", None)
+        if totals is None:  # called outside ingest (a backend's own maintenance): nothing to attribute
+            return
+        totals[0] += prompt_tokens
+        totals[1] += completion_tokens
+        totals[2] += cost_usd
 
     def _next_turn_index(self, user_id: str, session_id: str) -> int:
         """Turns of ``session_id`` already stored. Persistent backends override this to ask their store."""

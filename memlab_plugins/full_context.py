@@ -63,6 +63,7 @@ def _fsync_dir(directory: Path) -> None:
 class FullContextMemory(Memory):
     name = "full_context"
     description = "The whole history, newest last, truncated from the front to a token budget."
+    concurrent_users = True  # per-user files and lists, no shared mutable state
     Config = FullContextConfig
     capabilities = frozenset({Capability.LIST, Capability.DELETE, Capability.PERSIST})
     # Calls for different users may run at once: per-user state, per-user files, a lock per user.

@@ -11,6 +11,7 @@ from memlab.types import Retrieval, Session
 class NoMemory(Memory):
     name = "none"
     description = "Remembers nothing: the blind control every comparison needs."
+    concurrent_users = True  # stores nothing
     concurrent_users = True  # no state at all
 
     @classmethod

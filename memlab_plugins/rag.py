@@ -231,6 +231,7 @@ class RagMemory(Memory):
         "RAG: turn/session/window chunks in a FAISS index (flat or HNSW); dense top-k, BM25 fused by "
         "reciprocal rank fusion, or BGE-M3 sparse/ColBERT/hybrid re-ranking of the dense candidates."
     )
+    concurrent_users = True  # per-user stores, each with its own lock; the store table has a lock
     Config = RagConfig
     capabilities = frozenset({Capability.PERSIST, Capability.LIST, Capability.DELETE})
     config: RagConfig
@@ -456,6 +457,17 @@ class RagMemory(Memory):
         directory = self._user_dir(user_id)
         if directory is not None:
             remove_directory(directory)
+
+    def release(self, user_id: str) -> None:
+        """Drop the user's index and BM25 from RAM (the client's LRU); the files stay and reload on use."""
+        if self.data_dir is None:
+            return  # in-memory only: the RAM copy is the memory
+        with self._stores_lock:
+            store = self._stores.pop(user_id, None)
+            self._lexical.pop(user_id, None)
+        if store is not None:
+            with store.lock:
+                store.close()
 
     def close(self) -> None:
         try:

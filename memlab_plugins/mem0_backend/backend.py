@@ -70,6 +70,7 @@ class Mem0Memory(IngestMixin, Memory):
         "The mem0ai library (2.x): embedded qdrant + SQLite history in the data dir; messages as memories, "
         "or mem0's LLM fact extraction when an LLM is configured."
     )
+    concurrent_users = True  # calls into mem0 are serialised by the backend's own lock
     Config = Mem0Config
     config: Mem0Config
     capabilities = frozenset(

@@ -72,6 +72,7 @@ class ProfileMemory(Memory):
         "Versioned user profile (SQLite) updated by ADD/UPDATE/DELETE/NOOP operations; retrieval shows the "
         "current entries and, for changed ones, the earlier versions with reasons."
     )
+    concurrent_users = True  # the SQLite store serialises its own writes
     Config = ProfileConfig
     capabilities = frozenset(
         {Capability.LIST, Capability.UPDATE, Capability.DELETE, Capability.HISTORY, Capability.PERSIST}
