@@ -6,34 +6,27 @@ functions return Markdown (or aligned plain text for the terminal) from a ``RunS
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from memlab.datasets.question_types import CANONICAL_TYPES, LEGACY_NAMES, SHORT_NAMES
-from memlab.errors import MemlabError
 from memlab.results import (
     DISTANCE_BUCKETS,
     PREDICTIONS_FILE,
-    SCHEMA_VERSION,
     SUMMARY_FILE,
+    ResultsFileError,
     RowSummary,
     RunSummary,
     Score,
     read_predictions,
     summarize_rows,
 )
+from memlab.results import is_control as is_control_pair
 
 REPORT_FILE = "report.md"
 TYPE_PLOT = "accuracy_by_type.png"
 DISTANCE_PLOT = "accuracy_by_distance.png"
-
-# Blind controls: no memory at all, or a reader that never looks at it.
-CONTROL_BACKENDS = frozenset({"none"})
-CONTROL_READERS = frozenset({"longest_option"})
 
 # Short column headers. Runs of the PersonaMem loader carry the paper's seven canonical type names
 # (labels from memlab.datasets.question_types); the raw file names get their own labels for result
@@ -54,59 +47,37 @@ TYPE_LABELS: dict[str, str] = {
 _TYPE_RANK = {name: i for i, name in enumerate((*CANONICAL_TYPES, *LOCOMO_TYPES))}
 
 
-class ReportError(MemlabError, ValueError):
-    """A run directory that cannot be reported on (missing, unreadable or from another schema)."""
+ReportError = ResultsFileError  # a run directory that cannot be reported on
 
 
 # --------------------------------------------------------------------------- loading
 def is_control(row: RowSummary) -> bool:
-    return row.control or row.backend in CONTROL_BACKENDS or row.reader in CONTROL_READERS
-
-
-def _controls_of(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
-    return {(b, r) for b, r in pairs if b in CONTROL_BACKENDS or r in CONTROL_READERS}
-
-
-def _read_summary(path: Path) -> RunSummary:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ReportError(f"{path}: cannot read the run summary: {exc}") from exc
-    version = data.get("schema_version") if isinstance(data, dict) else None
-    if version != SCHEMA_VERSION:
-        raise ReportError(
-            f"{path}: summary schema version {version!r}, this memlab reads version {SCHEMA_VERSION}; "
-            f"report it with the memlab that wrote it, or delete {SUMMARY_FILE} to rebuild it from "
-            f"{PREDICTIONS_FILE}"
-        )
-    try:
-        return RunSummary.model_validate(data)
-    except ValidationError as exc:
-        raise ReportError(f"{path}: not a valid run summary:\n{exc}") from exc
+    return row.control or is_control_pair(row.backend, row.reader)
 
 
 def load_run(run_dir: str | Path) -> RunSummary:
     """The summary of a run; rebuilt from ``predictions.jsonl`` when ``summary.json`` is missing or
-    older than the predictions (a killed or resumed run). Metadata of a stale summary is kept."""
+    older than the predictions (a killed or resumed run). Metadata of a stale summary is kept, and
+    so is its choice of rows (those of the run config that wrote it, with their fingerprints)."""
     run_dir = Path(run_dir)
     summary_path, predictions_path = run_dir / SUMMARY_FILE, run_dir / PREDICTIONS_FILE
     has_summary, has_predictions = summary_path.is_file(), predictions_path.is_file()
     if not has_summary and not has_predictions:
         raise ReportError(f"{run_dir}: no {SUMMARY_FILE} or {PREDICTIONS_FILE}; is this a run directory?")
     # Read (and version-check) the summary even when stale: its config and versions still apply.
-    summary = _read_summary(summary_path) if has_summary else RunSummary(name=run_dir.resolve().name)
+    summary = RunSummary.load(summary_path) if has_summary else RunSummary(name=run_dir.resolve().name)
     stale = has_predictions and (
         not has_summary or summary_path.stat().st_mtime_ns < predictions_path.stat().st_mtime_ns
     )
     if not stale:
         return summary
-    try:
-        predictions = read_predictions(run_dir)
-    except ValueError as exc:
-        raise ReportError(str(exc)) from exc
-    controls = _controls_of({(p.backend, p.reader) for p in predictions})
-    controls |= {(r.backend, r.reader) for r in summary.rows if r.control}
-    return summary.model_copy(update={"rows": summarize_rows(predictions, controls)})
+    predictions = summary.current(read_predictions(run_dir))  # rows of the config that wrote the summary
+    old = {(r.backend, r.reader): r for r in summary.rows}
+    rows = summarize_rows(predictions)
+    for row in rows:
+        if (row.backend, row.reader) in old:
+            row.settings = old[(row.backend, row.reader)].settings
+    return summary.model_copy(update={"rows": rows})
 
 
 def _summary_of(run: str | Path | RunSummary) -> RunSummary:
