@@ -202,6 +202,17 @@ def _answer(reader: Reader, question: Question, retrieval: Retrieval) -> tuple[A
     return answer, time.perf_counter() - started, trace
 
 
+def _answer_and_score(
+    job: Job, reader: Reader, reader_name: str, history: History, question: Question, retrieval: Retrieval,
+    cost: "_IngestCost",
+) -> Prediction:
+    """Answer one question and build its prediction (metrics included): all of it independent of
+    other questions, so it runs on an answering thread while the replay goes on."""
+    answer, seconds, trace = _answer(reader, question, retrieval)
+    return _prediction(job, reader_name, reader.uses_memory, history, question, retrieval, answer, seconds, cost,
+                       trace)
+
+
 class _Replay:
     """The memory side of a job: what each question gets to see, in replay order."""
 
@@ -306,44 +317,41 @@ def _answer_all(
     if concurrency > 1:
         getattr(reader, "llm", None)  # build a lazily made LLM once, here, not once per answering thread
     made: dict[str, Prediction] = {}
-    pending: dict[Future[tuple[Answer, float, str | None]], tuple[Question, Retrieval, _IngestCost]] = {}
+    pending: set[Future[Prediction]] = set()
 
-    def finish(future: Future[tuple[Answer, float, str | None]]) -> None:
-        question, retrieval, cost = pending.pop(future)
-        answer, seconds, trace = future.result()  # re-raises a ConfigurationError in this thread
-        prediction = _prediction(job, reader_name, reader.uses_memory, history, question, retrieval, answer,
-                                 seconds, cost, trace)
-        made[question.id] = prediction
+    def finish(future: Future[Prediction]) -> None:
+        pending.discard(future)
+        prediction = future.result()  # re-raises a ConfigurationError in this thread
+        made[prediction.question_id] = prediction
         if emit is not None:
             emit(prediction)
+
+    def drain(block: bool) -> None:
+        done, _ = wait(list(pending), timeout=None if block else 0, return_when=FIRST_COMPLETED)
+        for future in done:
+            finish(future)
 
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="memlab-answer")
     try:
         for question in questions:
             cost = _IngestCost()  # ingest before an already answered question was counted by that answer
-            wanted = question.id in todo
-            retrieval = replay.advance(question, wanted, cost)
+            retrieval = replay.advance(question, question.id in todo, cost)
             if retrieval is None:
                 continue
+            args = (job, reader, reader_name, history, question, retrieval, cost)
             if concurrency == 1:  # answered here, in order: readers without an LLM need no threads
-                future: Future[tuple[Answer, float, str | None]] = Future()
-                pending[future] = (question, retrieval, cost)
-                future.set_result(_answer(reader, question, retrieval))
-                finish(future)
+                prediction = _answer_and_score(*args)
+                made[question.id] = prediction
+                if emit is not None:
+                    emit(prediction)
                 continue
-            pending[pool.submit(_answer, reader, question, retrieval)] = (question, retrieval, cost)
-            # Hand in answers already made; keep at most a few questions per thread waiting.
-            done, _ = wait(list(pending), timeout=0, return_when=FIRST_COMPLETED)
-            for future in done:
-                finish(future)
-            while len(pending) >= 2 * concurrency:
-                done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-                for future in done:
-                    finish(future)
+            pending.add(pool.submit(_answer_and_score, *args))
+            if pending:
+                drain(block=False)  # hand in answers already made
+            while len(pending) >= 2 * concurrency:  # keep at most a few questions per thread waiting
+                drain(block=True)
         while pending:
-            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-            for future in done:
-                finish(future)
+            drain(block=True)
     finally:
         for future in pending:
             future.cancel()

@@ -10,9 +10,11 @@ concurrency of the requests; ``delay`` seconds per request stand in for a hosted
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from memlab.llm.base import LLM, ChatMessage, LLMResponse
 from memlab.llm.server import OpenAICompatServer
@@ -66,3 +68,25 @@ def serve(llm: LLM, *, model_id: str | None = None) -> OpenAICompatServer:
     server = OpenAICompatServer(llm, model_id=model_id)
     server.lock = _NoLock()  # type: ignore[assignment]  # a fake model needs no one-at-a-time lock
     return server.start()
+
+
+def _serve_forever(delay: float, model_id: str, ready: "multiprocessing.Queue[str]") -> None:
+    server = serve(HashChoiceLLM(model_id, delay=delay))
+    ready.put(server.base_url)
+    while True:
+        time.sleep(3600)
+
+
+@contextmanager
+def served_in_subprocess(delay: float = 0.0, model_id: str = "fake-model") -> Iterator[str]:
+    """A ``HashChoiceLLM`` server in its own process (as a hosted model would be: its request
+    handling never competes with the caller for the GIL); yields its base URL."""
+    context = multiprocessing.get_context("spawn")
+    ready: multiprocessing.Queue[str] = context.Queue()
+    process = context.Process(target=_serve_forever, args=(delay, model_id, ready), daemon=True)
+    process.start()
+    try:
+        yield ready.get(timeout=120)
+    finally:
+        process.terminate()
+        process.join(10)
