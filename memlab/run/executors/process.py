@@ -7,6 +7,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue as queue_module
+import signal
 import sys
 import traceback
 from collections import deque
@@ -60,6 +61,9 @@ _stream: Any = None  # the process pool's prediction queue, set by the pool init
 def _init_process_worker(stream: Any, threads: int, driver_pid: int) -> None:
     global _stream
     end_with_parent(driver_pid)
+    # Ctrl-C in a terminal signals the whole process group: the driver alone handles it (and ends
+    # the workers), so no worker prints a KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _stream = stream
     # Without this every worker would start one torch/BLAS thread per core: workers x cores
     # threads fighting for the cores (Ray does the same for its workers).
