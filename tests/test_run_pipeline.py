@@ -389,6 +389,29 @@ def test_process_workers_end_with_the_driver(tmp_path: Path, sig: signal.Signals
             process.communicate()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_in_a_terminal_stops_driver_and_workers_without_tracebacks(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False"}
+    process = subprocess.Popen(
+        [sys.executable, str(HELPERS), "run", "--dataset", DATASET, "--backends", "none", "--reader", "slow",
+         "--no-controls", "--executor", "process", "--workers", "2", "--out", str(out), "--no-progress", "--no-plots"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        wait_for_lines(out / PREDICTIONS_FILE, 2, timeout=120)
+        workers = _children(process.pid)
+        os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
+        _, err = process.communicate(timeout=60)
+        assert process.returncode == 130, err
+        assert "interrupted:" in err and "Traceback" not in err and "KeyboardInterrupt" not in err
+        time.sleep(1)
+        assert not any(_alive(w) for w in workers)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
 # --------------------------------------------------------------------------- ingest accounting
 def test_ingest_cost_is_counted_once_across_a_resume(tmp_path: Path) -> None:
     from memlab.run.job import cached_dataset

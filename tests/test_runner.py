@@ -68,15 +68,35 @@ class FailingReader(Reader):
         raise RuntimeError("provider down")
 
 
+class MetricReader(Reader):
+    name = "metric_reader"
+    description = "answers (a) and reports its own per-answer metric"
+
+    def answer(self, question: Question, retrieval: Retrieval) -> Answer:
+        lenient = question.id.endswith(("1", "3"))
+        return Answer(choice=0, scores=[1, 0, 0, 0], metadata={"metrics": {"lenient_only": lenient}})
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _register():
     backends.register("recording", RecordingMemory)
     readers.register("dying", DyingReader)
     readers.register("failing", FailingReader)
+    readers.register("metric_reader", MetricReader)
     yield
     backends.unregister("recording")
     readers.unregister("dying")
     readers.unregister("failing")
+    readers.unregister("metric_reader")
+
+
+def test_readers_own_metrics_reach_predictions_and_rows(tmp_path: Path) -> None:
+    summary = run(RunConfig(dataset=DATASET, backends=[BackendSpec(name="none")], reader=ReaderSpec(name="metric_reader"),
+                            out=tmp_path / "run", controls=False, progress=False))
+    predictions = read_predictions(tmp_path / "run")
+    flagged = [p.metrics["lenient_only"] for p in predictions]
+    assert set(flagged) == {0.0, 1.0}
+    assert summary.rows[0].metrics["lenient_only"] == pytest.approx(sum(flagged) / len(flagged))
 
 
 def test_replay_ingests_each_message_once_in_order(tmp_path: Path) -> None:
