@@ -367,15 +367,30 @@ def _alive(pid: int) -> bool:
     return "State:\tZ" not in state
 
 
+def _descendants(pid: int) -> set[int]:
+    found, todo = set(), [pid]
+    while todo:
+        for child in _children(todo.pop()) - found:
+            found.add(child)
+            todo.append(child)
+    return found
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
-def test_process_workers_end_with_the_driver(tmp_path: Path, sig: signal.Signals) -> None:
+@pytest.mark.parametrize("executor, sig", [
+    ("process", signal.SIGKILL),
+    ("process", signal.SIGTERM),
+    pytest.param("ray", signal.SIGKILL, marks=pytest.mark.slow),
+])
+def test_workers_end_with_the_driver(tmp_path: Path, executor: str, sig: signal.Signals) -> None:
+    if executor == "ray":
+        pytest.importorskip("ray")
     out = tmp_path / "run"
     process = start_memlab("run", "--dataset", DATASET, "--backends", "none", "--reader", "slow", "--no-controls",
-                           "--executor", "process", "--workers", "2", "--out", str(out), "--no-progress", "--no-plots")
+                           "--executor", executor, "--workers", "2", "--out", str(out), "--no-progress", "--no-plots")
     try:
         wait_for_lines(out / PREDICTIONS_FILE, 2, timeout=120)
-        workers = _children(process.pid)
+        workers = _descendants(process.pid)  # worker processes (for ray: its gcs, raylet, agents, actors)
         assert workers, "the process executor started workers"
         process.send_signal(sig)
         process.communicate(timeout=60)

@@ -95,6 +95,9 @@ class RayExecutor:
             # process exits (Ray registers its own shutdown), so runs in one process start it once.
             cpus = math.ceil(options.workers * options.cpus_per_job) if options.workers else usable_cores()
             kwargs.update(num_cpus=cpus, include_dashboard=False)
+            from memlab.run.executors.reaper import start_reaper
+
+            start_reaper()  # Ray's own agents would outlive a SIGKILLed driver
         try:
             ray.init(**kwargs)
         except ConnectionError as exc:
