@@ -19,7 +19,6 @@ import pytest
 
 import run_helpers
 from memlab.cli import main
-from memlab.errors import MemlabError
 from memlab.locks import DirectoryLock
 from memlab.results import PREDICTIONS_FILE, REJECTS_FILE, RunSummary, read_predictions
 from memlab.run.driver import ERRORS_FILE, SettingsChangedError, run
