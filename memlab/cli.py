@@ -246,7 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.add_argument("--backends", help="comma-separated backend names (see `memlab backends`)")
     run_p.add_argument("--reader", help="reader name (default: embedding)")
     run_p.add_argument("--out", help="run directory (default: runs/latest)")
-    run_p.add_argument("--config", help="run config file (JSON, or YAML with PyYAML)")
+    run_p.add_argument("--config", help="run config file (JSON, or YAML): the same settings, with labels for sweeps; "
+                       "format and an example in docs/core.md (Running an evaluation)")
     run_p.add_argument("--no-controls", action="store_true", help="skip the blind controls")
     run_p.add_argument("--max-questions", type=int, help="at most N questions per history")
     run_p.add_argument("--contexts", help="comma-separated history ids to run")
