@@ -3,7 +3,7 @@
 The same run (``synthetic:personas=8`` by default: 8 histories; the rag backend plus the two blind
 controls, so 3 jobs per history) is executed three times into fresh directories, each with its own
 empty embedding cache so no executor profits from another's work. For each executor the table shows
-the wall time of ``memlab.runner.run``, the speed-up over local, whether every prediction's
+the wall time of ``memlab.run.driver.run``, the speed-up over local, whether every prediction's
 chosen answer equals the local executor's, and the largest difference in option scores (MiniLM
 scores may differ in the last float32 bit: torch's thread count changes the summation order).
 
@@ -28,7 +28,8 @@ from typing import Any
 
 def run_once(out: Path, dataset: str, embedder: str, executor: Any) -> tuple[float, dict]:
     from memlab.results import read_predictions
-    from memlab.runner import BackendSpec, ReaderSpec, RunConfig, run
+    from memlab.run.driver import run
+    from memlab.run.spec import BackendSpec, ReaderSpec, RunConfig
 
     config = RunConfig(
         dataset=dataset,
@@ -65,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    from memlab.distributed import make_executor, usable_cores
-    from memlab.executors import LocalExecutor
-    from memlab.runner import cached_dataset
+    from memlab.run.executors import LocalExecutor, make_executor
+    from memlab.run.executors.process import usable_cores
+    from memlab.run.job import cached_dataset
 
     workers = args.workers or usable_cores()
     dataset = f"synthetic:personas={args.personas}"

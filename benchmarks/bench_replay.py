@@ -25,7 +25,9 @@ os.environ.setdefault("MEM0_TELEMETRY", "False")
 
 from memlab.datasets import load_dataset  # noqa: E402
 from memlab.embedders.sentence_transformer import SentenceTransformerEmbedder  # noqa: E402
-from memlab.runner import BackendSpec, RunConfig, run, user_id_for  # noqa: E402
+from memlab.run.driver import run  # noqa: E402
+from memlab.run.job import user_id_for  # noqa: E402
+from memlab.run.spec import BackendSpec, RunConfig  # noqa: E402
 from memlab_plugins.rag import RagMemory  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "personamem" / "128k-dev"

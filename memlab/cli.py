@@ -1,15 +1,16 @@
-"""The ``memlab`` command line: run, report, demo, backends, readers, serve.
+"""The ``memlab`` command line: run, report, demo, repair-predictions, backends, readers, serve.
 
 Plugin settings use dotted options: ``--rag.top-k 5`` sets ``top_k`` in the config of backend
-``rag``; ``--reader.<key>`` goes to the reader, ``--llm.<key>`` into the reader's ``llm`` settings.
-Values are parsed as JSON when they parse (numbers, true/false, lists), else kept as strings.
-A run config file (``--config run.json``, or YAML when PyYAML is installed) holds the same settings.
+``rag`` (by name or by label); ``--reader.<key>`` goes to the reader, ``--llm.<key>`` into the
+reader's ``llm`` settings, ``--judge.<key>`` into the judge's LLM settings. Values are parsed as JSON
+when they parse (``5``, ``0.5``, ``true``, ``null``, ``["user"]``), else kept as strings; every
+dotted option needs a value (``--rag.top-k`` followed by another option is an error). A run config
+file (``--config run.json``, or YAML) holds the same settings; see docs/core.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -17,46 +18,32 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memlab.config_files import read_config_file
+from memlab.config_files import parse_dotted_options, read_config_file
 from memlab.errors import MemlabError
 
+RUN_EPILOG = """plugin options:
+  --NAME.KEY VALUE     set KEY in the config of backend NAME (name or label), e.g. --rag.top-k 5;
+                       nested keys: --rag.index.ef-search 64; also --NAME.KEY=VALUE
+  --reader.KEY VALUE   reader config, e.g. --reader.embedder hashing
+  --llm.KEY VALUE      the reader's LLM, e.g. --llm.base-url http://127.0.0.1:8000/v1 --llm.model m
+                       --llm.max-concurrency 16 (questions answered at once)
+  --judge.KEY VALUE    the judge's LLM (default: the reader's --llm settings), e.g. --judge.model gpt-4o
+  VALUE is parsed as JSON when it parses (5, 0.5, true, null, ["user"], {"a": 1}), else used as the
+  string given. Every option needs a value: write --profile.verbose true, not --profile.verbose.
 
-def _parse_value(raw: str) -> Any:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
+exit status: 0 when every job finished and no question ended in an error; 1 otherwise (what failed
+is printed, full tracebacks are in OUT/errors.log, -v prints them); 2 for a usage or input error;
+130 / 143 when stopped by Ctrl-C / SIGTERM (rerun the same command to resume).
+"""
 
 
 def parse_dotted(tokens: list[str]) -> dict[str, dict[str, Any]]:
-    """``['--rag.top-k', '5', '--llm.base-url=http://x']`` -> ``{'rag': {'top_k': 5}, 'llm': {...}}``."""
-    out: dict[str, dict[str, Any]] = {}
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        if not token.startswith("--") or "." not in token:
-            raise MemlabError(f"unrecognised argument {token!r} (plugin options look like --NAME.KEY VALUE)")
-        key, eq, value = token[2:].partition("=")
-        if not eq:
-            if i + 1 >= len(tokens) or (tokens[i + 1].startswith("--") and "." in tokens[i + 1]):
-                value = "true"  # a bare flag
-            else:
-                i += 1
-                value = tokens[i]
-        section, _, field = key.partition(".")
-        if not section or not field:
-            raise MemlabError(f"bad plugin option {token!r}: expected --NAME.KEY")
-        target = out.setdefault(section, {})
-        parts = field.replace("-", "_").split(".")
-        for part in parts[:-1]:  # --rag.index.ef-search 64 -> {"index": {"ef_search": 64}}
-            target = target.setdefault(part, {})
-        target[parts[-1]] = _parse_value(value)
-        i += 1
-    return out
+    """The CLI's dotted options (see ``memlab.config_files.parse_dotted_options``)."""
+    return parse_dotted_options(tokens)
 
 
 def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
-    from memlab.runner import BackendSpec, ReaderSpec, RunConfig
+    from memlab.run.spec import BackendSpec, JudgeSpec, ReaderSpec, RunConfig
 
     data: dict[str, Any] = read_config_file(args.config, "run config") if args.config else {}
     dotted = parse_dotted(extra)
@@ -84,6 +71,15 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
         data.setdefault("executor_options", {})["retries"] = args.retries
     if args.no_progress:
         data["progress"] = False
+    if args.replay:
+        data["replay"] = args.replay
+    if args.judge or args.judge_runs is not None:
+        judge = dict(data.get("judge") or {})
+        if args.judge:
+            judge["prompt"] = args.judge
+        if args.judge_runs is not None:
+            judge["runs"] = args.judge_runs
+        data["judge"] = judge
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
@@ -93,6 +89,14 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
     reader_config.update(dotted.pop("reader", {}))
     if "llm" in dotted:
         reader_config["llm"] = {**reader_config.get("llm", {}), **dotted.pop("llm")}
+    judge_llm = dotted.pop("judge", None)
+    judge = config.judge
+    if judge_llm is not None and judge is None:
+        raise MemlabError("--judge.* options need --judge mem0|memlab")
+    if judge is not None:
+        # The judge's LLM defaults to the reader's (endpoint, model, key), overridden by --judge.*.
+        judge = JudgeSpec(prompt=judge.prompt, runs=judge.runs,
+                          llm={**reader_config.get("llm", {}), **judge.llm, **(judge_llm or {})})
     specs = []
     for spec in config.backends:
         overrides = dotted.pop(spec.display, None) or dotted.get(spec.name) or {}
@@ -104,7 +108,8 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
             f"options for {sorted(dotted)} match no chosen backend ({', '.join(s.display for s in specs)}), "
             "'reader' or 'llm'"
         )
-    return config.model_copy(update={"backends": specs, "reader": ReaderSpec(name=config.reader.name, config=reader_config)})
+    return config.model_copy(update={"backends": specs, "judge": judge,
+                                      "reader": ReaderSpec(name=config.reader.name, config=reader_config)})
 
 
 def _print_report(run_dir: Path, plots: bool) -> None:
@@ -129,15 +134,35 @@ def _print_report(run_dir: Path, plots: bool) -> None:
 
 
 # --------------------------------------------------------------------------- commands
-def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
-    from memlab.runner import run
+def _run_and_report(config: Any, args: argparse.Namespace, plots: bool) -> int:
+    from memlab.run.driver import ERRORS_FILE, run_with_details
 
+    result = run_with_details(config)
+    _print_report(Path(config.out), plots=plots)
+    if not result.failed:
+        return 0
+    rows_with_errors = [r for r in result.summary.rows if r.errors]
+    questions = sum(r.errors for r in rows_with_errors)
+    print(f"\nmemlab: {len(result.summary.failed_jobs)} job(s) failed, {questions} question(s) ended in an error:",
+          file=sys.stderr)
+    for job in result.summary.failed_jobs:
+        print(f"  job {job['backend']} / {job['reader']} x {job['context_id'][:24]}: {job['error']}", file=sys.stderr)
+    for row in rows_with_errors:
+        print(f"  {row.backend} / {row.reader}: {row.errors} of {row.questions} questions ended in an error",
+              file=sys.stderr)
+    if getattr(args, "verbose", False):
+        for record in result.errors:
+            print(f"\n--- {record.what}: {record.message}\n{record.traceback.rstrip()}", file=sys.stderr)
+    print(f"full tracebacks: {Path(config.out) / ERRORS_FILE}" + ("" if getattr(args, "verbose", False) else
+          " (or rerun with -v)"), file=sys.stderr)
+    return 1
+
+
+def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     config = build_run_config(args, extra)
     print(f"memlab run: dataset={config.dataset} backends={','.join(b.display for b in config.backends)} "
-          f"reader={config.reader.name} out={config.out}", file=sys.stderr)
-    run(config)
-    _print_report(Path(config.out), plots=not args.no_plots)
-    return 0
+          f"reader={config.reader.name} replay={config.replay} out={config.out}", file=sys.stderr)
+    return _run_and_report(config, args, plots=not args.no_plots)
 
 
 # Every backend that runs offline on the embedded defaults (no model download, no LLM).
@@ -145,8 +170,10 @@ DEMO_BACKENDS = ("full_context", "rag", "profile", "mem0")
 
 
 def cmd_demo(args: argparse.Namespace, extra: list[str]) -> int:
-    from memlab.runner import BackendSpec, RunConfig, run
+    from memlab.run.spec import BackendSpec, RunConfig
 
+    if extra:
+        raise MemlabError(f"unrecognised arguments: {' '.join(extra)}")
     config = RunConfig(
         dataset=args.dataset,
         backends=[BackendSpec(name=name) for name in DEMO_BACKENDS],
@@ -155,8 +182,21 @@ def cmd_demo(args: argparse.Namespace, extra: list[str]) -> int:
     )
     print(f"memlab demo: {config.dataset}, backends {', '.join(DEMO_BACKENDS)} (+ blind controls), offline",
           file=sys.stderr)
-    run(config)
-    _print_report(config.out, plots=True)
+    return _run_and_report(config, args, plots=True)
+
+
+def cmd_repair(args: argparse.Namespace, extra: list[str]) -> int:
+    from memlab.results import PREDICTIONS_FILE, REJECTS_FILE, repair_predictions
+
+    if extra:
+        raise MemlabError(f"unrecognised arguments: {' '.join(extra)}")
+    kept, rejected = repair_predictions(args.run_dir)
+    where = Path(args.run_dir)
+    if rejected:
+        print(f"{where / PREDICTIONS_FILE}: kept {kept} line(s), moved {rejected} unreadable line(s) to "
+              f"{where / REJECTS_FILE}; rerun the same memlab run command to answer those questions again")
+    else:
+        print(f"{where / PREDICTIONS_FILE}: all {kept} line(s) readable, nothing to repair")
     return 0
 
 
@@ -196,12 +236,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memlab", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run_p = sub.add_parser("run", help="evaluate backends on a dataset (resumes an interrupted run)")
+    run_p = sub.add_parser(
+        "run", help="evaluate backends on a dataset (resumes an interrupted run)", epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Evaluate backends on a dataset. Rerunning the same command into the same --out resumes; "
+        "a row whose settings changed is refused (use a new --out or a distinct label).",
+    )
     run_p.add_argument("--dataset", help="synthetic | personamem:32k|128k|1M | <folder> | locomo:<file>")
     run_p.add_argument("--backends", help="comma-separated backend names (see `memlab backends`)")
     run_p.add_argument("--reader", help="reader name (default: embedding)")
     run_p.add_argument("--out", help="run directory (default: runs/latest)")
-    run_p.add_argument("--config", help="run config file (JSON, or YAML with PyYAML)")
+    run_p.add_argument("--config", help="run config file (JSON, or YAML): the same settings, with labels for sweeps; "
+                       "format and an example in docs/core.md (Running an evaluation)")
     run_p.add_argument("--no-controls", action="store_true", help="skip the blind controls")
     run_p.add_argument("--max-questions", type=int, help="at most N questions per history")
     run_p.add_argument("--contexts", help="comma-separated history ids to run")
@@ -209,6 +255,12 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.add_argument("--ray-address", help="Ray cluster address for --executor ray (auto, ray://host:10001)")
     run_p.add_argument("--workers", type=int, help="parallel workers for process/ray executors")
     run_p.add_argument("--retries", type=int, help="retries of a failed job for process/ray executors (default 2)")
+    run_p.add_argument("--replay", choices=["once", "rebuild"],
+                       help="once (default): one replay per history; rebuild: each question sees the memory a "
+                       "fresh replay of exactly the turns before it builds")
+    run_p.add_argument("--judge", choices=["mem0", "memlab"], help="LLM judge for open answers (LoCoMo)")
+    run_p.add_argument("--judge-runs", type=int, help="judgments per answer (mean and std are reported)")
+    run_p.add_argument("-v", "--verbose", action="store_true", help="print full tracebacks of failures")
     run_p.add_argument("--no-plots", action="store_true")
     run_p.add_argument("--no-progress", action="store_true")
     run_p.set_defaults(func=cmd_run)
@@ -217,7 +269,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo_p.add_argument("--dataset", default="synthetic")
     demo_p.add_argument("--out", default="runs/demo")
     demo_p.add_argument("--no-progress", action="store_true")
+    demo_p.add_argument("-v", "--verbose", action="store_true", help="print full tracebacks of failures")
     demo_p.set_defaults(func=cmd_demo)
+
+    repair_p = sub.add_parser("repair-predictions",
+                              help="move unreadable lines of a run's predictions.jsonl to predictions.rejects.jsonl")
+    repair_p.add_argument("run_dir")
+    repair_p.set_defaults(func=cmd_repair)
 
     report_p = sub.add_parser("report", help="tables and plots from a run directory's result files")
     report_p.add_argument("run_dir")
@@ -239,8 +297,16 @@ def main(argv: list[str] | None = None) -> int:
         return serve_main(argv[1:])
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
+    from memlab.run.driver import RunInterrupted
+
     try:
         return int(args.func(args, extra) or 0)
+    except RunInterrupted as exc:
+        print(f"\nmemlab: {exc}", file=sys.stderr)
+        return 143 if exc.signal_name == "SIGTERM" else 130
+    except KeyboardInterrupt:  # outside a run (loading, reporting): nothing to save
+        print("\nmemlab: interrupted", file=sys.stderr)
+        return 130
     except (MemlabError, ValidationError) as exc:
         print(f"memlab: error: {exc}", file=sys.stderr)
         return 2

@@ -2,6 +2,11 @@
 happens) and ``summary.json`` (a typed, versioned aggregate rebuilt from the predictions alone).
 
 Tables and plots are built from these files only, so a run directory is the complete record.
+
+``predictions.jsonl`` is read strictly: a line that is not UTF-8, not JSON or not a prediction stops
+the reader with its file and line, and ``repair_predictions`` moves such lines to
+``predictions.rejects.jsonl`` (``memlab repair-predictions DIR``). Only a torn last line without its
+newline (a run killed mid-write) is dropped silently: nothing was ever written after it.
 """
 
 from __future__ import annotations
@@ -16,9 +21,28 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from memlab.errors import MemlabError
+
 SCHEMA_VERSION = 1
 PREDICTIONS_FILE = "predictions.jsonl"
+REJECTS_FILE = "predictions.rejects.jsonl"
 SUMMARY_FILE = "summary.json"
+
+# Blind controls: the ``none`` backend (no memory at all) and the ``longest_option`` reader (never looks
+# at memory). The runner adds them to every run; results and reports mark and compare against them.
+CONTROL_BACKEND = "none"
+CONTROL_READER = "longest_option"
+# LoCoMo's category 5: left out of the overall F1 that mem0, MemOS and EverMemOS publish.
+ADVERSARIAL_TYPES = frozenset({"adversarial"})
+
+
+def is_control(backend: str, reader: str) -> bool:
+    """Whether a (backend label, reader identity) row is a blind control. The one definition."""
+    return backend == CONTROL_BACKEND or reader == CONTROL_READER or reader.startswith(CONTROL_READER + "[")
+
+
+class ResultsFileError(MemlabError, ValueError):
+    """A result file that cannot be read (missing, unreadable, another schema, or a bad line)."""
 
 # Distance from the question to its evidence, in tokens (PersonaMem's distance_to_ref_in_tokens).
 DISTANCE_BUCKETS: list[tuple[str, int, float]] = [
@@ -62,12 +86,23 @@ class Prediction(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    ingest_prompt_tokens: int = Field(default=0, description="LLM tokens spent ingesting since the previous question")
+    ingest_completion_tokens: int = 0
+    ingest_cost_usd: float = 0.0
     metrics: dict[str, float] = Field(default_factory=dict)
     error: str | None = None
+    fingerprint: str | None = Field(default=None, description="hash of the settings that determine this answer")
+    traceback: str | None = Field(
+        default=None, exclude=True, description="full traceback of an error; goes to errors.log, not to this file"
+    )
 
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.backend, self.reader, self.question_id)
+
+    @property
+    def row(self) -> tuple[str, str]:
+        return (self.backend, self.reader)
 
 
 class Score(BaseModel):
@@ -106,9 +141,16 @@ class RowSummary(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    ingest_prompt_tokens: int = 0
+    ingest_completion_tokens: int = 0
+    ingest_cost_usd: float = 0.0
     metrics: dict[str, float] = Field(default_factory=dict)
     metrics_per_type: dict[str, dict[str, float]] = Field(default_factory=dict)
     vs_controls: list[PairedComparison] = Field(default_factory=list)
+    fingerprint: str | None = None
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="what the fingerprint covers: backend/reader config, dataset, replay, versions"
+    )
 
 
 class RunSummary(BaseModel):
@@ -119,27 +161,46 @@ class RunSummary(BaseModel):
     versions: dict[str, str] = Field(default_factory=dict)
     dataset: dict[str, Any] = Field(default_factory=dict)
     embedder: str = ""
+    plugins: dict[str, str] = Field(default_factory=dict, description="distribution -> version of each plugin used")
+    row_fingerprints: dict[str, str] = Field(
+        default_factory=dict, description="'backend|reader' -> fingerprint of every row of the run config"
+    )
     rows: list[RowSummary] = Field(default_factory=list)
     data_issues: list[str] = Field(default_factory=list)
     failed_jobs: list[dict[str, Any]] = Field(default_factory=list)
 
     def save(self, run_dir: str | Path) -> Path:
         path = Path(run_dir) / SUMMARY_FILE
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(self.model_dump_json(indent=2), encoding="utf-8")
-        tmp.replace(path)  # atomic: a reader never sees half a summary
+        write_atomically(path, self.model_dump_json(indent=2))
         return path
 
     @classmethod
     def load(cls, run_dir: str | Path) -> "RunSummary":
+        """The ``summary.json`` of a run directory (or that file itself), version-checked."""
         path = Path(run_dir)
         if path.is_dir():
             path = path / SUMMARY_FILE
-        data = json.loads(path.read_text(encoding="utf-8"))
-        version = data.get("schema_version")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ResultsFileError(f"{path}: cannot read the run summary: {exc}") from exc
+        version = data.get("schema_version") if isinstance(data, dict) else None
         if version != SCHEMA_VERSION:
-            raise ValueError(f"{path}: summary schema version {version}, this memlab reads {SCHEMA_VERSION}")
-        return cls.model_validate(data)
+            raise ResultsFileError(
+                f"{path}: summary schema version {version!r}, this memlab reads version {SCHEMA_VERSION}; "
+                f"report it with the memlab that wrote it, or delete {SUMMARY_FILE} to rebuild it from "
+                f"{PREDICTIONS_FILE}"
+            )
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ResultsFileError(f"{path}: not a valid run summary:\n{exc}") from exc
+
+    def current(self, predictions: list[Prediction]) -> list[Prediction]:
+        """The predictions that belong to this summary's run config (its rows and fingerprints)."""
+        if not self.row_fingerprints:
+            return predictions
+        return [p for p in predictions if self.row_fingerprints.get("|".join(p.row)) == p.fingerprint]
 
     def row(self, backend: str, reader: str | None = None) -> RowSummary:
         for row in self.rows:
@@ -149,50 +210,143 @@ class RunSummary(BaseModel):
 
 
 # --------------------------------------------------------------------------- predictions file
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` by ``text`` at once: a reader never sees half a file, a failure leaves the old one."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise write_failed(path, exc) from exc
+
+
+class ResultsWriteError(MemlabError, OSError):
+    """A result file could not be written (disk full, permissions): the run stops, nothing is lost."""
+
+
+def write_failed(path: Path, exc: OSError) -> ResultsWriteError:
+    return ResultsWriteError(
+        f"cannot write {path}: {exc.strerror or exc}; what was saved before is kept: free space (or fix "
+        "permissions) and rerun the same command to resume"
+    )
+
+
+class PredictionsFileError(ResultsFileError):
+    """An unreadable line in ``predictions.jsonl``: the run stops instead of appending after it."""
+
+
+def _repair_hint(path: Path) -> str:
+    return (
+        f"no answer is added after an unreadable line. To keep the readable lines and move the others to "
+        f"{path.parent / REJECTS_FILE}, run: memlab repair-predictions {path.parent}"
+    )
+
+
+def _torn_tail(data: bytes) -> tuple[bytes, bytes]:
+    """(complete lines, the partial last line a killed writer left without its newline)."""
+    cut = data.rfind(b"\n") + 1
+    return data[:cut], data[cut:]
+
+
+def _parse_lines(path: Path, data: bytes) -> Iterable[tuple[int, bytes, Prediction | str]]:
+    """Each complete non-blank line with its number and either the prediction or what is wrong with it."""
+    for number, raw in enumerate(data.split(b"\n")[:-1], start=1):
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield number, raw, f"not UTF-8 text (byte {raw[exc.start]:#04x} at column {exc.start + 1})"
+            continue
+        try:
+            yield number, raw, Prediction.model_validate_json(text)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ())) or "line"
+            yield number, raw, f"not a valid prediction ({where}: {first.get('msg', exc)})"
+
+
+def read_predictions(run_dir: str | Path) -> list[Prediction]:
+    """All predictions of a run, the last one winning for a question answered twice (a retried job).
+
+    Raises ``PredictionsFileError`` naming file and line for any unreadable complete line; a torn
+    last line without its newline (a killed run) is ignored.
+    """
+    path = Path(run_dir) / PREDICTIONS_FILE
+    if not path.exists():
+        return []
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise PredictionsFileError(f"{path}: cannot read: {exc}") from exc
+    complete, _ = _torn_tail(data)
+    out: list[Prediction] = []
+    for number, _raw, parsed in _parse_lines(path, complete):
+        if isinstance(parsed, str):
+            raise PredictionsFileError(f"{path}, line {number}: {parsed}; {_repair_hint(path)}")
+        out.append(parsed)
+    latest = {p.key: p for p in out}
+    return list(latest.values())
+
+
+def repair_predictions(run_dir: str | Path) -> tuple[int, int]:
+    """Move unreadable lines (and a torn last line) of ``predictions.jsonl`` to ``predictions.rejects.jsonl``.
+
+    The good lines are kept in order; the file is replaced atomically. Returns (kept, rejected).
+    """
+    path = Path(run_dir) / PREDICTIONS_FILE
+    if not path.exists():
+        raise PredictionsFileError(f"{path}: no such file")
+    complete, tail = _torn_tail(path.read_bytes())
+    kept: list[bytes] = []
+    rejected: list[bytes] = []
+    for _number, raw, parsed in _parse_lines(path, complete):
+        (rejected if isinstance(parsed, str) else kept).append(raw)
+    if tail.strip():
+        rejected.append(tail)
+    if rejected:
+        with (path.parent / REJECTS_FILE).open("ab") as handle:
+            handle.write(b"".join(line + b"\n" for line in rejected))
+        tmp = path.with_suffix(".jsonl.tmp")
+        tmp.write_bytes(b"".join(line + b"\n" for line in kept))
+        tmp.replace(path)
+    return len(kept), len(rejected)
+
+
 class PredictionWriter:
-    """Appends predictions, one JSON line each, flushed immediately (a killed run loses nothing)."""
+    """Appends predictions, one JSON line each, flushed immediately (a killed run loses nothing).
+
+    Opening checks the whole file first: the writer never appends after an unreadable line. A torn
+    last line left by a killed run is moved to the rejects file, so the next line starts clean.
+    """
 
     def __init__(self, run_dir: str | Path) -> None:
         self.path = Path(run_dir) / PREDICTIONS_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._repair_tail()
+        if self.path.exists():
+            read_predictions(self.path.parent)  # raises on a bad line, before anything is appended
+            data = self.path.read_bytes()
+            complete, tail = _torn_tail(data)
+            if tail:
+                with (self.path.parent / REJECTS_FILE).open("ab") as handle:
+                    handle.write(tail + b"\n")
+                with self.path.open("r+b") as handle:
+                    handle.truncate(len(complete))
         self._handle = self.path.open("a", encoding="utf-8")
 
-    def _repair_tail(self) -> None:
-        # A run killed mid-write can leave half a line; cut it so the next append starts clean.
-        if not self.path.exists() or self.path.stat().st_size == 0:
-            return
-        data = self.path.read_bytes()
-        if not data.endswith(b"\n"):
-            self.path.write_bytes(data[: data.rfind(b"\n") + 1])
-
     def write(self, prediction: Prediction) -> None:
-        self._handle.write(prediction.model_dump_json() + "\n")
-        self._handle.flush()
+        try:
+            self._handle.write(prediction.model_dump_json() + "\n")
+            self._handle.flush()
+        except OSError as exc:
+            raise write_failed(self.path, exc) from exc
 
     def close(self) -> None:
-        self._handle.close()
-
-
-def read_predictions(run_dir: str | Path) -> list[Prediction]:
-    """All complete predictions of a run; a torn last line (killed run) is skipped, not fatal."""
-    path = Path(run_dir) / PREDICTIONS_FILE
-    if not path.exists():
-        return []
-    out: list[Prediction] = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
         try:
-            out.append(Prediction.model_validate_json(line))
-        except ValidationError as exc:
-            if number == len(lines):
-                continue
-            raise ValueError(f"{path}, line {number}: not a valid prediction: {exc}") from exc
-    # The last write wins if a question was answered twice (e.g. a retried job).
-    latest = {p.key: p for p in out}
-    return list(latest.values())
+            self._handle.close()
+        except OSError:  # a failed flush (disk full) was reported when it happened
+            pass
 
 
 # --------------------------------------------------------------------------- aggregation
@@ -236,7 +390,18 @@ def _mean_metrics(preds: list[Prediction]) -> dict[str, float]:
     return {name: sum(v) / len(v) for name, v in sorted(sums.items())}
 
 
-def summarize_rows(predictions: list[Prediction], controls: set[tuple[str, str]] = frozenset()) -> list[RowSummary]:  # type: ignore[assignment]
+def _row_metrics(preds: list[Prediction]) -> dict[str, float]:
+    """Means of the per-question metrics, plus the overall F1 without adversarial questions (LoCoMo
+    category 5), as mem0, MemOS and EverMemOS report it."""
+    metrics = _mean_metrics(preds)
+    if "f1" in metrics and any(p.question_type in ADVERSARIAL_TYPES for p in preds):
+        kept = [p.metrics["f1"] for p in preds if "f1" in p.metrics and p.question_type not in ADVERSARIAL_TYPES]
+        if kept:
+            metrics["f1_no_adversarial"] = sum(kept) / len(kept)
+    return dict(sorted(metrics.items()))
+
+
+def summarize_rows(predictions: list[Prediction]) -> list[RowSummary]:
     """One row per (backend, reader), accuracy over questions that were scored (errors excluded)."""
     groups: dict[tuple[str, str], list[Prediction]] = defaultdict(list)
     for p in predictions:
@@ -252,7 +417,7 @@ def summarize_rows(predictions: list[Prediction], controls: set[tuple[str, str]]
             RowSummary(
                 backend=backend,
                 reader=reader,
-                control=(backend, reader) in controls,
+                control=is_control(backend, reader),
                 accuracy=wilson(sum(bool(p.correct) for p in scored), len(scored)) if scored else None,
                 per_type=_scores(scored, lambda p: p.question_type),
                 per_distance=_scores(scored, lambda p: distance_bucket(p.distance_tokens)),
@@ -265,7 +430,11 @@ def summarize_rows(predictions: list[Prediction], controls: set[tuple[str, str]]
                 prompt_tokens=sum(p.prompt_tokens for p in preds),
                 completion_tokens=sum(p.completion_tokens for p in preds),
                 cost_usd=sum(p.cost_usd for p in preds),
-                metrics=_mean_metrics(preds),
+                ingest_prompt_tokens=sum(p.ingest_prompt_tokens for p in preds),
+                ingest_completion_tokens=sum(p.ingest_completion_tokens for p in preds),
+                ingest_cost_usd=sum(p.ingest_cost_usd for p in preds),
+                fingerprint=preds[-1].fingerprint,
+                metrics=_row_metrics(preds),
                 metrics_per_type={t: _mean_metrics(v) for t, v in sorted(by_type.items())},
             )
         )

@@ -9,12 +9,21 @@ deterministic and costs microseconds.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+_CACHED_CHARS = 4096  # short texts (turns, facts) recur in every retrieval of a replay: count them once
 
 
 def count_tokens(text: str) -> int:
     """Approximate number of LLM tokens in ``text``."""
+    if len(text) <= _CACHED_CHARS:
+        return _count_short(text)
+    return len(_TOKEN.findall(text))
+
+
+@lru_cache(maxsize=1 << 16)
+def _count_short(text: str) -> int:
     return len(_TOKEN.findall(text))
 
 

@@ -15,10 +15,16 @@ def test_parse_dotted() -> None:
         "rag": {"top_k": 5, "index": {"ef_search": 64}},
         "llm": {"base_url": "http://127.0.0.1:9/v1"},
     }
-    assert parse_dotted(["--rag.roles", '["user"]', "--profile.verbose"]) == {
-        "rag": {"roles": ["user"]}, "profile": {"verbose": True}}
+    assert parse_dotted(["--rag.roles", '["user"]', "--profile.verbose", "true", "--rag.name=null"]) == {
+        "rag": {"roles": ["user"], "name": None}, "profile": {"verbose": True}}
+    assert parse_dotted(["--rag.offset", "-1", "--llm.model", "gpt-4o"]) == {"rag": {"offset": -1}, "llm": {"model": "gpt-4o"}}
     with pytest.raises(MemlabError, match="unrecognised"):
         parse_dotted(["--oops"])
+    # A dotted option without a value is an error, never a silent `true`.
+    with pytest.raises(MemlabError, match="--rag.top-k needs a value"):
+        parse_dotted(["--rag.top-k", "--other.x", "1"])
+    with pytest.raises(MemlabError, match="--rag.top-k needs a value"):
+        parse_dotted(["--rag.top-k"])
 
 
 def test_run_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,12 +16,14 @@ import pytest
 
 import distributed_helpers
 from distributed_helpers import FlakyMemory
-from memlab.distributed import PluginRef, ensure_plugins, make_executor, plugin_refs
 from memlab.errors import MemlabError, MissingDependencyError
-from memlab.executors import LocalExecutor
 from memlab.registry import backends
 from memlab.results import PREDICTIONS_FILE, Prediction, RunSummary, read_predictions
-from memlab.runner import BackendSpec, Job, ReaderSpec, RunConfig, run
+from memlab.run.driver import run
+from memlab.run.executors import LocalExecutor, make_executor
+from memlab.run.executors.worker import PluginRef, ensure_plugins, plugin_refs
+from memlab.run.job import Job
+from memlab.run.spec import BackendSpec, ReaderSpec, RunConfig
 
 DATASET = "synthetic:personas=3,sessions=4,questions=6"
 RAG = BackendSpec(name="rag", config={"embedder": "hashing"})

@@ -1,4 +1,6 @@
-"""End to end on the real PersonaMem 128k dev history: rag with the embedding reader vs blind controls."""
+"""End to end on the real PersonaMem 128k dev history, on a few questions: the CLI run works,
+writes its files, and a rerun with more questions resumes instead of starting over. The accuracy
+check against the blind controls on all 135 questions is ``benchmarks/bench_e2e_personamem.py``."""
 
 from __future__ import annotations
 
@@ -7,23 +9,23 @@ from pathlib import Path
 import pytest
 
 from memlab.cli import main
-from memlab.results import RunSummary
+from memlab.results import RunSummary, read_predictions
 
 
-@pytest.mark.slow
 @pytest.mark.data
-def test_rag_beats_blind_controls_on_dev_history(personamem_dev: Path, tmp_path: Path) -> None:
+def test_dev_history_runs_and_resumes(personamem_dev: Path, tmp_path: Path) -> None:
     out = tmp_path / "dev"
-    assert main(["run", "--dataset", str(personamem_dev), "--backends", "rag", "--out", str(out),
-                 "--no-progress", "--no-plots"]) == 0
+    args = ["run", "--dataset", str(personamem_dev), "--backends", "rag", "--rag.embedder", "hashing",
+            "--reader.embedder", "hashing", "--out", str(out), "--no-progress", "--no-plots"]
+    assert main([*args, "--max-questions", "4"]) == 0
+    first = {p.key: p for p in read_predictions(out)}
+    assert len(first) == 3 * 4  # rag and the two controls
+    assert main([*args, "--max-questions", "10"]) == 0
+    second = {p.key: p for p in read_predictions(out)}
+    assert len(second) == 3 * 10
+    assert all(second[key] == prediction for key, prediction in first.items()), "answered questions were kept"
+    lines = (out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(second), "nothing answered twice"
     summary = RunSummary.load(out)
-    rag = summary.row("rag")
-    blind_reader = summary.row("none", "embedding[minilm]")
-    longest = summary.row("none", "longest_option")
-    assert rag.questions == 135 and rag.errors == 0
-    assert rag.accuracy.accuracy > longest.accuracy.accuracy + 0.05
-    assert rag.accuracy.accuracy > blind_reader.accuracy.accuracy + 0.10
-    versus = {c.control: c for c in rag.vs_controls}
-    assert versus["none / longest_option"].wins > versus["none / longest_option"].losses
-    assert versus["none / embedding[minilm]"].p_value < 0.01
+    assert summary.row("rag").questions == 10 and summary.row("rag").errors == 0
     assert summary.dataset["questions"] == 135 and summary.dataset["messages"] == 698

@@ -68,15 +68,35 @@ class FailingReader(Reader):
         raise RuntimeError("provider down")
 
 
+class MetricReader(Reader):
+    name = "metric_reader"
+    description = "answers (a) and reports its own per-answer metric"
+
+    def answer(self, question: Question, retrieval: Retrieval) -> Answer:
+        lenient = question.id.endswith(("1", "3"))
+        return Answer(choice=0, scores=[1, 0, 0, 0], metadata={"metrics": {"lenient_only": lenient}})
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _register():
     backends.register("recording", RecordingMemory)
     readers.register("dying", DyingReader)
     readers.register("failing", FailingReader)
+    readers.register("metric_reader", MetricReader)
     yield
     backends.unregister("recording")
     readers.unregister("dying")
     readers.unregister("failing")
+    readers.unregister("metric_reader")
+
+
+def test_readers_own_metrics_reach_predictions_and_rows(tmp_path: Path) -> None:
+    summary = run(RunConfig(dataset=DATASET, backends=[BackendSpec(name="none")], reader=ReaderSpec(name="metric_reader"),
+                            out=tmp_path / "run", controls=False, progress=False))
+    predictions = read_predictions(tmp_path / "run")
+    flagged = [p.metrics["lenient_only"] for p in predictions]
+    assert set(flagged) == {0.0, 1.0}
+    assert summary.rows[0].metrics["lenient_only"] == pytest.approx(sum(flagged) / len(flagged))
 
 
 def test_replay_ingests_each_message_once_in_order(tmp_path: Path) -> None:
@@ -219,7 +239,7 @@ def test_rows_are_compared_with_each_control_on_the_same_questions() -> None:
 
     mine = preds("rag", "r", [True] * 8 + [False] * 2)
     control = preds("none", "longest_option", [True, False] * 5)
-    rows = summarize_rows(mine + control, {("none", "longest_option")})
+    rows = summarize_rows(mine + control)
     rag = next(r for r in rows if r.backend == "rag")
     (comparison,) = rag.vs_controls
     assert (comparison.n, comparison.wins, comparison.losses) == (10, 4, 1)

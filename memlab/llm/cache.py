@@ -1,17 +1,18 @@
-"""A persistent response cache: one SQLite file, keyed by a hash of provider, model, parameters
-and prompt. A rerun of the same configuration makes no requests, and a killed run resumes where
-it stopped. Several threads and processes may share the file (WAL mode, one lock per handle)."""
+"""A persistent response cache: one SQLite file, keyed by a hash of everything that changes an
+answer: provider, endpoint (base URL), model, decoding parameters and the prompt. Two endpoints
+serving the same model name never share responses. A rerun of the same configuration makes no
+requests, and a killed run resumes where it stopped. Several threads and processes may share the
+file (``memlab.sqlite_kv``)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import sqlite3
-import threading
-import time
 from pathlib import Path
 from typing import Any
+
+from memlab.sqlite_kv import SQLiteKV
 
 CACHE_FILE = "llm_responses.sqlite"
 
@@ -45,42 +46,25 @@ class ResponseCache:
     """JSON values by key, in ``<cache_dir>/llm_responses.sqlite``."""
 
     def __init__(self, cache_dir: str | Path) -> None:
-        directory = Path(cache_dir)
-        directory.mkdir(parents=True, exist_ok=True)
-        self.path = directory / CACHE_FILE
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=60)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS responses "
-            "(key TEXT PRIMARY KEY, identity TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL)"
-        )
-        self._db.commit()
+        self.path = Path(cache_dir) / CACHE_FILE
+        self._store = SQLiteKV(self.path, table="responses_v2")
         self.hits = 0
         self.misses = 0
 
     def get(self, key: str) -> Any | None:
-        with self._lock:
-            row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
-        if row is None:
+        value = self._store.get(key)
+        if value is None:
             self.misses += 1
             return None
         self.hits += 1
-        return json.loads(row[0])
+        return json.loads(value)
 
     def put(self, key: str, identity: str, value: Any) -> None:
-        # Committed at once: a run killed right after a request keeps what it paid for.
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
-                (key, identity, json.dumps(value, ensure_ascii=False), time.time()),
-            )
-            self._db.commit()
+        # ``identity`` is already part of ``key``; kept in the signature for callers.
+        self._store.put(key, json.dumps(value, ensure_ascii=False))
 
     def __len__(self) -> int:
-        with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+        return len(self._store)
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._store.close()

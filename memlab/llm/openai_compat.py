@@ -49,6 +49,11 @@ class OpenAICompatLLM(LLM):
         self.extra_params = dict(extra_params or {})
         self.name = f"openai:{self.model}"
 
+    @property
+    def cache_identity(self) -> str:
+        """Provider, model and endpoint: two servers serving one model name never share cached answers."""
+        return f"{self.name}@{(self.base_url or 'https://api.openai.com/v1').rstrip('/')}"
+
     def _only_served_model(self) -> str:
         # vLLM and llama.cpp serve one model; asking for it saves the user from typing its name.
         where = self.base_url or "api.openai.com"

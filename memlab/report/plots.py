@@ -1,0 +1,127 @@
+"""The plots of a run report (PNG): accuracy per question type and against distance to the evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memlab.report.loading import _summary_of, is_control
+from memlab.report.tables import distance_labels, ordered_rows, question_types, row_label, type_labels
+from memlab.results import RowSummary, RunSummary
+
+TYPE_PLOT = "accuracy_by_type.png"
+DISTANCE_PLOT = "accuracy_by_distance.png"
+
+
+def _style(index: int, control: bool) -> dict[str, object]:
+    from matplotlib import colormaps
+
+    if control:
+        greys = ["#8c8c8c", "#b5b5b5", "#5f5f5f", "#d0d0d0"]
+        return {"color": greys[index % len(greys)], "hatch": "//", "linestyle": "--", "marker": "x"}
+    palette = colormaps["tab10"].colors
+    return {"color": palette[index % len(palette)], "hatch": "", "linestyle": "-", "marker": "o"}
+
+
+def _styles(rows: list[RowSummary]) -> list[dict[str, object]]:
+    counts = {True: 0, False: 0}
+    out = []
+    for row in rows:
+        control = is_control(row)
+        out.append(_style(counts[control], control))
+        counts[control] += 1
+    return out
+
+
+def _plot_types(summary: RunSummary, path: Path) -> Path | None:
+    from matplotlib.figure import Figure
+
+    rows = [r for r in ordered_rows(summary) if r.accuracy is not None]
+    if not rows:
+        return None
+    types = question_types(summary)
+    labels = type_labels(types)
+    groups = ["Overall", *(labels[t] for t in types)]
+    n_rows = len(rows)
+    width = min(0.8 / n_rows, 0.4)
+    # Bars are labelled with their value (a 0% bar is otherwise invisible) while there is room.
+    label_bars = n_rows * len(groups) <= 40
+    fig = Figure(figsize=(max(7.0, 1.0 + len(groups) * (0.35 + 0.22 * n_rows)), 4.8), layout="constrained")
+    ax = fig.add_subplot()
+    for i, (row, style) in enumerate(zip(rows, _styles(rows))):
+        scores = [row.accuracy, *(row.per_type.get(t) for t in types)]
+        xs = [g + (i - (n_rows - 1) / 2) * width for g in range(len(groups))]
+        acc = [100 * s.accuracy if s and s.n else float("nan") for s in scores]
+        # Wilson bounds can land a rounding error inside the point at 0% or 100%; matplotlib refuses
+        # negative error lengths.
+        err_lo = [max(0.0, 100 * (s.accuracy - s.low)) if s and s.n else 0.0 for s in scores]
+        err_hi = [max(0.0, 100 * (s.high - s.accuracy)) if s and s.n else 0.0 for s in scores]
+        ax.bar(
+            xs, acc, width * 0.95, label=row_label(row), color=style["color"], hatch=style["hatch"],
+            edgecolor="#333333" if style["hatch"] else style["color"], linewidth=0.6,
+            yerr=[err_lo, err_hi], error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#222222"},
+        )
+        if label_bars:
+            for x, value in zip(xs, acc):
+                if value == value:  # not NaN
+                    ax.text(
+                        x, 1.5, f"{value:.0f}", rotation=90, ha="center", va="bottom", fontsize=7,
+                        bbox={"boxstyle": "square,pad=0.15", "facecolor": "white", "alpha": 0.7, "linewidth": 0},
+                    )
+    tilt = len(groups) > 4  # long type names side by side would overlap
+    ax.set_xticks(range(len(groups)), groups, rotation=25 if tilt else 0, ha="right" if tilt else "center")
+    ax.axvline(0.5, color="#999999", linewidth=0.8, linestyle=":")  # overall | per type
+    ax.set_xlim(-0.5, len(groups) - 0.5)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("accuracy % (95% CI)")
+    ax.set_title(f"Accuracy per question type{' - ' + summary.name if summary.name else ''}")
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    # Legend outside the axes so it never covers a bar.
+    fig.legend(loc="outside lower center", ncols=min(n_rows, 3), fontsize="small", frameon=False)
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def _plot_distance(summary: RunSummary, path: Path) -> Path | None:
+    from matplotlib.figure import Figure
+
+    buckets = distance_labels(summary)
+    rows = [r for r in ordered_rows(summary) if r.per_distance]
+    if not buckets or not rows:
+        return None
+    fig = Figure(figsize=(max(7.0, 1.2 * len(buckets) + 3), 4.8), layout="constrained")
+    ax = fig.add_subplot()
+    for row, style in zip(rows, _styles(rows)):
+        # Gaps (a bucket this row has no question in) stay gaps instead of being interpolated over.
+        xs = list(range(len(buckets)))
+        scores = [row.per_distance.get(b) for b in buckets]
+        acc = [100 * s.accuracy if s and s.n else float("nan") for s in scores]
+        low = [100 * s.low if s and s.n else float("nan") for s in scores]
+        high = [100 * s.high if s and s.n else float("nan") for s in scores]
+        ax.plot(
+            xs, acc, label=row_label(row), color=style["color"], linestyle=style["linestyle"], marker=style["marker"]
+        )
+        ax.fill_between(xs, low, high, color=style["color"], alpha=0.12, linewidth=0)
+    ax.set_xticks(range(len(buckets)), buckets)
+    ax.set_xlim(-0.3, len(buckets) - 0.7)
+    ax.set_ylim(-2, 102)  # markers at 0% and 100% stay whole
+    ax.set_xlabel("distance from question to evidence (tokens)")
+    ax.set_ylabel("accuracy % (band: 95% CI)")
+    ax.set_title(f"Accuracy against distance to the evidence{' - ' + summary.name if summary.name else ''}")
+    ax.grid(alpha=0.3)
+    fig.legend(loc="outside lower center", ncols=min(len(rows), 3), fontsize="small", frameon=False)
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def plot_run(run: str | Path | RunSummary, out_dir: str | Path) -> list[Path]:
+    """Write the plots of a run as PNGs into ``out_dir``: accuracy per question type (grouped bars,
+    controls grey and hatched) and accuracy against distance to the evidence. A plot without data
+    (no scored rows, no distances) is skipped. Returns the paths written."""
+    summary = _summary_of(run)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = [_plot_types(summary, out / TYPE_PLOT), _plot_distance(summary, out / DISTANCE_PLOT)]
+    return [p for p in written if p is not None]
+
+

@@ -1,0 +1,409 @@
+"""The unit of work of a run: one backend and one reader replaying one history.
+
+The job ingests the history session by session, in order, and retrieves each question's memory at
+the moment the replay reaches the question's ``end_index``. Answering does not depend on other
+answers, so the (question, retrieval) pair goes to the reader at once and the replay moves on:
+readers with an LLM answer up to ``llm.max_concurrency`` questions at a time, and each prediction
+is handed to ``emit`` as soon as it is made. Nothing here knows about executors (this module is a
+leaf of the run package); caches are passed in explicitly.
+
+``replay="rebuild"`` gives every question the memory that a fresh replay of exactly the turns
+before its end index builds, with each session whole as that replay sees it (the session cut by the
+question is ingested as one part). For backends whose memory depends only on the set of stored turns
+(``Memory.memory_depends_only_on_turns``) that equals the single replay, which is then reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import shutil
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memlab.datasets import Dataset, History, load_dataset
+from memlab.errors import ConfigurationError, MemlabError
+from memlab.eval.retrieval import evidence_to_indexes, retrieval_metrics, retrieval_ranking
+from memlab.memory import IngestReport, Memory
+from memlab.readers.base import Reader
+from memlab.registry import backends, readers
+from memlab.results import CONTROL_BACKEND, Prediction
+from memlab.run.spec import BackendSpec, ReaderSpec, ReplayMode
+from memlab.types import Answer, Question, Retrieval
+
+
+class Job(BaseModel):
+    """One independent unit of work: a (backend, reader) replaying one history."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: BackendSpec
+    reader: ReaderSpec
+    context_id: str
+    dataset: str
+    state_dir: Path
+    cache_dir: Path
+    question_ids: list[str] = Field(description="questions still to answer (resume skips the rest)")
+    max_questions: int | None = None
+    replay: ReplayMode = "once"
+    fingerprint: str | None = Field(default=None, description="stamped on every prediction of this job")
+
+    @property
+    def label(self) -> str:
+        return f"{self.backend.display} x {self.context_id[:12]}"
+
+
+class DatasetSpecError(MemlabError, ValueError):
+    """A dataset spec or file that cannot be loaded (bad option, unreadable file)."""
+
+
+# --------------------------------------------------------------------------- helpers
+def load_dataset_clearly(spec: str) -> Dataset:
+    """``load_dataset`` with every input problem turned into one clear error naming the spec or file."""
+    try:
+        return load_dataset(spec)
+    except MemlabError:
+        raise
+    except UnicodeDecodeError as exc:
+        raise DatasetSpecError(
+            f"dataset {spec!r}: a file is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+            "save it as UTF-8"
+        ) from exc
+    except (ValueError, TypeError) as exc:
+        raise DatasetSpecError(f"dataset {spec!r}: {exc}") from exc
+    except OSError as exc:
+        raise DatasetSpecError(f"dataset {spec!r}: cannot read {exc.filename or 'it'}: {exc.strerror or exc}") from exc
+
+
+@lru_cache(maxsize=4)
+def cached_dataset(spec: str) -> Dataset:
+    """Each process loads a dataset once (executors call jobs many times per worker)."""
+    return load_dataset_clearly(spec)
+
+
+def state_dir_name(label: str) -> str:
+    """A single, safe path component for a backend label (labels are free text: "a/b", "..", "/tmp")."""
+    safe = "".join(c if c.isalnum() or c in "_.-" else "_" for c in label)
+    if safe == label and safe.strip("."):
+        return safe
+    return (safe.strip(".")[:40] or "backend") + "-" + hashlib.sha1(label.encode()).hexdigest()[:10]
+
+
+def user_id_for(context_id: str) -> str:
+    """A valid user id for a history id (long or odd ids are hashed)."""
+    safe = "".join(c for c in context_id if c.isalnum() or c in "_.-")
+    if safe == context_id and 0 < len(safe) <= 100:
+        return safe
+    return "ctx-" + hashlib.sha1(context_id.encode()).hexdigest()[:20]
+
+
+def _accepts_cache_dir(cls: type) -> bool:
+    try:
+        parameters = inspect.signature(cls.__init__).parameters
+    except (TypeError, ValueError):
+        return False
+    return "cache_dir" in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+
+
+@contextmanager
+def _legacy_cache_defaults(cache_dir: Path, needed: bool) -> Iterator[None]:
+    # Plugins whose __init__ does not take cache_dir yet still find the run's cache through the
+    # process-wide defaults, for the duration of the job only. Remove once every plugin forwards it.
+    if not needed:
+        yield
+        return
+    from memlab.embedders import set_default_cache_dir as set_embedding_cache
+    from memlab.llm.cache import set_default_cache_dir as set_llm_cache
+
+    saved = set_embedding_cache(cache_dir), set_llm_cache(cache_dir)
+    try:
+        yield
+    finally:
+        set_embedding_cache(saved[0])
+        set_llm_cache(saved[1])
+
+
+def create_reader_for(spec: ReaderSpec, cache_dir: Path | None) -> Reader:
+    cls = readers.get(spec.name)
+    if cache_dir is not None and _accepts_cache_dir(cls):
+        return cls(spec.config, cache_dir=cache_dir)
+    return cls(spec.config)
+
+
+def create_memory_for(spec: BackendSpec, data_dir: Path, cache_dir: Path) -> Memory:
+    cls = backends.get(spec.name)
+    if _accepts_cache_dir(cls):
+        return cls(spec.config, data_dir=data_dir, cache_dir=cache_dir)
+    return cls(spec.config, data_dir=data_dir)
+
+
+def answer_concurrency(reader: Reader) -> int:
+    """How many questions the reader may answer at once: ``llm.max_concurrency`` for LLM readers."""
+    llm = getattr(reader.config, "llm", None)
+    return max(1, int(getattr(llm, "max_concurrency", 1) or 1))
+
+
+def _question_metrics(
+    question: Question, history: History, retrieval: Retrieval, answer: Answer, uses_memory: bool
+) -> tuple[dict[str, float], list[int] | None, list[int]]:
+    metrics: dict[str, float] = {}
+    if "parse_failure" in answer.metadata:  # only readers that parse free text report it
+        metrics["parse_failure"] = float(bool(answer.metadata["parse_failure"]))
+    # Any reader may report its own per-answer metrics (e.g. lenient_only); rows average them.
+    for name, value in (answer.metadata.get("metrics") or {}).items():
+        if isinstance(value, (bool, int, float)):
+            metrics[str(name)] = float(value)
+    ranking = retrieval_ranking(history, retrieval) if uses_memory else None
+    retrieved = None if ranking is None else list(dict.fromkeys(i for group in ranking for i in group))
+    evidence = evidence_to_indexes(history, question) if question.evidence else []
+    if uses_memory and evidence:
+        metrics.update(retrieval_metrics(ranking, evidence))
+    if not question.is_multiple_choice and answer.text is not None:
+        from memlab.eval.answers import score_open_answer
+
+        metrics.update(score_open_answer(question, answer.text))
+    return metrics, retrieved, evidence
+
+
+@dataclass
+class _IngestCost:
+    """Ingest work since the previous question: it belongs to the next question's prediction."""
+
+    seconds: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, report: IngestReport) -> None:
+        self.seconds += report.seconds
+        self.prompt_tokens += report.prompt_tokens
+        self.completion_tokens += report.completion_tokens
+        self.cost_usd += report.cost_usd
+
+
+def _answer(reader: Reader, question: Question, retrieval: Retrieval) -> tuple[Answer, float, str | None]:
+    started = time.perf_counter()
+    trace = None
+    try:
+        answer = reader.answer(question, retrieval)
+    except ConfigurationError:
+        raise  # a broken setup fails the job once instead of filling every question with errors
+    except Exception as exc:  # a failed answer is recorded as an error, never as a wrong answer
+        answer, trace = Answer(error=f"{type(exc).__name__}: {exc}"), traceback.format_exc()
+    return answer, time.perf_counter() - started, trace
+
+
+def _answer_and_score(
+    job: Job, reader: Reader, reader_name: str, history: History, question: Question, retrieval: Retrieval,
+    cost: "_IngestCost",
+) -> Prediction:
+    """Answer one question and build its prediction (metrics included): all of it independent of
+    other questions, so it runs on an answering thread while the replay goes on."""
+    answer, seconds, trace = _answer(reader, question, retrieval)
+    return _prediction(job, reader_name, reader.uses_memory, history, question, retrieval, answer, seconds, cost,
+                       trace)
+
+
+class _Replay:
+    """The memory side of a job: what each question gets to see, in replay order."""
+
+    def __init__(self, job: Job, history: History, reads_memory: bool) -> None:
+        self.job, self.history, self.reads_memory = job, history, reads_memory
+        self.user_id = user_id_for(job.context_id)
+        self.memory: Memory | None = None
+        self.position = 0
+        cls = backends.get(job.backend.name)
+        self.rebuild = (
+            reads_memory and job.replay == "rebuild"
+            and not cls.memory_depends_only_on_turns(cls.parse_config(job.backend.config))
+        )
+        self._built_for: int | None = None
+
+    def open(self) -> None:
+        # Each job replays from an empty memory: stale state from an interrupted attempt is removed.
+        shutil.rmtree(self.job.state_dir, ignore_errors=True)
+        self.memory = create_memory_for(self.job.backend, self.job.state_dir, self.job.cache_dir)
+
+    def advance(self, question: Question, wanted: bool, cost: _IngestCost) -> Retrieval | None:
+        """Bring memory to the question's position; its retrieval if ``wanted``."""
+        if not self.reads_memory:
+            return Retrieval() if wanted else None
+        if self.rebuild:
+            if not wanted:
+                return None
+            if self._built_for != question.end_index:
+                self._fresh_replay(question.end_index, cost)
+        else:
+            assert self.memory is not None
+            for session, _start in self.history.slices(self.position, question.end_index):
+                cost.add(self.memory.ingest(session, user_id=self.user_id))
+            self.position = max(self.position, question.end_index)
+        if not wanted:
+            return None
+        assert self.memory is not None
+        retrieval = self.memory.retrieve(question.text, user_id=self.user_id)
+        if not isinstance(retrieval, Retrieval):  # the contract check lives in Memory; this guards the runner
+            raise MemlabError(
+                f"backend {self.job.backend.name!r} returned {type(retrieval).__name__} from retrieve(), not a Retrieval"
+            )
+        return retrieval
+
+    def _fresh_replay(self, end_index: int, cost: _IngestCost) -> None:
+        if self.memory is not None:
+            self.memory.close()
+        shutil.rmtree(self.job.state_dir, ignore_errors=True)
+        self.memory = create_memory_for(self.job.backend, self.job.state_dir, self.job.cache_dir)
+        for session, _start in self.history.slices(0, end_index):  # a cut session arrives as one part
+            cost.add(self.memory.ingest(session, user_id=self.user_id))
+        self._built_for = end_index
+
+    def close(self) -> None:
+        if self.memory is not None:
+            self.memory.close()
+        shutil.rmtree(self.job.state_dir, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- one job
+def run_job(job: Job, emit: Callable[[Prediction], None] | None = None) -> list[Prediction]:
+    """Replay one history through one backend and answer its remaining questions.
+
+    ``emit`` is called (in this thread) with each prediction as soon as it exists; the full list is
+    also returned, in question order.
+    """
+    dataset = cached_dataset(job.dataset)
+    history = dataset.histories.get(job.context_id)
+    questions = dataset.questions_for(job.context_id)
+    if job.max_questions:
+        questions = questions[: job.max_questions]
+    todo = set(job.question_ids)
+    legacy = not (_accepts_cache_dir(backends.get(job.backend.name)) and _accepts_cache_dir(readers.get(job.reader.name)))
+    with _legacy_cache_defaults(job.cache_dir, legacy):
+        reader = create_reader_for(job.reader, job.cache_dir)
+        reads_memory = reader.uses_memory
+        if history is None:
+            if reads_memory and job.backend.name != CONTROL_BACKEND:
+                reader.close()
+                raise MemlabError(f"history {job.context_id!r} is not in dataset {job.dataset!r}")
+            history = History(id=job.context_id, messages=[], session_starts=[])
+        replay = _Replay(job, history, reads_memory)
+        try:
+            replay.open()
+            return _answer_all(job, reader, replay, history, questions, todo, emit)
+        finally:
+            reader.close()
+            replay.close()
+
+
+def _answer_all(
+    job: Job,
+    reader: Reader,
+    replay: _Replay,
+    history: History,
+    questions: list[Question],
+    todo: set[str],
+    emit: Callable[[Prediction], None] | None,
+) -> list[Prediction]:
+    reader_name = reader.describe()
+    concurrency = answer_concurrency(reader)
+    if concurrency > 1:
+        getattr(reader, "llm", None)  # build a lazily made LLM once, here, not once per answering thread
+    made: dict[str, Prediction] = {}
+    pending: set[Future[Prediction]] = set()
+
+    def finish(future: Future[Prediction]) -> None:
+        pending.discard(future)
+        prediction = future.result()  # re-raises a ConfigurationError in this thread
+        made[prediction.question_id] = prediction
+        if emit is not None:
+            emit(prediction)
+
+    def drain(block: bool) -> None:
+        done, _ = wait(list(pending), timeout=None if block else 0, return_when=FIRST_COMPLETED)
+        for future in done:
+            finish(future)
+
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="memlab-answer")
+    try:
+        for question in questions:
+            cost = _IngestCost()  # ingest before an already answered question was counted by that answer
+            retrieval = replay.advance(question, question.id in todo, cost)
+            if retrieval is None:
+                continue
+            args = (job, reader, reader_name, history, question, retrieval, cost)
+            if concurrency == 1:  # answered here, in order: readers without an LLM need no threads
+                prediction = _answer_and_score(*args)
+                made[question.id] = prediction
+                if emit is not None:
+                    emit(prediction)
+                continue
+            pending.add(pool.submit(_answer_and_score, *args))
+            if pending:
+                drain(block=False)  # hand in answers already made
+            while len(pending) >= 2 * concurrency:  # keep at most a few questions per thread waiting
+                drain(block=True)
+        while pending:
+            drain(block=True)
+    finally:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+    return [made[q.id] for q in questions if q.id in made]
+
+
+def _prediction(
+    job: Job,
+    reader_name: str,
+    uses_memory: bool,
+    history: History,
+    question: Question,
+    retrieval: Retrieval,
+    answer: Answer,
+    answer_seconds: float,
+    cost: _IngestCost,
+    trace: str | None,
+) -> Prediction:
+    metrics, retrieved, evidence = _question_metrics(question, history, retrieval, answer, uses_memory)
+    correct = None
+    if question.is_multiple_choice and answer.error is None:
+        correct = answer.choice == question.answer
+    return Prediction(
+        backend=job.backend.display,
+        reader=reader_name,
+        question_id=question.id,
+        context_id=question.context_id,
+        question_type=question.type,
+        topic=question.topic,
+        distance_blocks=question.distance_blocks,
+        distance_tokens=question.distance_tokens,
+        chosen=answer.choice,
+        answer=question.answer,
+        correct=correct,
+        scores=answer.scores,
+        predicted_text=answer.text,
+        context_tokens=retrieval.tokens,
+        retrieved_items=len(retrieval.items),
+        retrieved_messages=retrieved,
+        evidence_messages=evidence,
+        ingest_seconds=cost.seconds,
+        ingest_prompt_tokens=cost.prompt_tokens,
+        ingest_completion_tokens=cost.completion_tokens,
+        ingest_cost_usd=cost.cost_usd,
+        retrieve_seconds=retrieval.seconds,
+        answer_seconds=answer_seconds,
+        prompt_tokens=answer.prompt_tokens,
+        completion_tokens=answer.completion_tokens,
+        cost_usd=float(answer.metadata.get("cost_usd", 0.0)),
+        metrics=metrics,
+        error=answer.error,
+        fingerprint=job.fingerprint,
+        traceback=trace,
+    )
