@@ -45,7 +45,7 @@ from memlab.types import MemoryItem, Message, Retrieval, Session
 
 _USER_ID = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 
-MAX_K = 1000  # the most items one retrieve may ask for; a larger k is a caller's mistake, not a request
+MAX_K = 100_000  # the most items one retrieve may ask for (full_context asks for "all" turns with it)
 
 
 class Capability(str, Enum):

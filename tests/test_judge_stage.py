@@ -80,9 +80,9 @@ def test_memlab_judge_in_the_pipeline(tmp_path: Path, server: Any) -> None:
 
 
 class FakeJudge:
-    """The judge API the LoCoMo work brings: ``prompt=``, ``judge(..., run=)``, ``applies_to``."""
+    """A judge whose runs disagree (the real one is deterministic at temperature 0)."""
 
-    def __init__(self, llm: Any, *, prompt: str = "memlab", cache: Any = None) -> None:
+    def __init__(self, prompt: str, llm_config: Any = None, **_: Any) -> None:
         self.prompt_name = prompt
 
     def applies_to(self, question: Any) -> bool:
@@ -101,7 +101,7 @@ def test_mem0_judge_runs_give_mean_and_std(tmp_path: Path, server: Any, monkeypa
                                            capsys: pytest.CaptureFixture[str]) -> None:
     import memlab.eval.judge
 
-    monkeypatch.setattr(memlab.eval.judge, "LLMJudge", FakeJudge)
+    monkeypatch.setattr(memlab.eval.judge, "create_judge", FakeJudge)
     path, out = locomo_file(tmp_path), tmp_path / "run"
     assert main(run_args(path, out, server, "--judge", "mem0", "--judge-runs", "2", "--judge.model", "judge-m")) == 0
     row = RunSummary.load(out).row("full_context")

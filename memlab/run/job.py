@@ -20,13 +20,11 @@ import inspect
 import shutil
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -107,29 +105,12 @@ def user_id_for(context_id: str) -> str:
 
 
 def _accepts_cache_dir(cls: type) -> bool:
+    # A plugin written before Memory/Reader took cache_dir runs without the run's cache (never via globals).
     try:
         parameters = inspect.signature(cls.__init__).parameters
     except (TypeError, ValueError):
         return False
     return "cache_dir" in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-
-
-@contextmanager
-def _legacy_cache_defaults(cache_dir: Path, needed: bool) -> Iterator[None]:
-    # Plugins whose __init__ does not take cache_dir yet still find the run's cache through the
-    # process-wide defaults, for the duration of the job only. Remove once every plugin forwards it.
-    if not needed:
-        yield
-        return
-    from memlab.embedders import set_default_cache_dir as set_embedding_cache
-    from memlab.llm.cache import set_default_cache_dir as set_llm_cache
-
-    saved = set_embedding_cache(cache_dir), set_llm_cache(cache_dir)
-    try:
-        yield
-    finally:
-        set_embedding_cache(saved[0])
-        set_llm_cache(saved[1])
 
 
 def create_reader_for(spec: ReaderSpec, cache_dir: Path | None) -> Reader:
@@ -204,7 +185,7 @@ def _answer(reader: Reader, question: Question, retrieval: Retrieval) -> tuple[A
 
 def _answer_and_score(
     job: Job, reader: Reader, reader_name: str, history: History, question: Question, retrieval: Retrieval,
-    cost: "_IngestCost",
+    cost: _IngestCost,
 ) -> Prediction:
     """Answer one question and build its prediction (metrics included): all of it independent of
     other questions, so it runs on an answering thread while the replay goes on."""
@@ -285,22 +266,20 @@ def run_job(job: Job, emit: Callable[[Prediction], None] | None = None) -> list[
     if job.max_questions:
         questions = questions[: job.max_questions]
     todo = set(job.question_ids)
-    legacy = not (_accepts_cache_dir(backends.get(job.backend.name)) and _accepts_cache_dir(readers.get(job.reader.name)))
-    with _legacy_cache_defaults(job.cache_dir, legacy):
-        reader = create_reader_for(job.reader, job.cache_dir)
-        reads_memory = reader.uses_memory
-        if history is None:
-            if reads_memory and job.backend.name != CONTROL_BACKEND:
-                reader.close()
-                raise MemlabError(f"history {job.context_id!r} is not in dataset {job.dataset!r}")
-            history = History(id=job.context_id, messages=[], session_starts=[])
-        replay = _Replay(job, history, reads_memory)
-        try:
-            replay.open()
-            return _answer_all(job, reader, replay, history, questions, todo, emit)
-        finally:
+    reader = create_reader_for(job.reader, job.cache_dir)
+    reads_memory = reader.uses_memory
+    if history is None:
+        if reads_memory and job.backend.name != CONTROL_BACKEND:
             reader.close()
-            replay.close()
+            raise MemlabError(f"history {job.context_id!r} is not in dataset {job.dataset!r}")
+        history = History(id=job.context_id, messages=[], session_starts=[])
+    replay = _Replay(job, history, reads_memory)
+    try:
+        replay.open()
+        return _answer_all(job, reader, replay, history, questions, todo, emit)
+    finally:
+        reader.close()
+        replay.close()
 
 
 def _answer_all(

@@ -10,19 +10,16 @@ with another's. The judge's LLM responses are also cached (``memlab.eval.judge``
 
 from __future__ import annotations
 
-import inspect
 import json
 import statistics
 from collections import defaultdict
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from memlab.errors import MemlabError
-from memlab.results import ADVERSARIAL_TYPES, Prediction, ResultsFileError, RowSummary, write_failed
+from memlab.results import Prediction, ResultsFileError, RowSummary, write_failed
 from memlab.run.spec import JudgeSpec, RunConfig
 
 JUDGMENTS_FILE = "judgments.jsonl"
@@ -56,7 +53,10 @@ def judge_settings(spec: JudgeSpec) -> dict[str, Any]:
 
     llm = LLMConfig.model_validate({k: v for k, v in spec.llm.items() if k != "api_key"})
     resolved = {k: v for k, v in json.loads(llm.model_dump_json()).items() if k not in OPERATIONAL_KEYS}
-    return {"prompt": spec.prompt, "llm": resolved, "provider": llm.resolved_provider()}
+    from memlab.eval.judge import PROMPT_NAMES
+
+    # the prompt's versioned name: a changed prompt text is a different judge
+    return {"prompt": PROMPT_NAMES[spec.prompt], "llm": resolved, "provider": llm.resolved_provider()}
 
 
 def judge_fingerprint(spec: JudgeSpec) -> str:
@@ -83,44 +83,6 @@ def read_judgments(out: Path) -> list[Judgment]:
     return found
 
 
-class _JudgeAdapter:
-    """``memlab.eval.judge.LLMJudge`` with or without the ``prompt=`` / ``run=`` / ``applies_to`` API."""
-
-    def __init__(self, spec: JudgeSpec, cache_dir: Path) -> None:
-        from memlab.eval.judge import LLMJudge
-        from memlab.llm.config import make_llm
-
-        self.spec = spec
-        llm_config = {"cache_dir": str(cache_dir), **spec.llm}
-        self.llm = make_llm(llm_config)
-        parameters = inspect.signature(LLMJudge.__init__).parameters
-        kwargs: dict[str, Any] = {"cache": cache_dir}
-        if "prompt" in parameters:
-            kwargs["prompt"] = spec.prompt
-        elif spec.prompt != "memlab":
-            raise MemlabError(f"--judge {spec.prompt}: this memlab's judge has only its own prompt (--judge memlab)")
-        self.judge = LLMJudge(self.llm, **kwargs)
-        self._takes_run = "run" in inspect.signature(self.judge.judge).parameters
-        if spec.runs > 1 and not self._takes_run:
-            raise MemlabError("--judge-runs > 1 needs a judge that takes a run index (memlab.eval.judge)")
-
-    def applies_to(self, question: Any) -> bool:
-        check: Callable[[Any], bool] | None = getattr(self.judge, "applies_to", None)
-        if check is not None:
-            return bool(check(question))
-        # mem0's evaluation leaves category 5 (adversarial) out of the judge.
-        return not (self.spec.prompt == "mem0" and question.type in ADVERSARIAL_TYPES)
-
-    def verdict(self, question: Any, answer: str | None, run: int) -> dict[str, Any]:
-        if self._takes_run:
-            return self.judge.judge(question, answer, run=run)
-        return self.judge.judge(question, answer)
-
-    def close(self) -> None:
-        self.judge.close()
-        self.llm.close()
-
-
 def judge_run(config: RunConfig, rows: list[Any], predictions: list[Prediction], progress: bool) -> None:
     """Judge every open answer of the current rows that has no verdict yet (``runs`` times each)."""
     assert config.judge is not None
@@ -141,14 +103,16 @@ def judge_run(config: RunConfig, rows: list[Any], predictions: list[Prediction],
                 todo.append((p, question, run))
     if not todo:
         return
-    adapter = _JudgeAdapter(spec, config.resolved_cache_dir())
+    from memlab.eval.judge import create_judge
+
+    judge = create_judge(spec.prompt, spec.llm, cache_dir=config.resolved_cache_dir())
     path = out / JUDGMENTS_FILE
     try:
-        todo = [(p, q, r) for p, q, r in todo if adapter.applies_to(q)]
+        todo = [(p, q, r) for p, q, r in todo if judge.applies_to(q)]  # mem0's judge skips category 5
 
         def one(item: tuple[Prediction, Any, int]) -> Judgment:
             p, question, run = item
-            verdict = adapter.verdict(question, p.predicted_text, run)
+            verdict = judge.judge(question, p.predicted_text, run=run)
             return Judgment(backend=p.backend, reader=p.reader, fingerprint=p.fingerprint, question_id=p.question_id,
                             question_type=p.question_type, run=run, judge=judge_id, correct=verdict.get("correct"),
                             prompt_tokens=int(verdict.get("prompt_tokens", 0)),
@@ -163,7 +127,7 @@ def judge_run(config: RunConfig, rows: list[Any], predictions: list[Prediction],
                 except OSError as exc:
                     raise write_failed(path, exc) from exc
     finally:
-        adapter.close()
+        judge.close()
 
 
 def add_judgments(config: RunConfig, rows: list[RowSummary]) -> None:
