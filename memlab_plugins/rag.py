@@ -21,7 +21,6 @@ snapshot and one append-only log per user, compacted) and the directory is locke
 
 from __future__ import annotations
 
-import inspect
 import shutil
 import threading
 from typing import Any, Literal
@@ -30,7 +29,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memlab.embedders import CachedEmbedder, Embedder, get_embedder
-from memlab.errors import ConfigurationError, MemlabError, NotFoundError
+from memlab.errors import MemlabError, NotFoundError
 from memlab.locks import DirectoryLock
 from memlab.memory import BackendConfig, Capability, Memory, format_date, render_turns, turn_source
 from memlab.tokens import token_spans
@@ -57,7 +56,7 @@ class HybridWeights(BaseModel):
     colbert: float = Field(default=1.0, ge=0)
 
     @model_validator(mode="after")
-    def _not_all_zero(self) -> "HybridWeights":
+    def _not_all_zero(self) -> HybridWeights:
         if self.dense == self.sparse == self.colbert == 0:
             raise ValueError("hybrid weights must not all be zero")
         return self
@@ -117,7 +116,7 @@ class RagConfig(BackendConfig):
         return value
 
     @model_validator(mode="after")
-    def _check(self) -> "RagConfig":
+    def _check(self) -> RagConfig:
         if not self.roles:
             raise ValueError("roles must name at least one role")
         if self.window_overlap >= self.window_tokens:
@@ -210,18 +209,8 @@ def _m3_of(embedder: Embedder) -> Any:
 
 def _shared_embedder(config: RagConfig, cache_dir: Any) -> Embedder:
     """The process's shared embedder for the config, through the one factory (and the run's cache)."""
-    options = config.embedder_options()
-    if options and config.embedder != "hashing":
-        accepted = inspect.signature(get_embedder).parameters
-        unsupported = [k for k in options if k not in accepted]
-        if unsupported:
-            raise ConfigurationError(
-                f"rag settings {', '.join(f'{k}={options[k]!r}' for k in unsupported)} need an embedder "
-                "factory that takes them (memlab.embedders.get_embedder does not in this version); "
-                "leave them at their defaults"
-            )
-        return get_embedder(config.embedder, config.model, cache_dir=cache_dir, **options)
-    return get_embedder(config.embedder, config.model, cache_dir=cache_dir)
+    options = config.embedder_options() if config.embedder != "hashing" else {}
+    return get_embedder(config.embedder, config.model, cache_dir=cache_dir, **options)
 
 
 # ----------------------------------------------------------------------------- the backend

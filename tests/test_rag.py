@@ -638,17 +638,16 @@ def test_non_default_model_settings_never_bypass_the_factory(monkeypatch: pytest
 
     calls: list[tuple[Any, ...]] = []
 
-    def fake_get_embedder(kind: str, model: str | None = None, *, cache_dir: Any = None) -> Any:
-        calls.append((kind, model, cache_dir))
+    def fake_get_embedder(kind: str, model: str | None = None, *, cache_dir: Any = None, **options: Any) -> Any:
+        calls.append((kind, model, cache_dir, options))
         from memlab.embedders import HashingEmbedder
 
         return HashingEmbedder()
 
     monkeypatch.setattr(rag_module, "get_embedder", fake_get_embedder)
-    with pytest.raises(MemlabError, match="batch_size=8"):
-        RagMemory({"embedder": "minilm", "batch_size": 8})
+    RagMemory({"embedder": "minilm", "batch_size": 8, "device": "cuda:0"})
     RagMemory({"embedder": "minilm"}, cache_dir="/tmp/c")
-    assert calls == [("minilm", None, Path("/tmp/c"))]
+    assert calls == [("minilm", None, None, {"batch_size": 8, "device": "cuda:0"}), ("minilm", None, Path("/tmp/c"), {})]
 
 
 # ----------------------------------------------------------------------------- hybrid retrieval

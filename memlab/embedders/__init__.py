@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 from memlab.embedders.base import Embedder, normalize
 from memlab.embedders.cache import CachedEmbedder
@@ -19,21 +20,22 @@ __all__ = ["Embedder", "CachedEmbedder", "HashingEmbedder", "get_embedder", "nor
 EMBEDDER_KINDS = ("minilm", "sentence-transformers", "hashing", "bge-m3")
 
 _default_cache_dir: Path | None = None
-_instances: dict[tuple[str, str | None, str | None], Embedder] = {}
+_instances: dict[tuple[Any, ...], Embedder] = {}
 _lock = threading.Lock()
 
 
-def _build(kind: str, model: str | None) -> Embedder:
+def _build(kind: str, model: str | None, options: dict[str, Any]) -> Embedder:
     if kind == "hashing":
         return HashingEmbedder(int(model) if model else 256)
     if kind in ("minilm", "sentence-transformers"):
         from memlab.embedders.sentence_transformer import SentenceTransformerEmbedder
 
-        return SentenceTransformerEmbedder(model or "minilm")
+        options.pop("max_length", None)  # sentence-transformers models carry their own limit
+        return SentenceTransformerEmbedder(model or "minilm", **options)
     if kind == "bge-m3":
         from memlab.embedders.bge_m3 import BGEM3Embedder
 
-        return BGEM3Embedder(model or "BAAI/bge-m3")
+        return BGEM3Embedder(model or "BAAI/bge-m3", **options)
     raise ValueError(f"unknown embedder {kind!r}; choose one of {', '.join(EMBEDDER_KINDS)}")
 
 
@@ -45,16 +47,27 @@ def set_default_cache_dir(path: str | Path | None) -> Path | None:
     return previous
 
 
-def get_embedder(kind: str = "minilm", model: str | None = None, *, cache_dir: str | Path | None = None) -> Embedder:
-    """Return the shared embedder for (kind, model), cached on disk under ``cache_dir`` if given
-    (else under the default set by ``set_default_cache_dir``; the hashing embedder is never cached)."""
+def get_embedder(
+    kind: str = "minilm",
+    model: str | None = None,
+    *,
+    cache_dir: str | Path | None = None,
+    device: str | None = None,
+    batch_size: int | None = None,
+    max_length: int | None = None,
+) -> Embedder:
+    """Return the shared embedder for (kind, model and model settings), cached on disk under
+    ``cache_dir`` if given (else under the default set by ``set_default_cache_dir``; the hashing
+    embedder is never cached). ``device``, ``batch_size`` and ``max_length`` default to the model's own."""
     cache_dir = cache_dir or (_default_cache_dir if kind != "hashing" else None)
-    key = (kind, model, str(cache_dir) if cache_dir else None)
+    options = {k: v for k, v in (("device", device), ("batch_size", batch_size), ("max_length", max_length)) if v is not None}
+    settings = tuple(sorted(options.items()))
+    key = (kind, model, settings, str(cache_dir) if cache_dir else None)
     with _lock:
         if key not in _instances:
-            base_key = (kind, model, None)
+            base_key = (kind, model, settings, None)
             if base_key not in _instances:
-                _instances[base_key] = _build(kind, model)
+                _instances[base_key] = _build(kind, model, dict(options))
             base = _instances[base_key]
             _instances[key] = CachedEmbedder(base, cache_dir) if cache_dir else base
         return _instances[key]

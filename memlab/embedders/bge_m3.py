@@ -139,6 +139,8 @@ class BGEM3Embedder(Embedder):
         # share vectors, so it carries a digest of the folder and its config's modification time.
         stamp = f"{Path(self.model_dir).resolve()}|{(Path(self.model_dir) / 'config.json').stat().st_mtime_ns}"
         self.name = f"bge-m3:{Path(self.model_dir).name}-{hashlib.sha1(stamp.encode()).hexdigest()[:8]}"
+        if max_length != 512 or device != "cpu":  # truncation and fp16 change the vectors: their own cache rows
+            self.name += f"|max_length={max_length}|{'fp32' if device == 'cpu' else 'fp16'}"
 
     def _embed(self, texts: list[str], *, query: bool) -> np.ndarray:
         return self.encode(texts, query=query, sparse=False, colbert=False).dense

@@ -36,7 +36,6 @@ import hashlib
 import json
 import math
 import re
-import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -44,6 +43,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memlab.llm.base import LLM, ChatMessage
+from memlab.sqlite_kv import SQLiteKV
 from memlab.types import Question
 
 JudgePrompt = Literal["mem0", "memlab", "longmemeval"]
@@ -311,41 +311,32 @@ def judge_run_scores(metrics: Sequence[Mapping[str, float]], runs: int) -> list[
 
 # ----------------------------------------------------------------------------- cache
 class _Cache:
-    """Key -> raw judge reply; SQLite when a path is given (safe across processes), else a dict."""
+    """Key -> judge reply: in memory, and in a ``SQLiteKV`` file when a path is given (across processes)."""
 
     def __init__(self, path: Path | None) -> None:
         self._memory: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = None
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
-            self._db.execute("CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            self._db.commit()
+        self._store = SQLiteKV(path, table="verdicts") if path is not None else None
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
-            if key in self._memory:
-                return self._memory[key]
-            if self._db is not None:
-                row = self._db.execute("SELECT value FROM verdicts WHERE key = ?", (key,)).fetchone()
-                if row:
-                    self._memory[key] = json.loads(row[0])
-                    return self._memory[key]
-        return None
+            if key not in self._memory and self._store is not None:
+                stored = self._store.get(key)
+                if stored is not None:
+                    self._memory[key] = json.loads(stored)
+            return self._memory.get(key)
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         with self._lock:
             self._memory[key] = value
-            if self._db is not None:
-                self._db.execute("INSERT OR REPLACE INTO verdicts VALUES (?, ?)", (key, json.dumps(value)))
-                self._db.commit()
+            if self._store is not None:
+                self._store.put(key, json.dumps(value))
 
     def close(self) -> None:
         with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+            if self._store is not None:
+                self._store.close()
+                self._store = None
 
 
 def _without_response_cache(llm: LLM) -> LLM:
@@ -527,7 +518,7 @@ class LLMJudge:
             thing.close()
         self._owned.clear()
 
-    def __enter__(self) -> "LLMJudge":
+    def __enter__(self) -> LLMJudge:
         return self
 
     def __exit__(self, *exc: object) -> None:

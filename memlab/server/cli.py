@@ -14,7 +14,6 @@ one ``memlab: error: ...`` line and exit code 2.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -52,36 +51,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _parse_value(raw: str) -> Any:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
-
-
 def _backend_options(extra: list[str], backend: str) -> dict[str, Any]:
-    """Turn ``--<backend>.<key> VALUE`` / ``--<backend>.<key>=VALUE`` pairs into a config dict."""
-    options: dict[str, Any] = {}
-    i = 0
-    while i < len(extra):
-        arg = extra[i]
-        if not arg.startswith("--") or "." not in arg:
-            raise ValueError(f"unrecognised argument {arg!r}")
-        name, _, rest = arg[2:].partition(".")
-        key, eq, value = rest.partition("=")
-        if not eq:
-            if i + 1 >= len(extra):
-                raise ValueError(f"{arg} needs a value")
-            value = extra[i + 1]
-            i += 1
-        i += 1
+    """``--<backend>.<key> VALUE`` options (parsed as ``memlab run`` parses them) -> the backend's config."""
+    from memlab.config_files import OptionError, parse_dotted_options
+
+    sections = parse_dotted_options(extra)
+    for name, options in sections.items():
         if name != backend:
-            raise ValueError(f"{arg}: options are for the served backend, use --{backend}.{key}")
-        options[key.replace("-", "_")] = _parse_value(value)
-    return options
+            key = next(iter(options))
+            raise OptionError(f"--{name}.{key}: options are for the served backend, use --{backend}.{key}")
+    return sections.get(backend, {})
 
 
-def build_settings(argv: list[str]) -> "Any":
+def build_settings(argv: list[str]) -> Any:
     from memlab.server.settings import ServerSettings, load_settings_file
 
     args, extra = _parser().parse_known_args(argv)
