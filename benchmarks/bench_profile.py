@@ -60,7 +60,7 @@ def main() -> None:
             messages += len(part.messages)
         seconds = time.perf_counter() - start
         ops = Counter(o.op.value for u in {u for u, _ in sessions} for o in mem.operations(u))
-        mem.store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        mem.store.purge()
         mem.close()
         size = sum(p.stat().st_size for p in Path(tmp).iterdir())
 

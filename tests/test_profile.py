@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memlab.errors import MemlabError
+from memlab.errors import MemlabError, NotFoundError
 from memlab.memory import Capability, Memory
 from memlab.registry import create_backend
 from memlab.testing import MemoryConformance, session
@@ -132,7 +132,7 @@ def test_session_time_is_recorded_on_versions() -> None:
     mem.ingest(first, user_id="u")
     (entry,) = mem.get_profile("u")
     assert entry.valid_from_time is not None and entry.valid_from_time.date().isoformat() == "2024-03-01"
-    assert "2024-03-01" in mem.retrieve("tea", user_id="u").context
+    assert "1 March 2024" in mem.retrieve("tea", user_id="u").context
 
 
 # ---------------------------------------------------------------------- API
@@ -140,7 +140,8 @@ def test_update_delete_history_export_import(tmp_path: Path) -> None:
     mem = make()
     assert {Capability.LIST, Capability.UPDATE, Capability.DELETE, Capability.HISTORY, Capability.PERSIST} <= mem.capabilities
     mem.ingest(session("s1", ("user", "I love sushi, it is my favourite food.")), user_id="u")
-    (item,) = mem.list_memories(user_id="u")
+    item, turn = mem.list_memories(user_id="u")
+    assert item.metadata["kind"] == "profile_entry" and (turn.id, turn.metadata["kind"]) == ("s1#0", "turn")
     updated = mem.update(item.id, "I dislike sushi since the food poisoning.", user_id="u")
     assert updated.id == item.id and updated.metadata["stance"] == "dislikes" and updated.metadata["version"] == 2
     assert len(mem.history(item.id + ".v1", user_id="u")) == 2
@@ -152,9 +153,9 @@ def test_update_delete_history_export_import(tmp_path: Path) -> None:
     path = tmp_path / "u.json"
     path.write_text(json.dumps(exported))
     mem.delete(item.id, user_id="u")
-    assert mem.list_memories(user_id="u") == []
-    with pytest.raises(MemlabError):
-        mem.delete(item.id, user_id="u")  # already closed
+    assert [i.id for i in mem.list_memories(user_id="u")] == ["s1#0"]
+    with pytest.raises(NotFoundError):
+        mem.delete(item.id, user_id="u")  # already deleted
     other = make()
     assert other.import_profile("v", path) == 2
     assert [e.stance for e in other.get_profile("v")] == [Stance.DISLIKES]
@@ -183,7 +184,7 @@ def test_import_copies_a_profile_to_another_user_of_the_same_store(tmp_path: Pat
 def test_add_cannot_take_another_users_entry_id() -> None:
     mem = make()
     mem.ingest(session("s1", ("user", "I love sushi.")), user_id="a")
-    (item,) = mem.list_memories(user_id="a")
+    item = mem.list_memories(user_id="a")[0]
     taken = Operation(op=OpType.ADD, entry_id=item.id, aspect="tea", value="likes tea", stance=Stance.LIKES)
     with pytest.raises(ProfileStoreError, match="already in use"):
         mem.apply([taken], user_id="b")
@@ -225,7 +226,7 @@ def test_persists_versions_and_turn_counts(tmp_path: Path) -> None:
 
 
 def test_migrates_a_version_1_store(tmp_path: Path) -> None:
-    from memlab_plugins.profile.store import _SCHEMA_V1
+    from memlab_plugins.profile.schema import _SCHEMA_V1
 
     path = tmp_path / "profile.sqlite"
     db = sqlite3.connect(path)
@@ -238,7 +239,7 @@ def test_migrates_a_version_1_store(tmp_path: Path) -> None:
     db.commit()
     db.close()
     mem = make(tmp_path)
-    assert mem.store.schema_version == SCHEMA_VERSION == 2
+    assert mem.store.schema_version == SCHEMA_VERSION == 3
     assert "sushi" in mem.retrieve("sushi", user_id="u").context  # vectors computed for the migrated row
     mem.close()
     db = sqlite3.connect(path)

@@ -118,3 +118,58 @@ def test_raise_mode_and_missing_llm_config() -> None:
         mem.ingest(session("s1", ("user", "I love jazz.")), user_id="u")
     with pytest.raises(Exception, match="needs an 'llm' config"):
         create_backend("profile", {"embedder": "hashing", "extractor": "llm"})
+
+
+GARBAGE_REPLIES = [
+    "",  # empty
+    "Sure! Here are the operations: ADD jazz",  # prose
+    "[1, 2, 3]",  # JSON, not an object
+    '{"operations": [{"op": "ADD", "aspect": "tea"',  # cut off
+    '{"operations": "none"}',  # wrong type
+    '{"operations": [{"op": "MERGE", "turn_index": 0}]}',  # unknown op
+    '{"operations": [{"op": "DELETE", "entry_id": "p_x", "turn_index": 0}]}',  # invented id
+    "[" * 5000,  # deeply nested
+]
+
+
+def test_tiny_model_garbage_is_counted_never_crashes_and_costs_are_recorded(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    llm = RuleChatModel(bad_replies=list(GARBAGE_REPLIES))
+    mem = create_backend("profile", {"embedder": "hashing", "extractor": "llm"}, data_dir=tmp_path, llm=llm)
+    reports = [
+        mem.ingest(session(f"s{i}", ("user", "I love jazz."), ("assistant", "ok")), user_id="u")
+        for i in range(len(GARBAGE_REPLIES) // 2 + 1)
+    ]
+    # Two garbage replies (first try + retry) per session, then the model answers properly.
+    assert [r.prompt_tokens for r in reports] == [20] * (len(GARBAGE_REPLIES) // 2) + [reports[-1].prompt_tokens]
+    assert reports[0].completion_tokens == 10 and reports[-1].prompt_tokens > 0
+    stats = mem.extraction_stats()
+    assert stats == {
+        "llm_calls": len(GARBAGE_REPLIES) + 1,
+        "retries": len(GARBAGE_REPLIES) // 2,
+        "invalid_replies": len(GARBAGE_REPLIES),
+        "rejected_batches": len(GARBAGE_REPLIES) // 2,
+    }
+    assert mem.export("u")["extraction_stats"] == stats
+    assert [e.aspect for e in mem.get_profile("u")] == ["jazz"]
+    assert len(mem.export("u")["turns"]) == len(reports), "every session's turns are stored"
+    mem.close()
+    with create_backend("profile", {"embedder": "hashing"}, data_dir=tmp_path) as reopened:
+        assert [e.aspect for e in reopened.get_profile("u")] == ["jazz"]  # the store is intact
+
+
+def test_a_batch_the_store_refuses_is_rejected_whole(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from memlab_plugins.profile.store import ProfileStoreError
+
+    mem = make(RuleChatModel())
+    real = mem.store.apply_session
+
+    def refusing(user_id, session_id, operations, **kwargs):  # type: ignore[no-untyped-def]
+        if list(operations):  # e.g. a constraint the parser does not know about
+            raise ProfileStoreError("ADD: entry id 'p_x' is already in use")
+        return real(user_id, session_id, operations, **kwargs)
+
+    monkeypatch.setattr(mem.store, "apply_session", refusing)
+    mem.ingest(session("s1", ("user", "I love jazz.")), user_id="u")
+    assert mem.extraction_stats()["rejected_batches"] == 1 and "refused" in mem.extraction_failures[0]
+    assert mem.get_profile("u") == []
+    assert mem.ingest(session("s1", ("user", "More.")), user_id="u").first_turn == 1, "the turns were stored"

@@ -5,6 +5,12 @@ JSON prompt per session) that proposes operations against the user's profile; th
 them atomically, closing old versions instead of overwriting them. Retrieval returns the entries
 most similar to the query with, for entries that changed, their earlier versions and the reasons,
 plus (optionally) a few supporting raw user turns.
+
+Item ids: a profile entry is ``p_<hex>`` (a version ``p_<hex>.v<n>``); a raw user turn is
+``<session id>#<turn index>``. Both kinds are listed by ``list_memories`` (turns after entries,
+``metadata.kind`` says which), and ``delete`` removes either for real: a deleted entry keeps only
+the shape of its version chain, no text (``store.ProfileStore.erase_entry``), and is never
+rendered again. One process at a time opens a data directory (``memlab.locks.DirectoryLock``).
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ import numpy as np
 from pydantic import Field
 
 from memlab.embedders import Embedder, get_embedder
-from memlab.errors import MemlabError
-from memlab.memory import BackendConfig, Capability, Memory
+from memlab.errors import MemlabError, NotFoundError
+from memlab.locks import DirectoryLock
+from memlab.memory import BackendConfig, Capability, Memory, render_turns, turn_source
 from memlab.types import MemoryItem, Retrieval, Session
 from memlab_plugins.profile.extract_rules import RuleExtractor, stance_of, strip_label
 from memlab_plugins.profile.models import Operation, OperationRecord, OpType, ProfileEntry
@@ -33,6 +40,7 @@ log = logging.getLogger(__name__)
 
 STORE_FILE = "profile.sqlite"
 _VERSION_SUFFIX = re.compile(r"\.v\d+$")  # "<entry id>.v<n>" names one version of an entry
+_TURN_ID = re.compile(r"^(?P<session>.+)#(?P<turn>\d+)$")  # "<session id>#<turn index>" names a raw turn
 
 
 def _entry_of(item_id: str) -> str:
@@ -70,12 +78,32 @@ class ProfileMemory(Memory):
     )
     config: ProfileConfig
 
-    def __init__(self, config=None, *, data_dir=None, embedder: Embedder | None = None, llm=None) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(config, data_dir=data_dir)
-        self.embedder = embedder or get_embedder(self.config.embedder, self.config.model)
+    @classmethod
+    def memory_depends_only_on_turns(cls, config: BackendConfig) -> bool:
+        """The rules extractor reads one user turn at a time and resolves each statement against the
+        profile as it stands after the turns before it, so a session ingested in parts gives the same
+        profile as the whole session (tests/test_profile.py checks it). The LLM extractor sees a
+        whole ingest call in one prompt, so how a session is split changes what it extracts."""
+        return cls.parse_config(config).extractor == "rules"  # type: ignore[attr-defined]
+
+    def __init__(  # type: ignore[no-untyped-def]
+        self, config=None, *, data_dir=None, cache_dir=None, embedder: Embedder | None = None, llm=None
+    ) -> None:
+        super().__init__(config, data_dir=data_dir, cache_dir=cache_dir)
+        # One writer per data directory: a second process fails here with "... is in use".
+        self._dir_lock = DirectoryLock(self.data_dir, purpose="memlab profile backend").acquire() if self.data_dir else None
+        try:
+            self._open(embedder, llm)
+        except BaseException:
+            if self._dir_lock is not None:
+                self._dir_lock.release()
+            raise
+
+    def _open(self, embedder: Embedder | None, llm: Any) -> None:
+        self.embedder = embedder or get_embedder(self.config.embedder, self.config.model, cache_dir=self.cache_dir)
         self.store = ProfileStore(self.data_dir / STORE_FILE if self.data_dir else None)
         if self.store.get_meta("embedder") not in (None, self.embedder.name):
-            self.store.revectorize(self._vectorize, self._vectorize)
+            self.store.revectorize(self._vectorize)
         self.store.set_meta("embedder", self.embedder.name)
         self.resolver = Resolver(self.embedder, threshold=self.config.aspect_threshold)
         self.rules = RuleExtractor(max_per_turn=self.config.max_statements_per_turn, quote_chars=self.config.quote_chars)
@@ -90,9 +118,14 @@ class ProfileMemory(Memory):
 
                 llm = make_llm(self.config.llm)
             self.llm_extractor = LLMExtractor(
-                llm, max_profile_entries=self.config.llm_max_profile_entries, quote_chars=self.config.quote_chars
+                llm,
+                max_profile_entries=self.config.llm_max_profile_entries,
+                quote_chars=self.config.quote_chars,
+                on_usage=self.record_llm_usage,
             )
         self.extraction_failures: list[str] = []
+        # Counts of what a (small) LLM got wrong while ingesting; shown in ``extraction_stats``/export.
+        self.rejected_batches = 0
 
     # ------------------------------------------------------------------ helpers
     def _vectorize(self, texts: list[str]) -> np.ndarray:
@@ -139,8 +172,7 @@ class ProfileMemory(Memory):
             except ExtractionError as exc:
                 if self.config.on_extraction_error == "raise":
                     raise
-                log.warning("profile: %s; the session's turns are stored, its operations skipped", exc)
-                self.extraction_failures.append(str(exc))
+                self._reject(str(exc))
                 ops = []
         else:
             statements = self.rules.statements(session.messages, first_turn)
@@ -153,23 +185,47 @@ class ProfileMemory(Memory):
                     known.update(zip(missing, self._vectorize(missing)))
                 return np.stack([known[t] for t in texts])
         user_turns = [
-            (first_turn + i, m.role, strip_label(m.content))
+            (first_turn + i, m.role, strip_label(m.content), turn_source(session, first_turn + i, m).get("timestamp"))
             for i, m in enumerate(session.messages)
             if m.role == "user" and m.content.strip()
         ]
         vectors: list[np.ndarray | None] = [None] * len(user_turns)
         if self.config.supporting_turns and user_turns:
             vectors = list(self._vectorize([t[2] for t in user_turns]))
-        self.store.apply_session(
+        store_session = lambda batch: self.store.apply_session(  # noqa: E731
             user_id,
             session.id,
-            ops,
+            batch,
             vectorize=vectorize,
             source=source,
             session_time=self._session_time(session),
             turns_total=first_turn + len(session.messages),
             new_turns=[(*t, v) for t, v in zip(user_turns, vectors)],
         )
+        try:
+            store_session(ops)
+        except ProfileStoreError as exc:
+            # A batch the store refuses (an LLM's ops that contradict each other) is dropped whole;
+            # the session's turns and progress are still stored, in one transaction as always.
+            if source != "llm" or self.config.on_extraction_error == "raise":
+                raise
+            self._reject(f"session {session.id!r}: the store refused the batch: {exc}")
+            store_session([])
+
+    def _reject(self, reason: str) -> None:
+        log.warning("profile: %s; the session's turns are stored, its operations skipped", reason)
+        self.rejected_batches += 1
+        self.extraction_failures.append(reason)
+
+    def extraction_stats(self) -> dict[str, int]:
+        """What the LLM extractor did in this process: calls, retries, invalid replies, rejected batches."""
+        llm = self.llm_extractor
+        return {
+            "llm_calls": llm.calls if llm else 0,
+            "retries": llm.retries if llm else 0,
+            "invalid_replies": llm.invalid_replies if llm else 0,
+            "rejected_batches": self.rejected_batches,
+        }
 
     def _chains(self, user_id: str) -> dict[str, list[ProfileEntry]]:
         chains: dict[str, list[ProfileEntry]] = {}
@@ -178,21 +234,21 @@ class ProfileMemory(Memory):
         return chains
 
     def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
-        keys, vectors = self.store.vectors(user_id, "text_vector")
-        if not keys or not query.strip():
+        if not query.strip():
             return Retrieval()
+        keys, vectors = self.store.vectors(user_id, "text_vector")
         chains = self._chains(user_id)
-        if vectors is None:
+        if keys and vectors is None:
             flat = [v for c in chains.values() for v in c]
             vectors = self._vectorize([v.text for v in flat])
             keys = [(v.id, v.version) for v in flat]
         q = self.embedder.embed([query], query=True)[0]
-        sims = vectors @ q
         best: dict[str, float] = {}
-        for (entry_id, _), sim in zip(keys, sims):
-            best[entry_id] = max(best.get(entry_id, -1.0), float(sim))
-        # k bounds all items: supporting turns take at most half of it, entries the rest.
-        n_turns = min(self.config.supporting_turns, k // 2)
+        if keys:
+            for (entry_id, _), sim in zip(keys, vectors @ q):
+                best[entry_id] = max(best.get(entry_id, -1.0), float(sim))
+        # k bounds all items: supporting turns take at most half of it (all of it without entries).
+        n_turns = min(self.config.supporting_turns, k // 2 if best else k)
         chosen = sorted(best, key=lambda e: -best[e])[: k - n_turns]
         # Oldest change first, most recently changed last: the order a transcript would have.
         chosen.sort(key=lambda e: (chains[e][-1].valid_to or chains[e][-1].valid_from, e))
@@ -203,7 +259,7 @@ class ProfileMemory(Memory):
         support = self._supporting(user_id, q, n_turns, chosen_turns={(t["session_id"], t["turn_index"]) for i in items for t in i.source["turns"]})
         if support:
             items += support
-            context += "\nSupporting turns:\n" + "\n".join(f"user: {i.text}" for i in support)
+            context += "\nSupporting turns:\n" + render_turns(support)
         return Retrieval(items=items, context=context)
 
     def _supporting(self, user_id: str, q: np.ndarray, n: int, chosen_turns: set[tuple[str, int]]) -> list[MemoryItem]:
@@ -217,16 +273,20 @@ class ProfileMemory(Memory):
         sims = vectors @ q
         order = [i for i in np.argsort(-sims) if (turns[i]["session_id"], turns[i]["turn_index"]) not in chosen_turns][:n]
         order.sort()
-        return [
-            MemoryItem(
-                id=f"{turns[i]['session_id']}#{turns[i]['turn_index']}",
-                text=turns[i]["content"][: self.config.quote_chars * 3],
-                score=float(sims[i]),
-                source={"session_id": turns[i]["session_id"], "turn_index": turns[i]["turn_index"], "role": "user"},
-                metadata={"kind": "turn"},
-            )
-            for i in order
-        ]
+        return [self._turn_item(turns[i], float(sims[i]), chars=self.config.quote_chars * 3) for i in order]
+
+    @staticmethod
+    def _turn_item(turn: dict[str, Any], score: float | None = None, *, chars: int | None = None) -> MemoryItem:
+        source = {"session_id": turn["session_id"], "turn_index": turn["turn_index"], "role": turn["role"]}
+        if turn.get("timestamp"):
+            source["timestamp"] = turn["timestamp"]
+        return MemoryItem(
+            id=f"{turn['session_id']}#{turn['turn_index']}",
+            text=turn["content"][:chars] if chars else turn["content"],
+            score=score,
+            source=source,
+            metadata={"kind": "turn"},
+        )
 
     def _chain_item(self, versions: list[ProfileEntry], score: float | None = None) -> MemoryItem:
         latest = versions[-1]
@@ -253,40 +313,71 @@ class ProfileMemory(Memory):
         self.store.reset(user_id)
 
     def close(self) -> None:
-        self.store.close()
+        if getattr(self, "store", None) is not None:
+            self.store.close()
+        if self._dir_lock is not None:
+            self._dir_lock.release()
 
     # ------------------------------------------------------------------ capabilities
-    def _entry_id(self, item_id: str, user_id: str) -> str:
+    def _entry_id(self, item_id: str, user_id: str, *, erased_ok: bool = False) -> str:
         entry_id = _entry_of(item_id)
-        if not self.store.versions(user_id, entry_id):
-            raise ProfileStoreError(f"user {user_id!r} has no profile entry {item_id!r}")
+        versions = self.store.versions(user_id, entry_id)
+        if not versions or (versions[-1].erased_at is not None and not erased_ok):
+            raise NotFoundError(f"user {user_id!r} has no profile entry {item_id!r}")
         return entry_id
+
+    def _turn_key(self, item_id: str, user_id: str) -> tuple[str, int] | None:
+        """(session id, turn index) when ``item_id`` names one of the user's raw turns."""
+        match = _TURN_ID.match(item_id)
+        if match is None:
+            return None
+        key = (match["session"], int(match["turn"]))
+        if self.store.turn(user_id, *key) is None:
+            raise NotFoundError(f"user {user_id!r} has no turn {item_id!r}")
+        return key
 
     def _list(self, user_id: str) -> list[MemoryItem]:
         chains = self._chains(user_id)
-        return [self._chain_item(c) for c in chains.values() if c[-1].current]
+        entries = [self._chain_item(c) for c in chains.values() if c[-1].current]
+        return entries + [self._turn_item(t) for t in self.store.turns(user_id)[0]]
 
     def _update(self, item_id: str, text: str, *, user_id: str) -> MemoryItem:
+        if self._turn_key(item_id, user_id) is not None:
+            raise MemlabError(f"{item_id!r} is a raw turn of the conversation: turns can be deleted, not changed")
         entry_id = self._entry_id(item_id, user_id)
         old = self.store.versions(user_id, entry_id)[-1]
         op = Operation(
             op=OpType.UPDATE, entry_id=entry_id, value=text.strip(), stance=stance_of(text) or old.stance,
             reason="changed through the API",
         )
-        self.store.apply_session(user_id, None, [op], vectorize=self._vectorize, source="api")
+        try:
+            self.store.apply_session(user_id, None, [op], vectorize=self._vectorize, source="api")
+        except ProfileStoreError as exc:  # a closed entry: the user stopped it; ADD reopens it
+            raise MemlabError(f"cannot update {item_id!r}: {exc}") from exc
         return self._chain_item(self.store.versions(user_id, entry_id))
 
     def _delete(self, item_id: str, *, user_id: str) -> None:
-        entry_id = self._entry_id(item_id, user_id)
-        op = Operation(op=OpType.DELETE, entry_id=entry_id, reason="deleted through the API")
-        self.store.apply_session(user_id, None, [op], vectorize=self._vectorize, source="api")
+        turn = self._turn_key(item_id, user_id)
+        if turn is not None:
+            self.store.delete_turn(user_id, *turn)
+            return
+        self.store.erase_entry(user_id, self._entry_id(item_id, user_id), reason="deleted through the API", vectorize=self._vectorize)
 
     def _history(self, item_id: str, *, user_id: str) -> list[dict[str, Any]]:
-        entry_id = self._entry_id(item_id, user_id)
+        turn = self._turn_key(item_id, user_id)
+        if turn is not None:
+            return [self.store.turn(user_id, *turn) or {}]
+        entry_id = self._entry_id(item_id, user_id, erased_ok=True)
         return [
             {**v.model_dump(mode="json"), "version_id": v.version_id}
             for v in self.store.versions(user_id, entry_id)
         ]
+
+    def _export(self, user_id: str) -> dict[str, Any]:
+        """Entries with all their versions, the operation log (deleted texts erased), sessions, raw turns."""
+        document = self.store.export_user(user_id)
+        document["extraction_stats"] = self.extraction_stats()
+        return document
 
     # ------------------------------------------------------------------ chatbot API
     def get_profile(self, user_id: str, *, include_closed: bool = False) -> list[ProfileEntry]:
@@ -302,7 +393,8 @@ class ProfileMemory(Memory):
         return self.store.apply_session(user_id, None, operations, vectorize=self._vectorize, source="api")
 
     def export_profile(self, user_id: str) -> dict[str, Any]:
-        """Everything about ``user_id`` as plain JSON data (entries with all versions, the op log)."""
+        """Everything about ``user_id`` as plain JSON data (entries with all versions, the op log, raw turns);
+        ``import_profile`` reads it back."""
         return self.store.export_user(user_id)
 
     def import_profile(self, user_id: str, data: dict[str, Any] | str | Path) -> int:

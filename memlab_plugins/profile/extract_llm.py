@@ -5,12 +5,19 @@ profile (entry ids, aspects, stances) and the session's user turns, and returns 
 them. The reply is validated with pydantic and checked against the profile (ids exist, turn indexes
 belong to the session, UPDATE/DELETE target a current entry); an invalid reply is sent back once
 with the error, and a batch is applied only when every operation in it is valid.
+
+Small local models often answer with broken JSON, prose, or ids they made up: every such reply
+is counted (``invalid_replies``), a batch still invalid after the retry raises ``ExtractionError``
+(the backend skips it and counts it as rejected), and nothing of it reaches the store. Every LLM
+call's token usage goes to ``on_usage`` (the backend's ``record_llm_usage``), so ingestion cost
+is reported.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -63,9 +70,11 @@ _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
 def parse_reply(text: str, view: ProfileView, session: Session, first_turn: int, quote_chars: int) -> list[Operation]:
     """Validate a reply fully; raise ValueError naming the first problem (nothing is half-used)."""
     try:
-        data = json.loads(_FENCE.sub("", text.strip()))
-    except json.JSONDecodeError as exc:
+        data = json.loads(_FENCE.sub("", (text or "").strip()))
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"the reply is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"the reply is JSON but not an object with 'operations' (got {type(data).__name__})")
     try:
         reply = LLMReply.model_validate(data)
     except ValidationError as exc:
@@ -107,8 +116,17 @@ class LLMExtractor:
 
     source = "llm"
 
-    def __init__(self, llm: LLM, *, max_profile_entries: int = 80, quote_chars: int = 300, max_turn_chars: int = 2000) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        max_profile_entries: int = 80,
+        quote_chars: int = 300,
+        max_turn_chars: int = 2000,
+        on_usage: Callable[[int, int, float], None] | None = None,
+    ) -> None:
         self.llm = llm
+        self.on_usage = on_usage
         self.max_profile_entries = max_profile_entries
         self.quote_chars = quote_chars
         self.max_turn_chars = max_turn_chars
@@ -116,6 +134,7 @@ class LLMExtractor:
         self.completion_tokens = 0
         self.calls = 0
         self.retries = 0
+        self.invalid_replies = 0
 
     def prompt(self, session: Session, first_turn: int, view: ProfileView) -> str:
         shown = view.entries[-self.max_profile_entries:]
@@ -145,9 +164,13 @@ class LLMExtractor:
             self.calls += 1
             self.prompt_tokens += response.prompt_tokens
             self.completion_tokens += response.completion_tokens
+            if self.on_usage is not None:
+                cost = response.metadata.get("cost_usd", 0.0)
+                self.on_usage(response.prompt_tokens, response.completion_tokens, cost if isinstance(cost, (int, float)) else 0.0)
             try:
                 return parse_reply(response.text, view, session, first_turn, self.quote_chars)
             except ValueError as exc:
+                self.invalid_replies += 1
                 error = str(exc)
                 if attempt == 0:
                     self.retries += 1

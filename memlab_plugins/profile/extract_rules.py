@@ -4,7 +4,11 @@ Designed on the synthetic generator and the PersonaMem dev history only. There, 
 with the statement ("I tried X, but I felt uncomfortable ...", "I made the tough decision to stop
 X.", "I've also revisited X ...") and the following sentences elaborate or give the reason. So:
 
-1. split a user turn into sentences (dropping speaker labels such as ``Patient:``);
+1. split a user turn into sentences (dropping speaker labels such as ``Patient:``) with ``pysbd``,
+   which knows abbreviations ("My doctor is Dr. House." is one sentence);
+1b. attribute-value statements ("I live in Berlin", "my favourite number is 4", "call me Dee") are
+   read by ``extract_values`` first; they change by value, not by stance, and the resolver handles
+   them by attribute name. The rest of the sentence goes on through the steps below;
 2. a sentence is a *statement* when a first-person cue names an activity or thing (the aspect);
 3. the stance comes from sentiment cues in the statement and the sentence after it; change cues
    ("stopped", "no longer", "gave up", "used to", "started", "revisited") mark a change, and the
@@ -21,10 +25,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
+
+import pysbd
 
 from memlab.types import Message
 from memlab_plugins.profile.change_cues import cue_statements, hedged, split_reason
+from memlab_plugins.profile.extract_values import ValueStatement, value_statements
 from memlab_plugins.profile.models import Stance
 
 # stop: the user ceased X (DELETE); start: took X up or came to like it; away: turned against X,
@@ -32,7 +40,6 @@ from memlab_plugins.profile.models import Stance
 Change = Literal["stop", "start", "away", "none"]
 
 _LABEL = re.compile(r"^\s*(?:patient|user|client|me|human)\s*:\s*", re.IGNORECASE)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'“])")
 
 # Cues that the user stopped or turned away from something (closing an entry).
 _STOP = re.compile(
@@ -152,6 +159,11 @@ class Statement:
     # Index of the sentence in its turn: statements of one sentence ("I switched from X to Y") are
     # about different things, so the resolver never maps two of them onto one entry.
     sentence: int = 0
+    # Attribute statements ("lives in" = "Berlin"): the value, and the old value when the sentence
+    # names it ("I moved from Paris to Berlin"). None for stance statements.
+    value: str | None = None
+    old_value: str | None = None
+    attribute: bool = False
 
 
 def strip_label(text: str) -> str:
@@ -159,8 +171,17 @@ def strip_label(text: str) -> str:
     return _LABEL.sub("", text.replace("’", "'").replace("‘", "'"), count=1).strip()
 
 
+@lru_cache(maxsize=1)
+def _segmenter() -> pysbd.Segmenter:
+    return pysbd.Segmenter(language="en", clean=False)
+
+
 def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(strip_label(text)) if s.strip()]
+    """The sentences of a turn; abbreviations ("Dr.", "U.S.", "e.g.") do not end one."""
+    text = strip_label(text)
+    if not text:
+        return []
+    return [s.strip() for s in _segmenter().segment(text) if s.strip()]
 
 
 def _clean_aspect(phrase: str, max_words: int) -> str:
@@ -266,12 +287,24 @@ class RuleExtractor:
         return found
 
     def turn_statements(self, text: str, turn_index: int) -> list[Statement]:
+        """Attribute statements (all of them) and stance statements (``max_per_turn``), in text order."""
         parts = sentences(text)
         out: list[Statement] = []
-        for i, sentence in enumerate(parts):
+        values: list[Statement] = []
+        for i, whole in enumerate(parts):
+            if whole.endswith("?") or _QUESTION_START.match(whole):
+                continue
+            sentence = whole
+            found = value_statements(whole)
+            if found:
+                values += [self._value_statement(v, whole, turn_index, i, parts) for v in found]
+                # The words outside the attribute statements may still say something else.
+                for v in sorted(found, key=lambda v: -v.start):
+                    sentence = sentence[: v.start] + sentence[v.end :]
+                sentence = re.sub(r"^(?:and|but|so|also)\b\s*", "", sentence.strip(" ,;."), flags=re.I)
+                if len(sentence.split()) < 3:
+                    continue
             if len(out) >= self.max_per_turn:
-                break
-            if sentence.endswith("?") or _QUESTION_START.match(sentence):
                 continue
             following = parts[i + 1] if i + 1 < len(parts) else None
             cued = self.cue_statements(sentence, turn_index, sentence_index=i, following=following)
@@ -311,7 +344,26 @@ class RuleExtractor:
                     sentence=i,
                 )
             )
-        return out
+        ordered = sorted(values + out, key=lambda s: (s.sentence, s.value is None))
+        return ordered
+
+    def _value_statement(self, v: ValueStatement, sentence: str, turn_index: int, index: int, parts: list[str]) -> Statement:
+        reason = v.reason
+        following = parts[index + 1] if index + 1 < len(parts) else None
+        if reason is None and v.change != "none" and following and not following.endswith("?") and not value_statements(following):
+            reason = following  # "I moved to Berlin. The rent in Paris was too high."
+        return Statement(
+            turn_index=turn_index,
+            aspect=v.attribute,
+            stance=Stance.FACT,
+            change="stop" if v.change == "stop" else "start" if v.change == "start" else "none",
+            quote=sentence[: self.quote_chars],
+            reason=reason[: self.quote_chars] if reason else None,
+            sentence=index,
+            value=v.value,
+            old_value=v.old_value,
+            attribute=True,
+        )
 
     def cue_statements(
         self, sentence: str, turn_index: int, *, sentence_index: int = 0, following: str | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -25,6 +26,11 @@ class OpType(str, Enum):
     UPDATE = "UPDATE"
     DELETE = "DELETE"
     NOOP = "NOOP"
+
+
+# A *statement* entry holds what the user said ("likes jazz", value = the quote); an *attribute*
+# entry holds one value of a named attribute ("lives in": "Berlin") that a new value replaces.
+Kind = Literal["statement", "attribute"]
 
 
 class Evidence(BaseModel):
@@ -59,6 +65,10 @@ class ProfileEntry(BaseModel):
     reason: str | None = Field(default=None, description="why this version replaced the previous one")
     closed_reason: str | None = Field(default=None, description="why it was closed (UPDATE or DELETE reason)")
     op: OpType = Field(description="the operation that created this version")
+    kind: Kind = Field(default="statement", description="statement: a stance or fact; attribute: one value that changes")
+    erased_at: datetime | None = Field(
+        default=None, description="when the entry was deleted through the API: its text is gone, only the chain's shape stays"
+    )
 
     @property
     def version_id(self) -> str:
@@ -93,6 +103,7 @@ class Operation(BaseModel):
     stance: Stance | None = None
     reason: str | None = None
     evidence: list[Evidence] = Field(default_factory=list)
+    kind: Kind | None = Field(default=None, description="ADD: 'statement' unless given; UPDATE keeps the entry's kind")
 
     @model_validator(mode="after")
     def _fields_for_op(self) -> "Operation":

@@ -10,6 +10,7 @@ Session numbers count the user's sessions from 1 in the order they were ingested
 
 from __future__ import annotations
 
+from memlab.memory import format_date
 from memlab_plugins.profile.models import ProfileEntry, Stance
 
 _STANCE_WORDS = {
@@ -27,15 +28,42 @@ def _clip(text: str, chars: int) -> str:
 
 def _when(entry: ProfileEntry) -> str:
     start = entry.valid_from + 1
-    date = f", {entry.valid_from_time.date().isoformat()}" if entry.valid_from_time else ""
+    date = f", {format_date(entry.valid_from_time)}" if entry.valid_from_time else ""
     if entry.valid_to is None:
         return f"since session {start}{date}"
     return f"sessions {start}-{entry.valid_to + 1}{date}"
 
 
+def _said(entry: ProfileEntry, quote_chars: int) -> str:
+    quote = entry.evidence[-1].quote if entry.evidence else ""
+    return f" - \"{_clip(quote, quote_chars)}\"" if quote else ""
+
+
+def _render_attribute(versions: list[ProfileEntry], quote_chars: int, max_versions: int) -> str:
+    """``- lives in: Berlin (since session 3) - "I moved to Berlin."`` then the earlier values."""
+    latest = versions[-1]
+    if latest.current:
+        lines = [f"- {latest.aspect}: {_clip(latest.value, quote_chars)} ({_when(latest)}){_said(latest, quote_chars)}"]
+    else:
+        why = f" because: {_clip(latest.closed_reason, quote_chars)}" if latest.closed_reason else ""
+        lines = [
+            f"- {latest.aspect}: no longer {_clip(latest.value, quote_chars)} (stopped in session {latest.valid_to + 1}{why})"
+        ]
+    earlier = versions[:-1][-(max_versions - 1):] if max_versions > 1 else []
+    for old, new in zip(earlier, versions[len(versions) - len(earlier):]):
+        why = new.reason or old.closed_reason
+        lines.append(
+            f"  earlier: {_clip(old.value, quote_chars)} ({_when(old)}) -> changed to {_clip(new.value, quote_chars)}"
+            + (f" because: {_clip(why, quote_chars)}" if why else "")
+        )
+    return "\n".join(lines)
+
+
 def render_chain(versions: list[ProfileEntry], *, quote_chars: int = 300, max_versions: int = 4) -> str:
     """Render one entry's versions (oldest first); the last one is the latest state."""
     latest = versions[-1]
+    if latest.kind == "attribute":
+        return _render_attribute(versions, quote_chars, max_versions)
     head = f"- {latest.aspect}: "
     if latest.current:
         head += f"{_STANCE_WORDS[latest.stance]} ({_when(latest)}) - \"{_clip(latest.value, quote_chars)}\""
@@ -62,6 +90,15 @@ def render_state(versions: list[ProfileEntry], *, quote_chars: int = 300) -> str
     the user's current view, not an outdated quote next to it (the full chain is in the context).
     """
     latest = versions[-1]
+    if latest.kind == "attribute":
+        if not latest.current:
+            why = f" because: {_clip(latest.closed_reason, quote_chars)}" if latest.closed_reason else ""
+            return f"{latest.aspect}: no longer {_clip(latest.value, quote_chars)} (stopped in session {latest.valid_to + 1}{why})"
+        text = f"{latest.aspect}: {_clip(latest.value, quote_chars)} ({_when(latest)})"
+        if len(versions) > 1:
+            why = f" because: {_clip(latest.reason, quote_chars)}" if latest.reason else ""
+            text += f" (changed from {_clip(versions[-2].value, quote_chars)}{why})"
+        return text
     if latest.current:
         text = f"{latest.aspect}: {_STANCE_WORDS[latest.stance]} ({_when(latest)}) - \"{_clip(latest.value, quote_chars)}\""
         if len(versions) > 1:

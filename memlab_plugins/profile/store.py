@@ -1,9 +1,14 @@
-"""SQLite storage of profiles: versioned entries, the operation log, sessions and raw user turns.
+"""Queries on the profile store: versioned entries, the operation log, sessions and raw user turns.
 
-One file per store (``profile.sqlite`` in the backend's data directory; ``:memory:`` without one),
-WAL mode, and a ``meta`` table holding the schema version; ``_MIGRATIONS`` upgrades older files in
-place. ``apply_session`` writes a session's operations, its turns and its progress in one
-transaction, so a crash mid-session leaves the store exactly as it was after the previous session.
+The schema, its migrations and the connection settings are in ``schema``. ``apply_session`` writes
+a session's operations, its turns and its progress in one transaction, so a crash mid-session
+leaves the store exactly as it was after the previous session.
+
+Deletion is real: ``erase_entry`` keeps an entry's version chain (ids, versions, sessions) but
+overwrites every text of it (aspect, value, reasons, evidence quotes, the quotes in its operation
+log) and drops its vectors; ``delete_turn`` removes a raw turn and the quotes taken from it;
+``reset`` removes a user's rows. Each ends with ``purge``: ``secure_delete`` has zeroed the freed
+cells, and a WAL checkpoint(TRUNCATE) empties the write-ahead log that still held the old pages.
 """
 
 from __future__ import annotations
@@ -20,15 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from memlab.errors import MemlabError
 from memlab_plugins.profile.models import Evidence, Operation, OperationRecord, OpType, ProfileEntry, Stance
+from memlab_plugins.profile.schema import SCHEMA_VERSION, ProfileStoreError, connect, schema_version
 
-SCHEMA_VERSION = 2
-
-
-class ProfileStoreError(MemlabError):
-    """An operation that cannot be applied (unknown entry, closed entry, wrong user)."""
-
+__all__ = ["SCHEMA_VERSION", "ProfileStore", "ProfileStoreError"]
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -42,42 +42,6 @@ def _dt(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
-_SCHEMA_V1 = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS entries (
-    entry_id TEXT NOT NULL, version INTEGER NOT NULL, user_id TEXT NOT NULL,
-    aspect TEXT NOT NULL, value TEXT NOT NULL, stance TEXT NOT NULL, evidence TEXT NOT NULL,
-    valid_from INTEGER NOT NULL, valid_from_time TEXT, valid_to INTEGER, valid_to_time TEXT,
-    reason TEXT, closed_reason TEXT, op TEXT NOT NULL, created_at TEXT NOT NULL,
-    PRIMARY KEY (entry_id, version)
-);
-CREATE INDEX IF NOT EXISTS entries_user ON entries (user_id, valid_to);
-CREATE TABLE IF NOT EXISTS operations (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, user_id TEXT NOT NULL, session_id TEXT, session_order INTEGER,
-    op TEXT NOT NULL, entry_id TEXT, version INTEGER, reason TEXT, evidence TEXT NOT NULL,
-    source TEXT NOT NULL, created_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS operations_entry ON operations (user_id, entry_id);
-CREATE TABLE IF NOT EXISTS sessions (
-    user_id TEXT NOT NULL, session_id TEXT NOT NULL, session_order INTEGER NOT NULL, turns INTEGER NOT NULL,
-    PRIMARY KEY (user_id, session_id)
-);
-"""
-
-
-def _migrate_1_to_2(db: sqlite3.Connection) -> None:
-    # v2 keeps embeddings next to the rows (no re-embedding on reopen) and the raw user turns that
-    # retrieval can add as supporting evidence.
-    db.execute("ALTER TABLE entries ADD COLUMN aspect_vector BLOB")
-    db.execute("ALTER TABLE entries ADD COLUMN text_vector BLOB")
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS turns (user_id TEXT NOT NULL, session_id TEXT NOT NULL, turn_index INTEGER NOT NULL,"
-        " role TEXT NOT NULL, content TEXT NOT NULL, vector BLOB, PRIMARY KEY (user_id, session_id, turn_index))"
-    )
-
-
-_MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_1_to_2}
-
 Vectorizer = Callable[[list[str]], np.ndarray]
 
 
@@ -87,17 +51,8 @@ class ProfileStore:
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else None
         self._lock = threading.RLock()
-        # Autocommit mode: every transaction below is explicit (BEGIN IMMEDIATE ... COMMIT).
-        self.db = sqlite3.connect(
-            str(self.path) if self.path else ":memory:", check_same_thread=False, timeout=60, isolation_level=None
-        )
-        self.db.row_factory = sqlite3.Row
-        if self.path is not None:
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-        self._initialise()
+        self.db = connect(self.path)
 
-    # ------------------------------------------------------------------ schema
     @contextmanager
     def _transaction(self) -> Iterator[None]:
         with self._lock:
@@ -109,25 +64,9 @@ class ProfileStore:
                 raise
             self.db.execute("COMMIT")
 
-    def _initialise(self) -> None:
-        with self._lock:
-            self.db.executescript(
-                "BEGIN IMMEDIATE;" + _SCHEMA_V1 + "INSERT OR IGNORE INTO meta VALUES ('schema_version', '1'); COMMIT;"
-            )
-        with self._transaction():
-            version = int(self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
-            if version > SCHEMA_VERSION:
-                raise ProfileStoreError(
-                    f"{self.path}: profile store schema version {version} is newer than this memlab ({SCHEMA_VERSION})"
-                )
-            while version < SCHEMA_VERSION:
-                _MIGRATIONS[version](self.db)
-                version += 1
-                self.db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(version),))
-
     @property
     def schema_version(self) -> int:
-        return int(self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
+        return schema_version(self.db)
 
     def get_meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
@@ -159,15 +98,18 @@ class ProfileStore:
             reason=row["reason"],
             closed_reason=row["closed_reason"],
             op=OpType(row["op"]),
+            kind=row["kind"],
+            erased_at=_dt(row["erased_at"]),
         )
 
     def entries(self, user_id: str, *, current_only: bool = True) -> list[ProfileEntry]:
-        sql = "SELECT * FROM entries WHERE user_id=?" + (" AND valid_to IS NULL" if current_only else "")
+        """A user's entries (every version unless ``current_only``); erased entries are not among them."""
+        sql = "SELECT * FROM entries WHERE user_id=? AND erased_at IS NULL" + (" AND valid_to IS NULL" if current_only else "")
         rows = self.db.execute(sql + " ORDER BY valid_from, entry_id, version", (user_id,)).fetchall()
         return [self._entry(r) for r in rows]
 
     def versions(self, user_id: str, entry_id: str) -> list[ProfileEntry]:
-        """All versions of an entry, oldest first (empty when the user has no such entry)."""
+        """All versions of an entry, oldest first, erased ones included (empty when the user has no such entry)."""
         rows = self.db.execute(
             "SELECT * FROM entries WHERE user_id=? AND entry_id=? ORDER BY version", (user_id, entry_id)
         ).fetchall()
@@ -178,7 +120,8 @@ class ProfileStore:
         if column not in ("aspect_vector", "text_vector"):
             raise ValueError(column)
         rows = self.db.execute(
-            f"SELECT entry_id, version, {column} FROM entries WHERE user_id=? ORDER BY valid_from, entry_id, version",
+            f"SELECT entry_id, version, {column} FROM entries WHERE user_id=? AND erased_at IS NULL"
+            " ORDER BY valid_from, entry_id, version",
             (user_id,),
         ).fetchall()
         if not rows or any(r[2] is None for r in rows):
@@ -223,20 +166,29 @@ class ProfileStore:
         row = self.db.execute("SELECT MAX(session_order) FROM sessions WHERE user_id=?", (user_id,)).fetchone()
         return 0 if row[0] is None else int(row[0]) + 1
 
-    def session_ids(self, user_id: str) -> dict[int, str]:
-        rows = self.db.execute("SELECT session_order, session_id FROM sessions WHERE user_id=?", (user_id,))
-        return {int(r[0]): r[1] for r in rows}
-
     def turns(self, user_id: str) -> tuple[list[dict[str, Any]], np.ndarray | None]:
+        """The user's raw turns in session order (dicts with ``timestamp`` when the message had one) and their vectors."""
         rows = self.db.execute(
-            "SELECT t.session_id, t.turn_index, t.role, t.content, t.vector FROM turns t JOIN sessions s"
+            "SELECT t.session_id, t.turn_index, t.role, t.content, t.timestamp, t.vector FROM turns t JOIN sessions s"
             " ON s.user_id=t.user_id AND s.session_id=t.session_id WHERE t.user_id=? ORDER BY s.session_order, t.turn_index",
             (user_id,),
         ).fetchall()
-        items = [{"session_id": r[0], "turn_index": r[1], "role": r[2], "content": r[3]} for r in rows]
-        if not rows or any(r[4] is None for r in rows):
+        items = [
+            {"session_id": r[0], "turn_index": r[1], "role": r[2], "content": r[3], **({"timestamp": r[4]} if r[4] else {})}
+            for r in rows
+        ]
+        if not rows or any(r[5] is None for r in rows):
             return items, None
-        return items, np.stack([np.frombuffer(r[4], dtype=np.float32) for r in rows])
+        return items, np.stack([np.frombuffer(r[5], dtype=np.float32) for r in rows])
+
+    def turn(self, user_id: str, session_id: str, turn_index: int) -> dict[str, Any] | None:
+        row = self.db.execute(
+            "SELECT session_id, turn_index, role, content, timestamp FROM turns WHERE user_id=? AND session_id=? AND turn_index=?",
+            (user_id, session_id, turn_index),
+        ).fetchone()
+        if row is None:
+            return None
+        return {"session_id": row[0], "turn_index": row[1], "role": row[2], "content": row[3], **({"timestamp": row[4]} if row[4] else {})}
 
     # ------------------------------------------------------------------ writing
     def apply_session(
@@ -249,22 +201,24 @@ class ProfileStore:
         source: str,
         session_time: datetime | None = None,
         turns_total: int | None = None,
-        new_turns: Iterable[tuple[int, str, str, np.ndarray | None]] = (),
+        new_turns: Iterable[tuple[int, str, str, str | None, np.ndarray | None]] = (),
     ) -> list[OperationRecord]:
         """Apply a session's operations, store its turns and progress: all in one transaction.
 
         If any operation is invalid nothing is written and ``ProfileStoreError`` says which one.
         ``session_id`` None means an API call outside any session (``update``/``delete``).
+        ``new_turns`` holds (turn index, role, text, ISO timestamp or None, vector or None).
         """
         ops = list(operations)
         vectorize = self._batched(user_id, ops, vectorize)
         with self._transaction():
             order = self.session_order(user_id, session_id) if session_id is not None else self._api_order(user_id)
             seqs = [self._apply(user_id, session_id, order, op, vectorize, source, session_time) for op in ops]
-            for turn_index, role, content, vector in new_turns:
+            for turn_index, role, content, timestamp, vector in new_turns:
                 self.db.execute(
-                    "INSERT OR REPLACE INTO turns VALUES (?, ?, ?, ?, ?, ?)",
-                    (user_id, session_id, turn_index, role, content, None if vector is None else vector.tobytes()),
+                    "INSERT OR REPLACE INTO turns (user_id, session_id, turn_index, role, content, vector, timestamp)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (user_id, session_id, turn_index, role, content, None if vector is None else vector.tobytes(), timestamp),
                 )
             if session_id is not None and turns_total is not None:
                 self.db.execute(
@@ -299,8 +253,10 @@ class ProfileStore:
         return 0 if row[0] is None else int(row[0])
 
     def _current(self, user_id: str, entry_id: str) -> sqlite3.Row | None:
+        # An erased entry is gone for every operation but ``history``.
         return self.db.execute(
-            "SELECT * FROM entries WHERE user_id=? AND entry_id=? ORDER BY version DESC LIMIT 1", (user_id, entry_id)
+            "SELECT * FROM entries WHERE user_id=? AND entry_id=? AND erased_at IS NULL ORDER BY version DESC LIMIT 1",
+            (user_id, entry_id),
         ).fetchone()
 
     def _apply(
@@ -327,7 +283,7 @@ class ProfileStore:
             if entry_id is None:
                 entry_id = self._new_id()
             version = 1 if latest is None else latest["version"] + 1
-            self._insert(user_id, entry_id, version, op.aspect, op.value, op.stance, op, order, when, vectorize)
+            self._insert(user_id, entry_id, version, op.aspect, op.value, op.stance, op.kind or "statement", op, order, when, vectorize)
         elif op.op in (OpType.UPDATE, OpType.DELETE):
             assert latest is not None
             if latest["valid_to"] is not None:
@@ -349,6 +305,7 @@ class ProfileStore:
                     op.aspect or latest["aspect"],
                     op.value or latest["value"],
                     op.stance or Stance(latest["stance"]),
+                    op.kind or latest["kind"],
                     op,
                     order,
                     when,
@@ -384,6 +341,7 @@ class ProfileStore:
         aspect: str | None,
         value: str | None,
         stance: Stance | None,
+        kind: str,
         op: Operation,
         order: int,
         when: datetime | None,
@@ -394,7 +352,7 @@ class ProfileStore:
         self.db.execute(
             "INSERT INTO entries (entry_id, version, user_id, aspect, value, stance, evidence, valid_from,"
             " valid_from_time, valid_to, valid_to_time, reason, closed_reason, op, created_at, aspect_vector,"
-            " text_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, NULL, ?, ?, ?, ?)",
+            " text_vector, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, NULL, ?, ?, ?, ?, ?)",
             (
                 entry_id,
                 version,
@@ -410,6 +368,7 @@ class ProfileStore:
                 _now(),
                 vectors[0].tobytes(),
                 vectors[1].tobytes(),
+                kind,
             ),
         )
 
@@ -419,27 +378,110 @@ class ProfileStore:
     def _id_taken(self, entry_id: str) -> bool:
         return self.db.execute("SELECT 1 FROM entries WHERE entry_id=? LIMIT 1", (entry_id,)).fetchone() is not None
 
-    def revectorize(self, vectorize: Vectorizer, embed_turns: Callable[[list[str]], np.ndarray] | None) -> None:
-        """Recompute stored vectors (the embedder changed since they were written)."""
+    def revectorize(self, vectorize: Vectorizer) -> None:
+        """Recompute stored vectors of entries and turns (the embedder changed since they were written)."""
         with self._transaction():
-            rows = self.db.execute("SELECT entry_id, version, aspect, value FROM entries").fetchall()
+            rows = self.db.execute("SELECT entry_id, version, aspect, value FROM entries WHERE erased_at IS NULL").fetchall()
             for r in rows:
                 v = vectorize([r["aspect"], f"{r['aspect']}: {r['value']}"])
                 self.db.execute(
                     "UPDATE entries SET aspect_vector=?, text_vector=? WHERE entry_id=? AND version=?",
                     (v[0].tobytes(), v[1].tobytes(), r["entry_id"], r["version"]),
                 )
-            if embed_turns is not None:
-                turns = self.db.execute("SELECT rowid, content FROM turns").fetchall()
-                if turns:
-                    vecs = embed_turns([t[1] for t in turns])
-                    for t, v in zip(turns, vecs):
-                        self.db.execute("UPDATE turns SET vector=? WHERE rowid=?", (v.tobytes(), t[0]))
+            turns = self.db.execute("SELECT rowid, content FROM turns").fetchall()
+            if turns:
+                for t, v in zip(turns, vectorize([t[1] for t in turns])):
+                    self.db.execute("UPDATE turns SET vector=? WHERE rowid=?", (v.tobytes(), t[0]))
+
+    # ------------------------------------------------------------------ deletion
+    def erase_entry(self, user_id: str, entry_id: str, *, reason: str, vectorize: Vectorizer) -> None:
+        """Delete an entry for real: its chain keeps its shape, every text of it is overwritten.
+
+        The operation log keeps a DELETE (with ``reason``, which must not quote the user), and the
+        earlier operations of the entry keep their type and version but lose reason and quotes. The
+        raw turns the entry was taken from keep their other sentences: the quoted ones become
+        ``[deleted]`` (and the turn is embedded again).
+        """
+        with self._transaction():
+            latest = self._current(user_id, entry_id)
+            if latest is None:
+                raise ProfileStoreError(f"user {user_id!r} has no profile entry {entry_id!r}")
+            self._redact_turns(user_id, self.versions(user_id, entry_id), vectorize)
+            order = self._api_order(user_id)
+            if latest["valid_to"] is None:
+                self.db.execute(
+                    "UPDATE entries SET valid_to=? WHERE entry_id=? AND version=?", (order, entry_id, latest["version"])
+                )
+            self.db.execute(
+                "UPDATE entries SET aspect='', value='', evidence='[]', reason=NULL, closed_reason=NULL,"
+                " aspect_vector=NULL, text_vector=NULL, erased_at=? WHERE user_id=? AND entry_id=?",
+                (_now(), user_id, entry_id),
+            )
+            self.db.execute(
+                "UPDATE operations SET reason=NULL, evidence='[]' WHERE user_id=? AND entry_id=?", (user_id, entry_id)
+            )
+            self.db.execute(
+                "INSERT INTO operations (user_id, session_id, session_order, op, entry_id, version, reason, evidence,"
+                " source, created_at) VALUES (?, NULL, ?, 'DELETE', ?, ?, ?, '[]', 'api', ?)",
+                (user_id, order, entry_id, latest["version"], reason, _now()),
+            )
+        self.purge()
+
+    def _redact_turns(self, user_id: str, versions: list[ProfileEntry], vectorize: Vectorizer) -> None:
+        quotes = {v.value for v in versions} | {e.quote for v in versions for e in v.evidence}
+        quotes = sorted((q.strip() for q in quotes if len(q.strip()) >= 3), key=len, reverse=True)
+        for session_id, turn_index in {(e.session_id, e.turn_index) for v in versions for e in v.evidence}:
+            turn = self.turn(user_id, session_id, turn_index)
+            if turn is None:
+                continue
+            content = turn["content"]
+            for quote in quotes:
+                content = content.replace(quote, "[deleted]")
+            if content != turn["content"]:
+                self.db.execute(
+                    "UPDATE turns SET content=?, vector=? WHERE user_id=? AND session_id=? AND turn_index=?",
+                    (content, vectorize([content])[0].tobytes(), user_id, session_id, turn_index),
+                )
+
+    def delete_turn(self, user_id: str, session_id: str, turn_index: int) -> None:
+        """Remove a raw turn and every quote taken from it (evidence of entries and operations).
+
+        The session's turn count stays, so later parts of the session keep their numbering.
+        """
+        with self._transaction():
+            cursor = self.db.execute(
+                "DELETE FROM turns WHERE user_id=? AND session_id=? AND turn_index=?", (user_id, session_id, turn_index)
+            )
+            if cursor.rowcount == 0:
+                raise ProfileStoreError(f"user {user_id!r} has no turn {session_id}#{turn_index}")
+            for table, key in (("entries", "entry_id, version"), ("operations", "seq")):
+                where = " AND ".join(f"{k.strip()}=?" for k in key.split(","))
+                for row in self.db.execute(f"SELECT {key}, evidence FROM {table} WHERE user_id=?", (user_id,)).fetchall():
+                    evidence = json.loads(row["evidence"])
+                    kept = [
+                        {**e, "quote": ""} if (e["session_id"], e["turn_index"]) == (session_id, turn_index) else e
+                        for e in evidence
+                    ]
+                    if kept != evidence:
+                        self.db.execute(
+                            f"UPDATE {table} SET evidence=? WHERE {where}", (json.dumps(kept), *tuple(row)[:-1])
+                        )
+        self.purge()
 
     def reset(self, user_id: str) -> None:
         with self._transaction():
             for table in ("entries", "operations", "sessions", "turns"):
                 self.db.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
+        self.purge()
+
+    def purge(self) -> None:
+        """Leave no deleted text in the files: freed cells are zeroed (secure_delete), the WAL is emptied."""
+        if self.path is None:
+            return
+        with self._lock:
+            busy = self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            if busy:  # another connection still reads old pages; a later purge finishes the job
+                raise ProfileStoreError(f"{self.path}: could not empty the write-ahead log (store busy)")
 
     def export_user(self, user_id: str) -> dict[str, Any]:
         return {
@@ -448,13 +490,27 @@ class ProfileStore:
             "user_id": user_id,
             "entries": [e.model_dump(mode="json") for e in self.entries(user_id, current_only=False)],
             "operations": [o.model_dump(mode="json") for o in self.operations(user_id)],
+            "erased_entries": [
+                {"id": e.id, "versions": e.version, "erased_at": e.erased_at.isoformat() if e.erased_at else None}
+                for e in self._erased(user_id)
+            ],
             "sessions": [
                 dict(r) for r in self.db.execute(
                     "SELECT session_id, session_order, turns FROM sessions WHERE user_id=? ORDER BY session_order",
                     (user_id,),
                 )
             ],
+            "turns": self.turns(user_id)[0],
         }
+
+    def _erased(self, user_id: str) -> list[ProfileEntry]:
+        """The latest version of each erased entry (no text left: ids, versions and dates only)."""
+        rows = self.db.execute(
+            "SELECT * FROM entries e WHERE user_id=? AND erased_at IS NOT NULL AND version="
+            "(SELECT MAX(version) FROM entries x WHERE x.entry_id=e.entry_id) ORDER BY valid_from, entry_id",
+            (user_id,),
+        ).fetchall()
+        return [self._entry(r) for r in rows]
 
     def import_user(self, user_id: str, data: dict[str, Any], *, vectorize: Vectorizer) -> int:
         """Replace ``user_id``'s profile with an export (possibly of another user id). Atomic.
@@ -480,12 +536,12 @@ class ProfileStore:
                 self.db.execute(
                     "INSERT INTO entries (entry_id, version, user_id, aspect, value, stance, evidence, valid_from,"
                     " valid_from_time, valid_to, valid_to_time, reason, closed_reason, op, created_at,"
-                    " aspect_vector, text_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " aspect_vector, text_vector, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         e.id, e.version, user_id, e.aspect, e.value, e.stance.value,
                         json.dumps([x.model_dump() for x in e.evidence]), e.valid_from, _iso(e.valid_from_time),
                         e.valid_to, _iso(e.valid_to_time), e.reason, e.closed_reason, e.op.value, _now(),
-                        v[0].tobytes(), v[1].tobytes(),
+                        v[0].tobytes(), v[1].tobytes(), e.kind,
                     ),
                 )
             for o in ops:
@@ -501,5 +557,13 @@ class ProfileStore:
                 self.db.execute(
                     "INSERT INTO sessions VALUES (?, ?, ?, ?)",
                     (user_id, s["session_id"], int(s["session_order"]), int(s["turns"])),
+                )
+            turns = list(data.get("turns", []))
+            vectors = vectorize([t["content"] for t in turns]) if turns else []
+            for t, v in zip(turns, vectors):
+                self.db.execute(
+                    "INSERT OR REPLACE INTO turns (user_id, session_id, turn_index, role, content, vector, timestamp)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (user_id, t["session_id"], int(t["turn_index"]), t["role"], t["content"], v.tobytes(), t.get("timestamp")),
                 )
         return len(entries)
