@@ -59,8 +59,11 @@ def lock_key(*parts: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def open_pool(url: str, *, max_size: int) -> Any:
-    """A thread-safe connection pool; each connection is checked on open (fails fast with the reason)."""
+def open_pool(url: str, *, max_size: int, search_path: str | None = None) -> Any:
+    """A thread-safe connection pool (fails fast with the reason when the database cannot be reached).
+
+    ``search_path``: the PostgreSQL schema unqualified table names resolve to on these connections.
+    """
     try:
         import psycopg
         from psycopg_pool import ConnectionPool
@@ -70,12 +73,13 @@ def open_pool(url: str, *, max_size: int) -> Any:
         ) from exc
 
     # Probe once without the pool, so a wrong URL is one clear error instead of pool retries.
+    kwargs = {"options": f"-c search_path={search_path}"} if search_path else {}
     try:
-        probe = psycopg.connect(url, connect_timeout=10)
+        probe = psycopg.connect(url, connect_timeout=10, **kwargs)
     except psycopg.Error as exc:
         raise DatabaseError(f"cannot connect to the store database {redact(url)}: {str(exc).strip()}") from exc
     probe.close()
-    pool = ConnectionPool(url, min_size=1, max_size=max_size, open=False, timeout=60)
+    pool = ConnectionPool(url, min_size=1, max_size=max_size, kwargs=kwargs, open=False, timeout=60)
     pool.open(wait=True, timeout=30)
     return pool
 
@@ -98,15 +102,19 @@ def ensure_schema(
     migrations: Mapping[int, Migration],
     *,
     url: str,
+    namespace: str | None = None,
 ) -> None:
     """Create the store's tables (at ``version``) or migrate older ones, once, under an advisory lock.
 
     ``create(conn)`` makes the newest schema from nothing; ``migrations[v](conn)`` upgrades v to v+1.
+    ``namespace``: a PostgreSQL schema to create first (``prefix`` then starts with ``namespace.``).
     Everything runs in one transaction: a failed migration leaves the old schema untouched.
     """
     meta = f"{prefix}meta"
     with pool.connection() as conn, conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("memlab-schema", prefix),))
+        if namespace is not None:
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {namespace}")
         conn.execute(f"CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         row = conn.execute(f"SELECT value FROM {meta} WHERE key='schema_version'").fetchone()
         if row is None:

@@ -34,3 +34,11 @@ class TestRagPostgresHashing(_OnPostgres):
 
 class TestRagPostgresHnswMiniLM(_OnPostgres):
     backend, options = "rag", {"top_k": 3, "index": "hnsw"}
+
+
+class TestProfilePostgresHashing(_OnPostgres):
+    backend, options = "profile", {"embedder": "hashing", "aspect_threshold": 0.5, "top_k": 3}
+
+
+class TestProfilePostgresMiniLM(_OnPostgres):
+    backend, options = "profile", {"top_k": 3}
