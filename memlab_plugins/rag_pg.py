@@ -96,8 +96,9 @@ class PgRagMemory(RagMemory):
     """
 
     def __init__(self, config=None, *, data_dir=None, cache_dir=None, embedder: Embedder | None = None) -> None:  # type: ignore[no-untyped-def]
-        # The database is the state: no data directory, no directory lock (many workers share it).
-        Memory.__init__(self, config, data_dir=None, cache_dir=cache_dir)
+        # The database is the state: the data directory (if given) is neither written nor locked,
+        # so any number of workers may share it.
+        Memory.__init__(self, config, data_dir=data_dir, cache_dir=cache_dir)
         self._lock = None
         self._stores, self._lexical = {}, {}
         self._pool = None

@@ -34,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="serve a backend whose memories do not survive a restart")
     p.add_argument("--max-body-bytes", type=int, help="largest accepted request body (default 1 MiB)")
     p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])
+    p.add_argument("--workers", type=int, default=1,
+                   help="worker processes (N > 1 only with a database store: --<backend>.store postgresql://...)")
     return p
 
 
@@ -91,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = build_settings(argv)
         settings.check_startable()
+        from memlab.server.workers import check_workers
+
+        workers = _parser().parse_known_args(argv)[0].workers
+        check_workers(workers, settings.backend, settings.backend_config)
         if settings.data_dir is None and not settings.allow_ephemeral:
             raise ValueError("--data-dir is required so memories survive a restart (or pass --allow-ephemeral)")
         try:
@@ -111,6 +117,14 @@ def main(argv: list[str] | None = None) -> int:
     client = app.state.client
     print(f"memlab serve: backend {client.backend!r}, data {settings.data_dir or 'in-process'} "
           f"(persistent: {client.persistent}), http://{settings.host}:{settings.port}", file=sys.stderr, flush=True)
+    if workers > 1:
+        from memlab.server.workers import export_settings
+
+        client.close()  # each worker opens its own backend (this one only checked that it opens)
+        export_settings(settings)
+        uvicorn.run("memlab.server.workers:app", factory=True, host=settings.host, port=settings.port,
+                    log_level=settings.log_level, workers=workers)
+        return 0
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, workers=1)
     return 0
 

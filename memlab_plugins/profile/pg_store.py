@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
+from pathlib import Path
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -217,8 +218,10 @@ class PgProfileMemory(ProfileMemory):
     store: PgProfileStore
 
     def __init__(self, config=None, *, data_dir=None, cache_dir=None, embedder=None, llm=None) -> None:  # type: ignore[no-untyped-def]
-        # The database is the state: no data directory, no directory lock (many workers share it).
+        # The database is the state: the data directory (if given) is neither written nor locked,
+        # so any number of workers may share it.
         super().__init__(config, data_dir=None, cache_dir=cache_dir, embedder=embedder, llm=llm)
+        self.data_dir = Path(data_dir) if data_dir is not None else None
 
     def _make_store(self) -> ProfileStore:
         return PgProfileStore(str(self.config.store), pool_size=self.config.pool_size)
