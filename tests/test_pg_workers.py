@@ -161,3 +161,12 @@ def test_sigkill_of_a_worker_during_writes_loses_no_acknowledged_write(service: 
         t.join()
     assert killed_after >= 20 and len(acked) > killed_after, "writes continued on the surviving worker"
     _check(base, "carol", "killed", acked)
+
+
+def test_store_url_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlab.server.cli import build_settings
+
+    monkeypatch.setenv("MEMLAB_STORE", "postgresql://memlab@db:5432/memlab")
+    assert build_settings(["--backend", "rag"]).backend_config["store"] == "postgresql://memlab@db:5432/memlab"
+    flag = build_settings(["--backend", "rag", "--rag.store", "postgresql://other@db/x"])
+    assert flag.backend_config["store"] == "postgresql://other@db/x", "a flag wins over the environment"

@@ -5,19 +5,24 @@
 Backend options follow the CLI convention ``--<backend>.<key> VALUE`` (VALUE parsed as JSON when it
 parses, else a string), e.g. ``--full_context.max_tokens 4000``. A ``--config`` file (JSON or YAML)
 holds the same settings (see ``ServerSettings``); command-line flags override it. API keys also come
-from ``MEMLAB_API_KEYS``. The service runs one worker process: the backend's state lives in it.
+from ``MEMLAB_API_KEYS``. The service runs one worker process: the backend's state lives in it;
+``--workers N`` runs N when the backend's store is a database (``--<backend>.store postgresql://...``
+or ``MEMLAB_STORE``; see ``memlab.server.workers``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
 from pydantic import ValidationError
 
 from memlab.errors import MemlabError
+
+STORE_ENV = "MEMLAB_STORE"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -84,6 +89,9 @@ def build_settings(argv: list[str]) -> "Any":
     options = _backend_options(extra, backend)
     if options:
         data["backend_config"] = {**data.get("backend_config", {}), **options}
+    # MEMLAB_STORE: the backend's database URL from the environment (config file and flags win).
+    if os.environ.get(STORE_ENV) and "store" not in data.get("backend_config", {}):
+        data["backend_config"] = {**data.get("backend_config", {}), "store": os.environ[STORE_ENV]}
     return ServerSettings.model_validate(data).with_env_keys()
 
 
