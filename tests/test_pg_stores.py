@@ -159,3 +159,28 @@ class TestMem0OnPgvector(MemoryConformance):
                        "embedding_model_dims": 256, "hnsw": True},
         }
         return create_backend("mem0", {"embedder": "hashing", "top_k": 3, "vector_store": vector_store}, data_dir=data_dir)
+
+
+def test_profile_on_postgres_update_history_and_a_changed_embedder(pg_server, tmp_path: Path) -> None:  # noqa: F811
+    from memlab.embedders.hashing import HashingEmbedder
+
+    url = pg_server.database_for(tmp_path)
+    config = {"embedder": "hashing", "aspect_threshold": 0.5, "store": url}
+    memory = create_backend("profile", config)
+    try:
+        _ingest(memory)
+        entry = next(i for i in memory.list_memories(user_id="alice") if i.id.startswith("p_") and "Lisbon" in i.text)
+        updated = memory.update(entry.id, "I moved to Porto.", user_id="alice")
+        assert "Porto" in updated.text
+        assert len(memory.history(entry.id, user_id="alice")) == 2
+    finally:
+        memory.close()
+    # Another embedder: the stored vectors are recomputed (rowid -> ctid in the dialect layer).
+    reopened = create_backend("profile", config, embedder=HashingEmbedder(128))
+    try:
+        assert "Porto" in reopened.retrieve("where did I move?", user_id="alice").context
+        with psycopg.connect(url) as conn:
+            lengths = {r[0] for r in conn.execute("SELECT length(vector) FROM memlab_profile.turns").fetchall()}
+        assert lengths == {128 * 4}
+    finally:
+        reopened.close()
