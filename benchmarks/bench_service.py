@@ -7,6 +7,8 @@ p50/p90/p99 latency (client-side, request sent to response read). Also times the
 
     python benchmarks/bench_service.py                        # full_context, 1,000 users
     python benchmarks/bench_service.py --backend rag --rag.embedder hashing --json runs/bench.json
+    python benchmarks/bench_service.py --backend rag --store postgresql://me@127.0.0.1/memlab --workers 2
+    (benchmarks/bench_service_pg.py runs file store, 1 and 2 workers on PostgreSQL side by side)
 
 Everything stays on this machine; the run is bounded by --requests.
 """
@@ -121,7 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--k", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="also write the results here")
+    p.add_argument("--store", help="the backend's PostgreSQL URL (rag, profile); default: the file store")
+    p.add_argument("--workers", type=int, default=1, help="service worker processes (N > 1 needs --store)")
     args, backend_args = p.parse_known_args(argv)
+    if args.store:
+        backend_args += [f"--{args.backend}.store", args.store]
+    backend_args += ["--workers", str(args.workers)]
 
     key = secrets.token_urlsafe(24)
     port = free_port()
