@@ -35,13 +35,12 @@ from typing import Any
 
 import numpy as np
 
+from memlab.embedders import Embedder
 from memlab.errors import ConfigurationError, DataFormatError, NotFoundError
-from memlab.memory import IngestReport, Memory
+from memlab.memory import IngestReport, Memory, render_turns
 from memlab.pg import ensure_schema, ensure_vector_extension, get_meta, open_pool, redact, set_meta, vector_literal
 from memlab.types import MemoryItem, Retrieval, Session
 from memlab_plugins.rag import RagConfig, RagMemory, _shared_embedder, chunk_session
-from memlab.embedders import Embedder
-from memlab.memory import render_turns
 
 PREFIX = "memlab_rag_"
 SCHEMA_VERSION = 1

@@ -21,9 +21,9 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from pathlib import Path
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from memlab.pg import ensure_schema, lock_key, open_pool
