@@ -66,7 +66,7 @@ def service(request: pytest.FixtureRequest, pg_server, tmp_path_factory: pytest.
     proc = subprocess.Popen(
         [sys.executable, "-m", "memlab.server.cli", "--backend", backend, f"--{backend}.store", store,
          *BACKENDS[backend], "--data-dir", str(data_dir), "--port", str(port), "--workers", "2", "--log-level", "warning"],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,  # its own group: no orphans
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -88,7 +88,12 @@ def service(request: pytest.FixtureRequest, pg_server, tmp_path_factory: pytest.
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # workers still starting (a restarted one) go too
+        except ProcessLookupError:
+            pass
+        proc.wait()
         log.close()
 
 
