@@ -156,15 +156,18 @@ def test_sigkill_of_a_worker_during_writes_loses_no_acknowledged_write(service: 
     threads = [threading.Thread(target=_write, args=(base, "carol", "killed", w, 40, acked, stop)) for w in range(4)]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + 120
-    while len(acked) < 20 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    victim = _workers(proc.pid)[0]
-    os.kill(victim, signal.SIGKILL)
-    killed_after = len(acked)
+    kills: list[int] = []  # acknowledged writes when each kill happened
+    for threshold in (20, 50):  # the second kill may hit the survivor or the worker uvicorn restarted
+        deadline = time.monotonic() + 120
+        while len(acked) < threshold and time.monotonic() < deadline and any(t.is_alive() for t in threads):
+            time.sleep(0.05)
+        victims = _workers(proc.pid)
+        if victims and any(t.is_alive() for t in threads):
+            os.kill(victims[0], signal.SIGKILL)
+            kills.append(len(acked))
     for t in threads:
         t.join()
-    assert killed_after >= 20 and len(acked) > killed_after, "writes continued on the surviving worker"
+    assert kills and kills[0] >= 20 and len(acked) > kills[0], "writes continued on the surviving worker"
     _check(base, "carol", "killed", acked)
 
 
