@@ -15,6 +15,8 @@ It ends with the issue-15 targets: that search's p99 <= 200 ms, and search req/s
     python benchmarks/bench_service.py                                  # profile and rag, MiniLM
     python benchmarks/bench_service.py --backends full_context --users 1000 --json runs/bench.json
     python benchmarks/bench_service.py --backends rag --rag.embedder hashing
+    python benchmarks/bench_service.py --backends rag --store postgresql://me@127.0.0.1/memlab --workers 2
+    (benchmarks/bench_service_pg.py runs file store, 1 and 2 workers on PostgreSQL side by side)
 
 Everything stays on this machine; the run is bounded by --requests.
 """
@@ -177,10 +179,13 @@ def bench_backend(args: argparse.Namespace, backend: str, backend_args: list[str
     url = f"http://127.0.0.1:{port}"
     own_args = [a for i, a in enumerate(backend_args)
                 if a.startswith(f"--{backend}.") or (i and backend_args[i - 1].startswith(f"--{backend}."))]
+    if args.store:
+        own_args += [f"--{backend}.store", args.store]
     with tempfile.TemporaryDirectory(prefix="memlab-bench-") as data_dir:
         env = {**os.environ, "MEMLAB_API_KEYS": key}
         command = [sys.executable, "-m", "memlab.server.cli", "--backend", backend, "--data-dir", data_dir,
-                   "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", *own_args]
+                   "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+                   "--workers", str(args.workers), *own_args]
         server = subprocess.Popen(command, env=env)
         try:
             deadline = time.monotonic() + 180
@@ -221,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--k", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="also write the results here")
+    p.add_argument("--store", help="the backends' PostgreSQL URL (rag, profile); default: the file store")
+    p.add_argument("--workers", type=int, default=1, help="service worker processes (N > 1 needs --store)")
     args, backend_args = p.parse_known_args(argv)
     args.clients = [int(c) for c in str(args.clients).split(",")]
     load = os.getloadavg() if hasattr(os, "getloadavg") else None

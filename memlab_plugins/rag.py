@@ -103,6 +103,18 @@ class RagConfig(BackendConfig):
     device: str = Field(default="cpu", description="cpu (fp32) or a torch device such as cuda:0 (fp16)")
     batch_size: int = Field(default=32, ge=1, description="texts per model forward pass (bge-m3)")
     max_length: int = Field(default=512, ge=8, description="model tokens per text; longer texts are truncated (bge-m3)")
+    # PostgreSQL store (memlab_plugins.rag_pg): several workers and hosts share one database.
+    store: str | None = Field(
+        default=None, description="None/'file' = files in the data directory; postgresql://user@host:5432/db = that database"
+    )
+    pool_size: int = Field(default=4, ge=1, description="PostgreSQL store: connections per process")
+
+    @field_validator("store")
+    @classmethod
+    def _store_url(cls, value: str | None) -> str | None:
+        from memlab.pg import check_store_url
+
+        return check_store_url(value)
 
     @field_validator("roles", mode="before")
     @classmethod
@@ -231,6 +243,14 @@ class RagMemory(Memory):
         # neighbours are turns of the same session by turn order, so ingest partition cannot matter.
         # Session and window chunks are cut per ingest call.
         return cls.parse_config(config).chunking == "turn"  # type: ignore[attr-defined]
+
+    def __new__(cls, config=None, **kwargs: Any):  # type: ignore[no-untyped-def]
+        # ``store: postgresql://...`` selects the database-backed variant (memlab_plugins.rag_pg).
+        if cls is RagMemory and cls.parse_config(config).store is not None:  # type: ignore[attr-defined]
+            from memlab_plugins.rag_pg import PgRagMemory
+
+            return super().__new__(PgRagMemory)
+        return super().__new__(cls)
 
     def __init__(self, config=None, *, data_dir=None, cache_dir=None, embedder: Embedder | None = None) -> None:  # type: ignore[no-untyped-def]
         super().__init__(config, data_dir=data_dir, cache_dir=cache_dir)

@@ -6,9 +6,11 @@ Backend options follow the CLI convention ``--<backend>.<key> VALUE`` (VALUE par
 parses, else a string), e.g. ``--full_context.max_tokens 4000``. A ``--config`` file (JSON or YAML)
 holds the same settings (see ``ServerSettings``); command-line flags override it. API keys also come
 from ``MEMLAB_API_KEYS`` and from a key file (``--api-keys-file`` / ``MEMLAB_API_KEYS_FILE``) that is
-re-read when it changes or on SIGHUP. The service runs one worker process: the backend's state lives
-in it, and a second ``memlab serve`` on the same data directory is refused. Problems are reported as
-one ``memlab: error: ...`` line and exit code 2.
+re-read when it changes or on SIGHUP. With a file store the service runs one worker process (the
+backend's state lives in it) and a second ``memlab serve`` on the same data directory is refused;
+``--workers N`` runs N when the backend's store is a database (``--<backend>.store postgresql://...``
+or ``MEMLAB_STORE``; see ``memlab.server.workers``). Problems are reported as one
+``memlab: error: ...`` line and exit code 2.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from memlab.errors import MemlabError
+
+STORE_ENV = "MEMLAB_STORE"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="embed each search's query on its own (default: concurrent searches share a model call)")
     p.add_argument("--max-body-bytes", type=int, help="largest accepted request body (default 1 MiB)")
     p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])
+    p.add_argument("--workers", type=int, default=1,
+                   help="worker processes (N > 1 only with a database store: --<backend>.store postgresql://...)")
     return p
 
 
@@ -81,6 +87,9 @@ def build_settings(argv: list[str]) -> Any:
     options = _backend_options(extra, backend)
     if options:
         data["backend_config"] = {**data.get("backend_config", {}), **options}
+    # MEMLAB_STORE: the backend's database URL from the environment (config file and flags win).
+    if os.environ.get(STORE_ENV) and "store" not in data.get("backend_config", {}):
+        data["backend_config"] = {**data.get("backend_config", {}), "store": os.environ[STORE_ENV]}
     return ServerSettings.model_validate(data).with_env_keys()
 
 
@@ -115,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = build_settings(argv)
         settings.check_startable()
+        from memlab.server.workers import check_workers
+
+        workers = _parser().parse_known_args(argv)[0].workers
+        check_workers(workers, settings.backend, settings.backend_config)
         if settings.data_dir is None and not settings.allow_ephemeral:
             raise ValueError("--data-dir is required so memories survive a restart (or pass --allow-ephemeral)")
         try:
@@ -139,9 +152,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"memlab serve: backend {client.backend!r}, data {settings.data_dir or 'in-process'} "
           f"(persistent: {client.persistent}), http://{settings.host}:{settings.port}", file=sys.stderr, flush=True)
     try:
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, workers=1)
+        if workers > 1:
+            from memlab.server.workers import export_settings
+
+            client.close()  # each worker opens its own backend (this one only checked that it opens)
+            export_settings(settings)
+            uvicorn.run("memlab.server.workers:app", factory=True, host=settings.host, port=settings.port,
+                        log_level=settings.log_level, workers=workers)
+        else:
+            uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, workers=1)
     finally:
-        client.close()  # also when uvicorn never ran the lifespan (the port was taken)
+        client.close()  # also when uvicorn never ran the lifespan (the port was taken); safe twice
     return 0
 
 

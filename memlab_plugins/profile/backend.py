@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from memlab.embedders import Embedder, get_embedder
 from memlab.errors import MemlabError, NotFoundError
@@ -64,6 +64,18 @@ class ProfileConfig(BackendConfig):
     on_extraction_error: Literal["skip", "raise"] = Field(
         default="skip", description="an LLM batch still invalid after a retry: skip the session's ops, or raise"
     )
+    # PostgreSQL store (memlab_plugins.profile.pg_store): several workers and hosts share one database.
+    store: str | None = Field(
+        default=None, description="None/'file' = SQLite in the data directory; postgresql://user@host:5432/db = that database"
+    )
+    pool_size: int = Field(default=4, ge=1, description="PostgreSQL store: connections per process")
+
+    @field_validator("store")
+    @classmethod
+    def _store_url(cls, value: str | None) -> str | None:
+        from memlab.pg import check_store_url
+
+        return check_store_url(value)
 
 
 class ProfileMemory(Memory):
@@ -87,6 +99,14 @@ class ProfileMemory(Memory):
         whole ingest call in one prompt, so how a session is split changes what it extracts."""
         return cls.parse_config(config).extractor == "rules"  # type: ignore[attr-defined]
 
+    def __new__(cls, config=None, **kwargs: Any):  # type: ignore[no-untyped-def]
+        # ``store: postgresql://...`` selects the database-backed variant (memlab_plugins.profile.pg_store).
+        if cls is ProfileMemory and cls.parse_config(config).store is not None:  # type: ignore[attr-defined]
+            from memlab_plugins.profile.pg_store import PgProfileMemory
+
+            return super().__new__(PgProfileMemory)
+        return super().__new__(cls)
+
     def __init__(  # type: ignore[no-untyped-def]
         self, config=None, *, data_dir=None, cache_dir=None, embedder: Embedder | None = None, llm=None
     ) -> None:
@@ -101,7 +121,7 @@ class ProfileMemory(Memory):
 
     def _open(self, embedder: Embedder | None, llm: Any) -> None:
         self.embedder = embedder or get_embedder(self.config.embedder, self.config.model, cache_dir=self.cache_dir)
-        self.store = ProfileStore(self.data_dir / STORE_FILE if self.data_dir else None)
+        self.store = self._make_store()
         if self.store.get_meta("embedder") not in (None, self.embedder.name):
             self.store.revectorize(self._vectorize)
         self.store.set_meta("embedder", self.embedder.name)
@@ -126,6 +146,9 @@ class ProfileMemory(Memory):
         self.extraction_failures: list[str] = []
         # Counts of what a (small) LLM got wrong while ingesting; shown in ``extraction_stats``/export.
         self.rejected_batches = 0
+
+    def _make_store(self) -> ProfileStore:
+        return ProfileStore(self.data_dir / STORE_FILE if self.data_dir else None)
 
     # ------------------------------------------------------------------ helpers
     def _vectorize(self, texts: list[str]) -> np.ndarray:
