@@ -11,6 +11,7 @@ file (``--config run.json``, or YAML) holds the same settings; see docs/core.md.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -37,16 +38,11 @@ is printed, full tracebacks are in OUT/errors.log, -v prints them); 2 for a usag
 """
 
 
-def parse_dotted(tokens: list[str]) -> dict[str, dict[str, Any]]:
-    """The CLI's dotted options (see ``memlab.config_files.parse_dotted_options``)."""
-    return parse_dotted_options(tokens)
-
-
 def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
     from memlab.run.spec import BackendSpec, JudgeSpec, ReaderSpec, RunConfig
 
     data: dict[str, Any] = read_config_file(args.config, "run config") if args.config else {}
-    dotted = parse_dotted(extra)
+    dotted = parse_dotted_options(extra)
     if args.dataset:
         data["dataset"] = args.dataset
     if args.out:
@@ -73,6 +69,8 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
         data["progress"] = False
     if args.replay:
         data["replay"] = args.replay
+    if args.plugin:
+        data["plugins"] = [*data.get("plugins", []), *args.plugin]
     if args.judge or args.judge_runs is not None:
         judge = dict(data.get("judge") or {})
         if args.judge:
@@ -92,7 +90,7 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
     judge_llm = dotted.pop("judge", None)
     judge = config.judge
     if judge_llm is not None and judge is None:
-        raise MemlabError("--judge.* options need --judge mem0|memlab")
+        raise MemlabError("--judge.* options need --judge mem0|memlab|longmemeval")
     if judge is not None:
         # The judge's LLM defaults to the reader's (endpoint, model, key), overridden by --judge.*.
         judge = JudgeSpec(prompt=judge.prompt, runs=judge.runs,
@@ -218,18 +216,49 @@ def _print_plugins(registry: Any) -> None:
             print(f"{row.name:<{width}}  UNAVAILABLE  {row.reason}")
 
 
+def _print_plugin(registry: Any, name: str) -> None:
+    """``--show NAME``: what the plugin is, who provides it, and every config field."""
+    shown = registry.show(name)
+    provider = f"{shown['package']} {shown['version'] or ''}".strip() if shown["package"] else "registered in-process"
+    print(f"{shown['kind']} {shown['name']}: {shown['description']}")
+    print(f"  class:        {shown['target']}")
+    print(f"  provided by:  {provider}")
+    if shown["kind"] == "backend":
+        print(f"  capabilities: {', '.join(shown['capabilities']) or 'none'}")
+    print("  config (--%s.KEY VALUE):" % (shown["name"] if shown["kind"] == "backend" else "reader"))
+    if not shown["config"]:
+        print("    (no settings)")
+    for field in shown["config"]:
+        default = "required" if field["required"] else f"default {json.dumps(field['default'], default=str)}"
+        print(f"    {field['name'].replace('_', '-')}: {field['type']}, {default}")
+        if field["description"]:
+            print(f"        {field['description']}")
+
+
+def _plugins_command(registry: Any, args: argparse.Namespace, extra: list[str]) -> int:
+    from memlab.registry import load_plugin
+
+    if extra:
+        raise MemlabError(f"unrecognised arguments: {' '.join(extra)}")
+    for reference in args.plugin or []:
+        load_plugin(reference)
+    if args.show:
+        _print_plugin(registry, args.show)
+    else:
+        _print_plugins(registry)
+    return 0
+
+
 def cmd_backends(args: argparse.Namespace, extra: list[str]) -> int:
     from memlab.registry import backends
 
-    _print_plugins(backends)
-    return 0
+    return _plugins_command(backends, args, extra)
 
 
 def cmd_readers(args: argparse.Namespace, extra: list[str]) -> int:
     from memlab.registry import readers
 
-    _print_plugins(readers)
-    return 0
+    return _plugins_command(readers, args, extra)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -258,8 +287,12 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.add_argument("--replay", choices=["once", "rebuild"],
                        help="once (default): one replay per history; rebuild: each question sees the memory a "
                        "fresh replay of exactly the turns before it builds")
-    run_p.add_argument("--judge", choices=["mem0", "memlab"], help="LLM judge for open answers (LoCoMo)")
+    run_p.add_argument("--judge", choices=["mem0", "memlab", "longmemeval"],
+                       help="LLM judge for open answers (LoCoMo: mem0's prompt; LongMemEval: its per-type prompts)")
     run_p.add_argument("--judge-runs", type=int, help="judgments per answer (mean and std are reported)")
+    run_p.add_argument("--plugin", action="append", metavar="MODULE:CLASS",
+                       help="register an unpackaged backend or reader first: path/to/file.py:Class or module:Class "
+                       "(repeatable; see docs/plugins.md)")
     run_p.add_argument("-v", "--verbose", action="store_true", help="print full tracebacks of failures")
     run_p.add_argument("--no-plots", action="store_true")
     run_p.add_argument("--no-progress", action="store_true")
@@ -282,8 +315,11 @@ def build_parser() -> argparse.ArgumentParser:
     report_p.add_argument("--no-plots", action="store_true")
     report_p.set_defaults(func=cmd_report)
 
-    sub.add_parser("backends", help="list memory backends").set_defaults(func=cmd_backends)
-    sub.add_parser("readers", help="list readers").set_defaults(func=cmd_readers)
+    for kind, func in (("backends", cmd_backends), ("readers", cmd_readers)):
+        list_p = sub.add_parser(kind, help=f"list {kind}, or --show NAME: its settings, capabilities and package")
+        list_p.add_argument("--show", metavar="NAME", help="every config field (type, default, description) of NAME")
+        list_p.add_argument("--plugin", action="append", metavar="MODULE:CLASS", help="register an unpackaged plugin first")
+        list_p.set_defaults(func=func)
     sub.add_parser("serve", help="REST memory service (memlab serve --help)", add_help=False)
     return parser
 

@@ -11,6 +11,7 @@ before it is handed out.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import importlib.util
 import pkgutil
 import sys
@@ -163,6 +164,8 @@ class Registry(Generic[T]):
         if isinstance(config, type) and issubclass(config, BaseModel):
             for key, info in config.model_fields.items():
                 default = None if info.is_required() else info.get_default(call_default_factory=True)
+                if isinstance(default, BaseModel):  # a nested settings block (the llm reader's `llm`)
+                    default = default.model_dump(mode="json")
                 fields.append({
                     "name": key,
                     "type": _type_name(info.annotation),
@@ -279,13 +282,22 @@ def load_plugin(reference: str) -> tuple[str, str]:
         path = Path(target)
         if not path.is_file():
             raise PluginValidationError(f"--plugin {reference!r}: no such file {path}")
-        module_name = f"memlab_local_plugin_{path.stem}"
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        if spec is None or spec.loader is None:
-            raise PluginValidationError(f"--plugin {reference!r}: cannot import {path}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module  # dataclasses, pickling and pydantic look modules up by name
-        spec.loader.exec_module(module)
+        # One module per file, imported once per process: loading the same --plugin again (the
+        # driver, then a job in the same process) must hand back the same class.
+        module_name = "memlab_local_plugin_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+        module = sys.modules.get(module_name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            if spec is None or spec.loader is None:
+                raise PluginValidationError(f"--plugin {reference!r}: cannot import {path}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module  # dataclasses, pickling and pydantic look modules up by name
+            try:
+                spec.loader.exec_module(module)
+            except Exception as exc:
+                del sys.modules[module_name]
+                raise PluginValidationError(f"--plugin {reference!r}: importing {path} failed: "
+                                            f"{type(exc).__name__}: {exc}") from exc
         obj = getattr(module, attr, None)
     else:
         try:

@@ -73,7 +73,9 @@ class RagConfig(BackendConfig):
     weights: HybridWeights = Field(default_factory=HybridWeights, description="hybrid scoring weights")
     candidates: int = Field(default=100, ge=1, description="candidates per ranking that re-ranking and fusion see")
     lexical: Literal["none", "bm25"] = Field(
-        default="bm25", description="bm25: fuse BM25 over the chunks with the semantic ranking (LLM-free hybrid)"
+        default="bm25",
+        description="bm25: fuse BM25 over the chunks with the semantic ranking (LLM-free hybrid); "
+        "default bm25, or none with a PostgreSQL store (which ranks by dense vectors only)",
     )
     fusion: Literal["rrf", "weighted"] = Field(
         default="weighted", description="rrf = reciprocal rank fusion; weighted = sum of min-max normalised scores"
@@ -126,6 +128,15 @@ class RagConfig(BackendConfig):
         if isinstance(value, str):
             raise ValueError(f"roles must be a list of roles, 'user' or 'all', got {value!r}")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lexical_default_for_the_store(cls, data: Any) -> Any:
+        # The hybrid default needs the chunks in RAM; a database store ranks in SQL. Resolved here,
+        # so the row's config (and its fingerprint) says which ranking ran.
+        if isinstance(data, dict) and "lexical" not in data and str(data.get("store") or "").startswith("postgres"):
+            return {**data, "lexical": "none"}
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> RagConfig:

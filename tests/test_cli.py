@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from memlab.cli import main, parse_dotted
+from memlab.cli import main
+from memlab.config_files import parse_dotted_options as parse_dotted
 from memlab.errors import MemlabError
 
 

@@ -176,7 +176,7 @@ def test_preset_speakers_persist_across_sessions_and_reopen(tmp_path: Path) -> N
 
 
 def test_preset_is_reachable_as_a_cli_option() -> None:
-    from memlab.cli import parse_dotted
+    from memlab.config_files import parse_dotted_options as parse_dotted
     from memlab.registry import backends
 
     cls = backends.get("mem0")

@@ -7,6 +7,7 @@ exercised too), and ``memlab.registry.load_plugin`` for trying a plugin without 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -174,3 +175,23 @@ def test_unknown_config_key_lists_the_valid_ones() -> None:
 def test_k_is_bounded_in_the_python_api() -> None:
     with pytest.raises(ValueError, match="k must be an integer from 1 to"):
         _Minimal().retrieve("x", user_id="u", k=10**9)
+
+
+def test_guide_commands_show_and_run_an_unpackaged_plugin(guide_files: Path, tmp_path: Path) -> None:
+    """The guide's two commands, as a user types them: --show, then a run with --plugin."""
+    plugin = f"{guide_files / 'keyword_memory.py'}:KeywordMemory"
+    env_cmd = [sys.executable, "-m", "memlab.cli"]
+    shown = subprocess.run([*env_cmd, "backends", "--plugin", plugin, "--show", "keyword"],
+                           capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr
+    assert "capabilities: delete, list, persist" in shown.stdout
+    assert "min-overlap: int, default 1" in shown.stdout and "query words a turn must share" in shown.stdout
+    out = tmp_path / "run"
+    ran = subprocess.run([*env_cmd, "run", "--plugin", plugin, "--dataset", "synthetic:personas=1,sessions=4",
+                          "--backends", "keyword", "--reader", "longest_option", "--out", str(out),
+                          "--no-plots", "--no-progress"], capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    rows = json.loads((out / "summary.json").read_text())["rows"]
+    assert any(row["backend"] == "keyword" and row["questions"] > 0 for row in rows), rows
+    unknown = subprocess.run([*env_cmd, "backends", "--show", "keywrd"], capture_output=True, text=True, timeout=300)
+    assert unknown.returncode == 2 and "memlab: error:" in unknown.stderr and "keyword" not in unknown.stderr

@@ -31,7 +31,7 @@ from typing import Any
 from memlab.datasets import Dataset
 from memlab.errors import DirectoryInUseError, MemlabError
 from memlab.locks import DirectoryLock
-from memlab.registry import backends, readers
+from memlab.registry import backends, load_plugin, readers
 from memlab.results import (
     CONTROL_READER,
     Prediction,
@@ -160,6 +160,7 @@ def plan_jobs(
                     max_questions=config.max_questions,
                     replay=config.replay,
                     fingerprint=row.fingerprint,
+                    plugins=config.plugins,
                 )
             )
     return jobs
@@ -380,6 +381,8 @@ def run_with_details(config: RunConfig, *, executor: Any | None = None) -> RunRe
 
 
 def _run_locked(config: RunConfig, out: Path, executor: Any | None) -> RunResult:
+    for reference in config.plugins:
+        load_plugin(reference)
     dataset = cached_dataset(config.dataset)
     for spec in config.backends:  # fail fast on unknown names and bad configs, before any work
         backends.get(spec.name).parse_config(spec.config)

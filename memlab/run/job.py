@@ -33,7 +33,7 @@ from memlab.errors import ConfigurationError, MemlabError
 from memlab.eval.retrieval import evidence_to_indexes, retrieval_metrics, retrieval_ranking
 from memlab.memory import IngestReport, Memory
 from memlab.readers.base import Reader
-from memlab.registry import backends, readers
+from memlab.registry import backends, load_plugin, readers
 from memlab.results import CONTROL_BACKEND, Prediction
 from memlab.run.spec import BackendSpec, ReaderSpec, ReplayMode
 from memlab.types import Answer, Question, Retrieval
@@ -54,6 +54,7 @@ class Job(BaseModel):
     max_questions: int | None = None
     replay: ReplayMode = "once"
     fingerprint: str | None = Field(default=None, description="stamped on every prediction of this job")
+    plugins: list[str] = Field(default_factory=list, description="--plugin classes to register before the job")
 
     @property
     def label(self) -> str:
@@ -260,6 +261,8 @@ def run_job(job: Job, emit: Callable[[Prediction], None] | None = None) -> list[
     ``emit`` is called (in this thread) with each prediction as soon as it exists; the full list is
     also returned, in question order.
     """
+    for reference in job.plugins:  # a worker process has not seen the driver's --plugin registrations
+        load_plugin(reference)
     dataset = cached_dataset(job.dataset)
     history = dataset.histories.get(job.context_id)
     questions = dataset.questions_for(job.context_id)

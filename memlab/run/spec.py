@@ -85,6 +85,10 @@ class RunConfig(BaseModel):
     progress: bool = True
     executor: str = "local"
     executor_options: dict[str, Any] = Field(default_factory=dict)
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="unpackaged plugin classes to register first (module:Class or path/to/file.py:Class)",
+    )
 
     def all_jobs_specs(self) -> list[tuple[BackendSpec, ReaderSpec]]:
         """(backend, reader) pairs: the chosen ones, then the blind controls."""

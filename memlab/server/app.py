@@ -67,7 +67,7 @@ SERVICE_LOCK_DIR = ".serve"  # under the data directory; the backend may hold th
 
 
 def hold_data_dir(data_dir: Path_) -> DirectoryLock:
-    """One service per data directory (a database store shared by N workers would skip this)."""
+    """One service per data directory (with a database store the N workers skip this)."""
     lock = DirectoryLock(data_dir / SERVICE_LOCK_DIR, purpose="memlab serve")
     try:
         return lock.acquire()
@@ -88,7 +88,10 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
     keys = KeyRing(settings)
     service_lock: DirectoryLock | None = None
     if client is None:
-        if settings.data_dir is not None:
+        from memlab.pg import config_uses_database
+
+        # N workers share a database store (it orders their writes); a file store has one writer.
+        if settings.data_dir is not None and not config_uses_database(settings.backend_config):
             service_lock = hold_data_dir(settings.data_dir)
         try:
             client = MemoryClient(
