@@ -145,7 +145,8 @@ class PgRagMemory(RagMemory):
 
     # ------------------------------------------------------------------ ingest
     def ingest(self, session: Session | Any, *, user_id: str) -> IngestReport:
-        report = super().ingest(session, user_id=user_id)
+        # Not RagMemory.ingest's per-user RAM lock: the ingest transaction orders writers across workers.
+        report = Memory.ingest(self, session, user_id=user_id)
         # The turn numbering is decided inside the ingest transaction (another worker may have
         # continued the session since the count was read): report the number actually used.
         actual = getattr(self._first_turn, "value", None)

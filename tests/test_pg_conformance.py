@@ -17,6 +17,7 @@ pytestmark = pytest.mark.pg
 class _OnPostgres(MemoryConformance):
     backend = ""
     options: dict = {}
+    stores_in_data_dir = False  # the database is the state
 
     @pytest.fixture(autouse=True)
     def _database(self, pg_server) -> None:  # noqa: F811

@@ -17,6 +17,9 @@ Every built-in backend passes it. Flags a subclass may set (class attributes):
   (``full_context``); the relevance-ranking check is skipped, ``k`` is still enforced.
 - ``turn_sources = False``: items do not come from turns (so they need not carry ``session_id`` /
   ``turn_index`` provenance). By default items must trace back to the turns they came from.
+- ``stores_in_data_dir = False``: a persistent backend whose state lives in a database server, not
+  under ``data_dir`` (it need not write files there; ``make_memory`` should still give two data
+  directories two separate stores, e.g. a database each).
 
 Failing checks show their values when pytest rewrites this module's asserts: memlab registers a
 ``pytest11`` entry point that does so; without it, add ``pytest.register_assert_rewrite(
@@ -61,6 +64,7 @@ class MemoryConformance:
     exact_recall: ClassVar[bool] = True
     returns_everything: ClassVar[bool] = False
     turn_sources: ClassVar[bool] = True
+    stores_in_data_dir: ClassVar[bool] = True
 
     def make_memory(self, data_dir: Path) -> Memory:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -192,7 +196,8 @@ class MemoryConformance:
         first.ingest(session("s1", ("user", ALICE_FACT)), user_id="alice")
         first.close()
         files = [p for p in (tmp_path / "here").rglob("*") if p.is_file() and p.name != ".memlab.lock"]
-        assert files, "a persistent backend wrote nothing under its data_dir"
+        if self.stores_in_data_dir:
+            assert files, "a persistent backend wrote nothing under its data_dir"
         elsewhere = self.make_memory(tmp_path / "elsewhere")
         try:
             assert not self._recalls(elsewhere.retrieve("cat named Pixel", user_id="alice"), "pixel")
