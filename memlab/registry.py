@@ -34,6 +34,7 @@ from memlab.errors import (
 T = TypeVar("T")
 
 BACKENDS_GROUP = "memlab.backends"
+LOCAL_PLUGIN_PREFIX = "memlab_local_plugin_"  # module names of --plugin files (imported from a path)
 READERS_GROUP = "memlab.readers"
 
 
@@ -284,7 +285,7 @@ def load_plugin(reference: str) -> tuple[str, str]:
             raise PluginValidationError(f"--plugin {reference!r}: no such file {path}")
         # One module per file, imported once per process: loading the same --plugin again (the
         # driver, then a job in the same process) must hand back the same class.
-        module_name = "memlab_local_plugin_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+        module_name = LOCAL_PLUGIN_PREFIX + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
         module = sys.modules.get(module_name)
         if module is None:
             spec = importlib.util.spec_from_file_location(module_name, path)

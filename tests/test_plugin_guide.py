@@ -193,5 +193,11 @@ def test_guide_commands_show_and_run_an_unpackaged_plugin(guide_files: Path, tmp
     assert ran.returncode == 0, ran.stderr[-2000:]
     rows = json.loads((out / "summary.json").read_text())["rows"]
     assert any(row["backend"] == "keyword" and row["questions"] > 0 for row in rows), rows
+    # A process worker has not seen the driver's registration: the job loads the file itself.
+    ran = subprocess.run([*env_cmd, "run", "--plugin", plugin, "--dataset", "synthetic:personas=1,sessions=4",
+                          "--backends", "keyword", "--reader", "longest_option", "--out", str(tmp_path / "proc"),
+                          "--executor", "process", "--workers", "1", "--no-controls", "--no-plots", "--no-progress"],
+                         capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-2000:]
     unknown = subprocess.run([*env_cmd, "backends", "--show", "keywrd"], capture_output=True, text=True, timeout=300)
     assert unknown.returncode == 2 and "memlab: error:" in unknown.stderr and "keyword" not in unknown.stderr

@@ -6,7 +6,7 @@ lands in the reader config's ``llm`` dict, which validates as an ``LLMConfig``.
 
 from __future__ import annotations
 
-import importlib
+import pkgutil
 import threading
 from pathlib import Path
 from typing import Any, Literal
@@ -133,17 +133,14 @@ def release_local_models() -> None:
 
 
 def _import_class(target: str) -> Any:
-    module_name, _, attr = target.partition(":")
-    if not attr:
+    if ":" not in target:
         raise LLMConfigError(f"llm.langchain_class {target!r}: expected 'module:Class'")
     try:
-        module = importlib.import_module(module_name)
+        return pkgutil.resolve_name(target)
     except ImportError as exc:
-        raise LLMConfigError(f"llm.langchain_class {target!r}: cannot import {module_name!r} ({exc})") from exc
-    try:
-        return getattr(module, attr)
-    except AttributeError as exc:
-        raise LLMConfigError(f"llm.langchain_class {target!r}: {module_name} has no {attr!r}") from exc
+        raise LLMConfigError(f"llm.langchain_class {target!r}: cannot import it ({exc})") from exc
+    except (AttributeError, ValueError) as exc:
+        raise LLMConfigError(f"llm.langchain_class {target!r}: no such class ({exc})") from exc
 
 
 def make_llm(config: LLMConfig | dict[str, Any] | None = None, *, llm: LLM | Any | None = None) -> ManagedLLM:

@@ -10,6 +10,7 @@ import importlib
 import logging
 import os
 import pickle
+import pkgutil
 import signal
 import socket
 import sys
@@ -24,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlab.errors import MemlabError, UnknownNameError
-from memlab.registry import backends, readers
+from memlab.registry import LOCAL_PLUGIN_PREFIX, backends, readers
 from memlab.results import Prediction
 from memlab.run.job import Job, cached_dataset, run_job
 
@@ -140,10 +141,7 @@ def ensure_plugins(refs: Sequence[PluginRef]) -> None:
             ) from exc
         if ref.name in registry.names():  # the module registers itself on import
             continue
-        obj: Any = module
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-        registry.register(ref.name, obj)
+        registry.register(ref.name, pkgutil.resolve_name(f"{module.__name__}:{attr}"))
 
 
 def _import(module_name: str, search_path: str | None) -> Any:
@@ -203,6 +201,8 @@ def plugin_refs(jobs: Sequence[Job]) -> list[PluginRef]:
             continue  # the job itself reports the unknown name
         if entry.distribution is not None or entry.loader is not None:
             continue  # entry points are discovered by every worker on its own
+        if entry.target.startswith(LOCAL_PLUGIN_PREFIX):
+            continue  # a --plugin file: the job loads it from the file itself (Job.plugins)
         refs.append(PluginRef(kind=kind, name=name, target=entry.target, search_path=_search_path(entry.target)))
     return refs
 
