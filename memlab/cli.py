@@ -140,24 +140,12 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     return 0
 
 
-# Every backend that runs offline on the embedded defaults (no model download, no LLM).
-DEMO_BACKENDS = ("full_context", "rag", "profile", "mem0")
-
-
 def cmd_demo(args: argparse.Namespace, extra: list[str]) -> int:
-    from memlab.runner import BackendSpec, RunConfig, run
+    from memlab.demo import run_demo
 
-    config = RunConfig(
-        dataset=args.dataset,
-        backends=[BackendSpec(name=name) for name in DEMO_BACKENDS],
-        out=Path(args.out),
-        progress=not args.no_progress,
-    )
-    print(f"memlab demo: {config.dataset}, backends {', '.join(DEMO_BACKENDS)} (+ blind controls), offline",
-          file=sys.stderr)
-    run(config)
-    _print_report(config.out, plots=True)
-    return 0
+    if extra:
+        raise MemlabError(f"unrecognised arguments: {' '.join(extra)}")
+    return run_demo(args.dataset, Path(args.out), progress=not args.no_progress)
 
 
 def cmd_report(args: argparse.Namespace, extra: list[str]) -> int:
@@ -214,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.set_defaults(func=cmd_run)
 
     demo_p = sub.add_parser("demo", help="offline demo on synthetic data: table and plots")
-    demo_p.add_argument("--dataset", default="synthetic")
+    demo_p.add_argument("--dataset", default=None, help="default: the calibrated synthetic set in memlab.demo")
     demo_p.add_argument("--out", default="runs/demo")
     demo_p.add_argument("--no-progress", action="store_true")
     demo_p.set_defaults(func=cmd_demo)
