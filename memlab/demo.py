@@ -43,13 +43,7 @@ def library_output_to(log_path: Path) -> Iterator[None]:
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     saved_handlers, saved_level = root.handlers[:], root.level
-    # Libraries that attach their own stderr handlers (mem0, faiss) get theirs redirected too.
-    redirected: list[tuple[logging.Logger, list[logging.Handler], bool]] = []
-    for logger in [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)]:
-        if isinstance(logger, logging.Logger) and logger.handlers:
-            redirected.append((logger, logger.handlers[:], logger.propagate))
-            logger.handlers = []
-            logger.propagate = True
+    _redirect_library_handlers()
     root.handlers = [handler]
     root.setLevel(logging.INFO)
     logging.captureWarnings(True)
@@ -60,9 +54,24 @@ def library_output_to(log_path: Path) -> Iterator[None]:
     finally:
         logging.captureWarnings(False)
         root.handlers, root.level = saved_handlers, saved_level
-        for logger, handlers, propagate in redirected:
+        for logger, handlers, propagate in reversed(_REDIRECTED):
             logger.handlers, logger.propagate = handlers, propagate
+        _REDIRECTED.clear()
         handler.close()
+
+
+# Loggers whose own handlers were taken away while the demo runs: (logger, handlers, propagate).
+_REDIRECTED: list[tuple[logging.Logger, list[logging.Handler], bool]] = []
+
+
+def _redirect_library_handlers() -> None:
+    """Libraries that attach their own stderr handlers (mem0, faiss) log through the root's file
+    handler instead; what was changed is remembered so that it is restored afterwards."""
+    for logger in [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)]:
+        if isinstance(logger, logging.Logger) and logger.handlers:
+            _REDIRECTED.append((logger, logger.handlers[:], logger.propagate))
+            logger.handlers = []
+            logger.propagate = True
 
 
 def _label(qtype: str) -> str:
@@ -144,6 +153,11 @@ def run_demo(dataset: str | None, out: Path, *, progress: bool = True) -> int:
     print(f"memlab demo: {config.dataset}, backends {', '.join(DEMO_BACKENDS)} (+ blind controls), offline; "
           f"library messages go to {log_path}", file=sys.stderr)
     with library_output_to(log_path):
+        from memlab.registry import backends
+
+        for name in DEMO_BACKENDS:  # imported first, so handlers they attach on import are redirected too
+            backends.get(name)
+        _redirect_library_handlers()
         run(config)
         summary = report.load_run(out)
         plots = report.write_report(out)
