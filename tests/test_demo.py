@@ -6,6 +6,8 @@ import logging
 import warnings
 from pathlib import Path
 
+import pytest
+
 from memlab.demo import explain, library_output_to
 from memlab.results import PairedComparison, RowSummary, RunSummary, wilson
 
@@ -58,3 +60,20 @@ def test_library_output_goes_to_the_log_file(tmp_path: Path, capsys) -> None:  #
     assert "FutureWarning" not in captured.err and "faiss" not in captured.err
     text = log.read_text()
     assert "some FutureWarning from a library" in text and "Loading faiss with AVX2 support." in text
+
+
+@pytest.mark.slow
+def test_demo_end_to_end_prints_table_lines_and_no_library_noise(tmp_path: Path, capfd) -> None:  # type: ignore[no-untyped-def]
+    from memlab.cli import main
+
+    out = tmp_path / "demo"
+    code = main(["demo", "--dataset", "synthetic:personas=1,sessions=3,turns=4,aspects=4,questions=7",
+                 "--out", str(out), "--no-progress"])
+    captured = capfd.readouterr()
+    assert code == 0
+    assert "Best per type:" in captured.out and "Memory helps:" in captured.out
+    assert "rag's" in captured.out  # the mem0-versus-rag line
+    assert f"Report: {out}" in captured.out
+    noise = [line for line in (captured.out + captured.err).splitlines() if "Warning" in line or "faiss" in line.lower()]
+    assert not noise, noise
+    assert (out / "demo.log").is_file()
