@@ -28,10 +28,10 @@ DEMO_DATASET = "synthetic:personas=10,seed=7"
 
 # What each design keeps, to say *why* it wins the types it wins (the wins themselves are measured).
 DESIGNS = {
-    "full_context": "it hands the reader every turn",
-    "rag": "it retrieves the turns most similar to the question",
-    "profile": "it keeps each aspect's current stance and its earlier versions",
-    "mem0": "it retrieves remembered messages by similarity",
+    "full_context": "reads every turn",
+    "rag": "finds the turns most like the question",
+    "profile": "keeps each aspect's current stance and its history",
+    "mem0": "finds remembered messages like the question",
 }
 
 
@@ -98,18 +98,24 @@ def explain(summary: RunSummary) -> list[str]:
     # 1. Which design wins which question types (only a lead over every blind control counts).
     types = sorted({t for r in memory_rows for t in r.per_type})
     controls = [r for r in summary.rows if r.control]
-    wins: dict[str, list[str]] = {}
+    wins: dict[tuple[str, ...], list[str]] = {}
     none_better: list[str] = []
     for qtype in types:
         scored = [r for r in memory_rows if qtype in r.per_type]
-        best = max(scored, key=lambda r: r.per_type[qtype].accuracy)
+        top = max(r.per_type[qtype].accuracy for r in scored)
         bar = max((c.per_type[qtype].accuracy for c in controls if qtype in c.per_type), default=0.0)
-        if best.per_type[qtype].accuracy > bar:
-            wins.setdefault(best.backend, []).append(f"{_label(qtype)} {best.per_type[qtype].accuracy:.0%}")
+        if top > bar:
+            tied = tuple(r.backend for r in scored if r.per_type[qtype].accuracy == top)  # ties are shared
+            wins.setdefault(tied, []).append(f"{_label(qtype)} {top:.0%}")
         else:
             none_better.append(_label(qtype))
-    parts = [f"{backend} wins {', '.join(won)} ({DESIGNS.get(_design(next(r for r in memory_rows if r.backend == backend)), 'its design')})"
-             for backend, won in wins.items()]
+    by_name = {r.backend: r for r in memory_rows}
+    parts = []
+    for tied, won in wins.items():
+        if len(tied) == 1:
+            parts.append(f"{tied[0]} - {', '.join(won)} ({DESIGNS.get(_design(by_name[tied[0]]), 'its design')})")
+        else:
+            parts.append(f"tied {'/'.join(tied)} - {', '.join(won)}")
     if none_better:
         parts.append(f"no design beats the blind controls on {', '.join(none_better)}")
     lines.append("Best per type: " + "; ".join(parts) + ".")
