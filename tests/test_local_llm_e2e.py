@@ -9,6 +9,7 @@ The harness is ``benchmarks/local_llm.py`` (which reports the numbers in docs/ll
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ def harness():  # type: ignore[no-untyped-def]
     spec = importlib.util.spec_from_file_location("local_llm_harness", HARNESS)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
