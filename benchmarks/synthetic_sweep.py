@@ -21,7 +21,6 @@ import os
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -51,14 +50,20 @@ BLIND = "none"
 LONGEST = "longest_option"
 
 
-def replay(backend: str, seeds: list[int], personas: int, reader: EmbeddingReader, work: Path) -> dict[str, tuple[str, bool]]:
+def replay(
+    backend: str, seeds: list[int], personas: int, reader: EmbeddingReader, work: Path
+) -> dict[str, tuple[str, bool]]:
     """question id -> (type, correct) for one backend read by the embedding reader."""
     out: dict[str, tuple[str, bool]] = {}
     longest = LongestOptionReader()
     for seed in seeds:
         dataset = generate(personas=personas, seed=seed)
         for context_id, history in dataset.histories.items():
-            memory = None if backend in (BLIND, LONGEST) else create_backend(backend, data_dir=work / f"{backend}-{context_id}")
+            memory = (
+                None
+                if backend in (BLIND, LONGEST)
+                else create_backend(backend, data_dir=work / f"{backend}-{context_id}")
+            )
             position = 0
             try:
                 for question in dataset.questions_for(context_id):
@@ -77,13 +82,20 @@ def replay(backend: str, seeds: list[int], personas: int, reader: EmbeddingReade
     return out
 
 
-def paired(a: dict[str, tuple[str, bool]], b: dict[str, tuple[str, bool]], qtype: str | None) -> tuple[float, float, int, int, float]:
+def paired(
+    a: dict[str, tuple[str, bool]], b: dict[str, tuple[str, bool]], qtype: str | None
+) -> tuple[float, float, int, int, float]:
     """accuracy of a, of b, wins of a, losses of a, exact McNemar p on the questions of ``qtype``."""
     ids = [q for q in a if q in b and (qtype is None or a[q][0] == qtype)]
     wins = sum(a[q][1] and not b[q][1] for q in ids)
     losses = sum(b[q][1] and not a[q][1] for q in ids)
-    return (sum(a[q][1] for q in ids) / len(ids), sum(b[q][1] for q in ids) / len(ids), wins, losses,
-            mcnemar_exact(wins, losses))
+    return (
+        sum(a[q][1] for q in ids) / len(ids),
+        sum(b[q][1] for q in ids) / len(ids),
+        wins,
+        losses,
+        mcnemar_exact(wins, losses),
+    )
 
 
 def table(rows: dict[str, dict[str, tuple[str, bool]]]) -> str:
@@ -99,15 +111,18 @@ def table(rows: dict[str, dict[str, tuple[str, bool]]]) -> str:
     counts = ["questions", str(len(any_row)), *(str(sum(t == q for t, _ in any_row.values())) for q in CANONICAL_TYPES)]
     lines.append(counts)
     widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
-    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths)))
-                     for line in lines)
+    return "\n".join(
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))) for line in lines
+    )
 
 
 def check(label: str, a: dict, b: dict, qtype: str, *, better: bool, alpha: float = 0.05) -> bool:  # type: ignore[type-arg]
     acc_a, acc_b, wins, losses, p = paired(a, b, qtype)
     ok = (acc_a > acc_b and p < alpha) if better else acc_a >= acc_b
-    print(f"  [{'PASS' if ok else 'FAIL'}] {label}: {acc_a:.1%} vs {acc_b:.1%} "
-          f"(wins {wins}, losses {losses}, McNemar p={p:.3g})")
+    print(
+        f"  [{'PASS' if ok else 'FAIL'}] {label}: {acc_a:.1%} vs {acc_b:.1%} "
+        f"(wins {wins}, losses {losses}, McNemar p={p:.3g})"
+    )
     return ok
 
 
@@ -141,11 +156,21 @@ def main() -> int:
     for name in ("rag", "full_context"):
         if name in rows:
             for control in (BLIND, LONGEST):
-                ok &= check(f"{name} > {labels[control]} on {short_label(RECALL_FACTS)}", rows[name], rows[control],
-                            RECALL_FACTS, better=True)
+                ok &= check(
+                    f"{name} > {labels[control]} on {short_label(RECALL_FACTS)}",
+                    rows[name],
+                    rows[control],
+                    RECALL_FACTS,
+                    better=True,
+                )
     for name in backends:
-        ok &= check(f"{name} >= {labels[BLIND]} on {short_label(SUGGEST_NEW)}", rows[name], rows[BLIND],
-                    SUGGEST_NEW, better=False)
+        ok &= check(
+            f"{name} >= {labels[BLIND]} on {short_label(SUGGEST_NEW)}",
+            rows[name],
+            rows[BLIND],
+            SUGGEST_NEW,
+            better=False,
+        )
     if "profile" in rows and "rag" in rows:
         for qtype in (ACKNOWLEDGE_LATEST, TRACK_EVOLUTION):
             check(f"profile > rag on {short_label(qtype)} (reported)", rows["profile"], rows["rag"], qtype, better=True)

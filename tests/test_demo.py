@@ -14,21 +14,36 @@ from memlab.results import PairedComparison, RowSummary, RunSummary, wilson
 FACTS, LATEST = "recall_user_shared_facts", "acknowledge_latest_user_preferences"
 
 
-def row(backend: str, reader: str, overall: int, per_type: dict[str, int], *, control: bool = False,
-        vs: list[PairedComparison] | None = None) -> RowSummary:
-    return RowSummary(backend=backend, reader=reader, control=control, accuracy=wilson(overall, 100),
-                      per_type={t: wilson(c, 50) for t, c in per_type.items()}, vs_controls=vs or [])
+def row(
+    backend: str,
+    reader: str,
+    overall: int,
+    per_type: dict[str, int],
+    *,
+    control: bool = False,
+    vs: list[PairedComparison] | None = None,
+) -> RowSummary:
+    return RowSummary(
+        backend=backend,
+        reader=reader,
+        control=control,
+        accuracy=wilson(overall, 100),
+        per_type={t: wilson(c, 50) for t, c in per_type.items()},
+        vs_controls=vs or [],
+    )
 
 
 def summary(rag_facts: int, profile_latest: int, mem0_overall: int, rag_latest: int = 10) -> RunSummary:
     versus = [PairedComparison(control="none / embedding", n=100, wins=30, losses=5, p_value=1e-5)]
-    return RunSummary(rows=[
-        row("rag", "embedding", 55, {FACTS: rag_facts, LATEST: rag_latest}, vs=versus),
-        row("profile", "embedding", 50, {FACTS: 20, LATEST: profile_latest}, vs=versus),
-        row("mem0 (no LLM)", "embedding", mem0_overall, {FACTS: 20, LATEST: 10}, vs=versus),
-        row("none", "embedding", 25, {FACTS: 12, LATEST: 12}, control=True),
-        row("none", "longest_option", 24, {FACTS: 13, LATEST: 12}, control=True),
-    ])
+    return RunSummary(
+        rows=[
+            row("rag", "embedding", 55, {FACTS: rag_facts, LATEST: rag_latest}, vs=versus),
+            row("profile", "embedding", 50, {FACTS: 20, LATEST: profile_latest}, vs=versus),
+            row("mem0 (no LLM)", "embedding", mem0_overall, {FACTS: 20, LATEST: 10}, vs=versus),
+            row("none", "embedding", 25, {FACTS: 12, LATEST: 12}, control=True),
+            row("none", "longest_option", 24, {FACTS: 13, LATEST: 12}, control=True),
+        ]
+    )
 
 
 def test_three_lines_follow_the_numbers() -> None:
@@ -69,13 +84,23 @@ def test_demo_end_to_end_prints_table_lines_and_no_library_noise(tmp_path: Path,
     from memlab.cli import main
 
     out = tmp_path / "demo"
-    code = main(["demo", "--dataset", "synthetic:personas=1,sessions=3,turns=4,aspects=4,questions=7",
-                 "--out", str(out), "--no-progress"])
+    code = main(
+        [
+            "demo",
+            "--dataset",
+            "synthetic:personas=1,sessions=3,turns=4,aspects=4,questions=7",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     captured = capfd.readouterr()
     assert code == 0
     assert "Best per type:" in captured.out and "Memory helps:" in captured.out
     assert "rag's" in captured.out  # the mem0-versus-rag line
     assert f"Report: {out}" in captured.out
-    noise = [line for line in (captured.out + captured.err).splitlines() if "Warning" in line or "faiss" in line.lower()]
+    noise = [
+        line for line in (captured.out + captured.err).splitlines() if "Warning" in line or "faiss" in line.lower()
+    ]
     assert not noise, noise
     assert (out / "demo.log").is_file()

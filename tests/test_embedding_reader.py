@@ -49,7 +49,8 @@ def test_context_only_retrieval_is_read_line_by_line() -> None:
 
 
 def test_open_questions_get_an_extractive_answer() -> None:
-    open_q = Question(id="q", type="t", text="Which city do I live in?", answer_text="Lisbon", context_id="c", end_index=0)
+    open_q = Question(id="q", type="t", text="Which city do I live in?", answer_text="Lisbon", context_id="c",
+                      end_index=0)
     reader = EmbeddingReader(embedder=HashingEmbedder())
     answer = reader.answer(open_q, items("I like tea.", "I live in the city of Lisbon."))
     assert answer.text == "I live in the city of Lisbon." and answer.error is None

@@ -49,8 +49,11 @@ def test_three_llm_paths_against_a_local_server_process(tmp_path: Path, smollm2_
     mem0 = rows["mem0 (infer=True) / embedding"]
     # mem0 really asked the server: facts were stored, or its failures were counted (mem0's own
     # extraction prompt alone is about 8,900 tokens, over SmolLM2's 8,192-token window).
-    reached = mem0.counters.get("stored items", 0) + mem0.counters.get("ingest errors", 0) \
+    reached = (
+        mem0.counters.get("stored items", 0)
+        + mem0.counters.get("ingest errors", 0)
         + mem0.counters.get("unparsed extraction replies", 0)
+    )
     assert reached > 0, mem0.counters
     profile = rows["profile (extractor=llm) / embedding"]
     assert profile.counters.get("ingest errors", 0) == 0, profile.notes

@@ -37,8 +37,9 @@ def blind_accuracy(reader, questions: list[Question]) -> dict[str, tuple[float, 
 
 
 def assert_near_chance(name: str, scores: dict[str, tuple[float, int]]) -> None:
-    off = {t: f"{acc:.1%} of {n}" for t, (acc, n) in scores.items()
-           if n >= MIN_PER_TYPE and abs(acc - CHANCE) > TOLERANCE}
+    off = {
+        t: f"{acc:.1%} of {n}" for t, (acc, n) in scores.items() if n >= MIN_PER_TYPE and abs(acc - CHANCE) > TOLERANCE
+    }
     assert not off, f"{name} is not at chance ({CHANCE:.0%} +- {TOLERANCE:.0%}): {off}"
 
 

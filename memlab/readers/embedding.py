@@ -47,7 +47,6 @@ from memlab.errors import MemlabError
 from memlab.readers.base import Reader, ReaderConfig, argmax, strip_option_label
 from memlab.types import Answer, Question, Retrieval
 
-
 NO_ANSWER = "No information available."
 
 # Wordings of a request for something the user has not done yet (case-insensitive regexes).

@@ -53,21 +53,27 @@ from memlab.datasets.synthetic.questions import questions as build_questions
 __all__ = ["ACK_FAMILIES", "ASPECTS", "STANCES", "generate"]
 
 
-def generate(personas: int = 2, seed: int = 0, sessions: int = 8, turns: int = 20, aspects: int = 6,
-             questions: int = 24) -> Dataset:
+def generate(
+    personas: int = 2, seed: int = 0, sessions: int = 8, turns: int = 20, aspects: int = 6, questions: int = 24
+) -> Dataset:
     """A deterministic synthetic PersonaMem-format dataset.
 
     ``personas`` histories of ``sessions`` sessions, each about ``turns`` messages after its system
     message (more when a session has many events), with ``aspects`` changing preferences per persona
     and about ``questions`` questions per persona covering all seven types.
     """
-    limits = {"personas": (personas, 1, len(FIRST_NAMES) * len(LAST_NAMES)), "sessions": (sessions, 3, 200),
-              "turns": (turns, 4, 1000), "aspects": (aspects, 4, len(ASPECTS)), "questions": (questions, 1, 10_000)}
+    limits = {
+        "personas": (personas, 1, len(FIRST_NAMES) * len(LAST_NAMES)),
+        "sessions": (sessions, 3, 200),
+        "turns": (turns, 4, 1000),
+        "aspects": (aspects, 4, len(ASPECTS)),
+        "questions": (questions, 1, 10_000),
+    }
     for name, (value, low, high) in limits.items():
         if not low <= value <= high:
             raise ValueError(f"synthetic dataset: {name}={value} is out of range [{low}, {high}]")
     rng = random.Random(f"memlab-synthetic:{seed}")
-    names = rng.sample([f"{f} {l}" for f in FIRST_NAMES for l in LAST_NAMES], personas)
+    names = rng.sample([f"{f} {last}" for f in FIRST_NAMES for last in LAST_NAMES], personas)
     histories: dict[str, History] = {}
     all_questions = []
     for number in range(personas):
@@ -87,7 +93,10 @@ def generate(personas: int = 2, seed: int = 0, sessions: int = 8, turns: int = 2
         )
         histories[context_id] = history
         all_questions += build_questions(persona, history, questions, seed, prng)
-    spec = f"synthetic:personas={personas},seed={seed},sessions={sessions},turns={turns},aspects={aspects},questions={questions}"
+    spec = (
+        f"synthetic:personas={personas},seed={seed},sessions={sessions},turns={turns},"
+        f"aspects={aspects},questions={questions}"
+    )
     return Dataset(name=f"synthetic-{seed}", histories=histories, questions=all_questions, source=spec)
 
 
@@ -99,8 +108,12 @@ def _describe(persona: Persona) -> dict[str, Any]:
         "facts": {kind: {"value": v, "message": i} for kind, (v, i) in persona.facts.items()},
         "preferences": {
             p.aspect.item: [
-                {"stance": s.stance, "message": s.index, "reason": person(s.reason.text, user=True) if s.reason else None,
-                 "motive": s.reason.motive if s.reason else None}
+                {
+                    "stance": s.stance,
+                    "message": s.index,
+                    "reason": person(s.reason.text, user=True) if s.reason else None,
+                    "motive": s.reason.motive if s.reason else None,
+                }
                 for s in p.steps
             ]
             for p in persona.aspects

@@ -78,8 +78,13 @@ def plan_aspect(aspect: Aspect, sessions: int, rng: random.Random) -> AspectPlan
     return AspectPlan(aspect, steps)
 
 
-def events(persona_facts: dict[str, str], plans: list[AspectPlan], facts_out: dict[str, tuple[str, int]],
-           sessions: int, rng: random.Random) -> list[Event]:
+def events(
+    persona_facts: dict[str, str],
+    plans: list[AspectPlan],
+    facts_out: dict[str, tuple[str, int]],
+    sessions: int,
+    rng: random.Random,
+) -> list[Event]:
     out: list[Event] = []
 
     def wrap(text: str) -> str:
@@ -103,7 +108,9 @@ def events(persona_facts: dict[str, str], plans: list[AspectPlan], facts_out: di
                 text = rng.choice(FIRST_STANCE[step.stance]).format(item=item)
                 reply = rng.choice(EVENT_REPLIES)
             else:
-                text = rng.choice(CHANGE_STANCE[step.stance]).format(item=item, reason=person(step.reason.text, user=True))
+                text = rng.choice(CHANGE_STANCE[step.stance]).format(
+                    item=item, reason=person(step.reason.text, user=True)
+                )
                 reply = rng.choice(CHANGE_REPLIES)
             text = text[:1].upper() + text[1:]
 
@@ -123,8 +130,16 @@ def events(persona_facts: dict[str, str], plans: list[AspectPlan], facts_out: di
                     plan.idea_mentions.append((session, idea, index))
 
                 mention = rng.choice(IDEA_MENTIONS).format(idea=idea)
-                out.append(Event(session, "idea", wrap(mention), rng.choice(IDEA_REPLIES), bind_idea,
-                                 after=event if session == step.session else None))
+                out.append(
+                    Event(
+                        session,
+                        "idea",
+                        wrap(mention),
+                        rng.choice(IDEA_REPLIES),
+                        bind_idea,
+                        after=event if session == step.session else None,
+                    )
+                )
     return out
 
 
@@ -132,9 +147,15 @@ def render(persona: Persona, planned: list[Event], sessions: int, turns: int, rn
     """The history: per session a system message with the persona, then events among small talk."""
     messages: list[Message] = []
     for session in range(sessions):
-        messages.append(Message(role="system", content=(
-            f"Current user persona: Name: {persona.name}. Age: {persona.age}. {persona.name} chats with the "
-            f"assistant about everyday life. This is conversation {session + 1} of {sessions}.")))
+        messages.append(
+            Message(
+                role="system",
+                content=(
+                    f"Current user persona: Name: {persona.name}. Age: {persona.age}. {persona.name} chats with the "
+                    f"assistant about everyday life. This is conversation {session + 1} of {sessions}."
+                ),
+            )
+        )
         mine = [e for e in planned if e.session == session]
         rng.shuffle(mine)
         # An idea mention must follow the stance it depends on when both land in one session.

@@ -62,9 +62,14 @@ def _tables(key: str) -> dict[str, tuple[str, ...]]:
 
 ASPECTS: tuple[Aspect, ...] = tuple(
     Aspect(
-        item=a["item"], cues=tuple(a["cues"]), scenario=a["scenario"], recommendation=a["recommendation"],
+        item=a["item"],
+        cues=tuple(a["cues"]),
+        scenario=a["scenario"],
+        recommendation=a["recommendation"],
         ideas=tuple(a["ideas"]),
-        reasons={stance: tuple(Reason(text, motive) for text, motive in pairs) for stance, pairs in a["reasons"].items()},
+        reasons={
+            stance: tuple(Reason(text, motive) for text, motive in pairs) for stance, pairs in a["reasons"].items()
+        },
     )
     for a in _DATA["aspects"]
 )

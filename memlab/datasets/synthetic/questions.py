@@ -92,8 +92,10 @@ def recall(state: State, kind: str, rng: random.Random) -> Draft | None:
     spec = FACT_QUESTIONS[kind]
     template = rng.choice(spec.templates)
     wrong = rng.sample([v for v in FACT_POOLS[kind] if v != value], 3)
-    options = [(template.format(v=v, art=article(v)), option_kind) for v, option_kind in
-               ((value, "correct"), *((w, "wrong_item") for w in wrong))]
+    options = [
+        (template.format(v=v, art=article(v)), option_kind)
+        for v, option_kind in ((value, "correct"), *((w, "wrong_item") for w in wrong))
+    ]
     return Draft(kind, spec.question, options, [index], value)
 
 
@@ -259,8 +261,10 @@ def draft(qtype: str, state: State, subject: str, rng: random.Random) -> Draft |
 def questions(persona: Persona, history: History, count: int, seed: int, rng: random.Random) -> list[Question]:
     """About ``count`` questions over all seven types, spread over subjects and question points."""
     points = question_points(history, rng)
-    subjects = {t: (list(persona.facts) if t == RECALL_FACTS else [p.aspect.item for p in persona.aspects])
-                for t in CANONICAL_TYPES}
+    subjects = {
+        t: (list(persona.facts) if t == RECALL_FACTS else [p.aspect.item for p in persona.aspects])
+        for t in CANONICAL_TYPES
+    }
     order = list(CANONICAL_TYPES)
     rng.shuffle(order)
     used: set[tuple[str, str, int]] = set()
@@ -322,8 +326,9 @@ def balance_lengths(options: list[tuple[str, str]], rng: random.Random) -> list[
     return [(text, kind) if i == target else option for i, option in enumerate(options)]
 
 
-def finish(found: Draft, qtype: str, end: int, history: History, persona: Persona, seed: int,
-           number: int, rng: random.Random) -> Question:
+def finish(
+    found: Draft, qtype: str, end: int, history: History, persona: Persona, seed: int, number: int, rng: random.Random
+) -> Question:
     found = Draft(found.subject, found.text, balance_lengths(found.options, rng), found.evidence, found.key)
     order = list(range(len(found.options)))
     rng.shuffle(order)
