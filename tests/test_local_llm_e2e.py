@@ -58,5 +58,6 @@ def test_three_llm_paths_against_a_local_server_process(tmp_path: Path, smollm2_
     profile = rows["profile (extractor=llm) / embedding"]
     assert profile.counters.get("ingest errors", 0) == 0, profile.notes
     assert profile.counters["extractor calls"] >= 3  # one per session at least: the server was really used
-    assert profile.counters.get("rejected operation batches", 0) <= 3
+    # A rejected batch (invalid JSON twice) is counted once per ingest call and skipped, never raised.
+    assert profile.counters.get("rejected operation batches", 0) <= profile.counters["extractor calls"]
     print(bench.render(list(rows.values()), dataset))
