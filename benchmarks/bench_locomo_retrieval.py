@@ -1,6 +1,6 @@
 """LoCoMo evidence retrieval, LLM-free: recall@5, recall@10 and MRR per question category.
 
-Every backend replays each LoCoMo conversation through the runner (``memlab.runner.run``) and is
+Every backend replays each LoCoMo conversation through the runner (``memlab.run.driver.run``) and is
 asked every question once the whole conversation is in memory; the retrieved items are traced back
 to turns and compared with the turns LoCoMo annotates as evidence (``memlab.eval.retrieval``). No
 answer is generated: the reader registered here only lets the runner retrieve.
@@ -41,7 +41,7 @@ from memlab.datasets.locomo import CATEGORIES  # noqa: E402
 from memlab.readers.base import Reader  # noqa: E402
 from memlab.registry import backends, readers  # noqa: E402
 from memlab.results import Prediction, read_predictions  # noqa: E402
-from memlab.runner import BackendSpec  # noqa: E402
+from memlab.run.spec import BackendSpec  # noqa: E402
 from memlab.types import Answer, Question, Retrieval  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -154,7 +154,8 @@ def render(results: dict[str, dict[str, dict[str, float]]], unavailable: dict[st
 
 def main(argv: list[str] | None = None) -> int:
     args, configs = parse_args(sys.argv[1:] if argv is None else argv)
-    from memlab.runner import ReaderSpec, RunConfig, run
+    from memlab.run.driver import run
+    from memlab.run.spec import ReaderSpec, RunConfig
 
     if RetrievalOnlyReader.name not in readers.names():
         readers.register(RetrievalOnlyReader.name, RetrievalOnlyReader)

@@ -73,7 +73,8 @@ def main() -> None:
 
 def compare(dataset: str, out: str, embedder: str) -> None:
     from memlab.report import markdown_table
-    from memlab.runner import BackendSpec, ReaderSpec, RunConfig, run
+    from memlab.run.driver import run
+    from memlab.run.spec import BackendSpec, ReaderSpec, RunConfig
 
     config = RunConfig(
         dataset=dataset,

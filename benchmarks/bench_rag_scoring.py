@@ -1,6 +1,6 @@
 """Compare the rag backend's scoring modes (dense, sparse, colbert, hybrid) on a PersonaMem history.
 
-Each mode is one rag backend in one ``memlab.runner`` run over the 128k dev history (default
+Each mode is one rag backend in one ``memlab.run`` run over the 128k dev history (default
 ``../shared/data/personamem/128k-dev``), answered by the LLM-free ``embedding`` reader, so the
 modes differ only in what they retrieve. Two numbers per mode:
 
@@ -78,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from memlab.results import read_predictions
-    from memlab.runner import BackendSpec, ReaderSpec, RunConfig, cached_dataset, run
+    from memlab.run.driver import run
+    from memlab.run.job import cached_dataset
+    from memlab.run.spec import BackendSpec, ReaderSpec, RunConfig
 
     data = Path(args.data)
     if not data.is_dir():

@@ -163,24 +163,12 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     return _run_and_report(config, args, plots=not args.no_plots)
 
 
-# Every backend that runs offline on the embedded defaults (no model download, no LLM).
-DEMO_BACKENDS = ("full_context", "rag", "profile", "mem0")
-
-
 def cmd_demo(args: argparse.Namespace, extra: list[str]) -> int:
-    from memlab.run.spec import BackendSpec, RunConfig
+    from memlab.demo import run_demo
 
     if extra:
         raise MemlabError(f"unrecognised arguments: {' '.join(extra)}")
-    config = RunConfig(
-        dataset=args.dataset,
-        backends=[BackendSpec(name=name) for name in DEMO_BACKENDS],
-        out=Path(args.out),
-        progress=not args.no_progress,
-    )
-    print(f"memlab demo: {config.dataset}, backends {', '.join(DEMO_BACKENDS)} (+ blind controls), offline",
-          file=sys.stderr)
-    return _run_and_report(config, args, plots=True)
+    return run_demo(args.dataset, Path(args.out), progress=not args.no_progress)
 
 
 def cmd_repair(args: argparse.Namespace, extra: list[str]) -> int:
@@ -299,7 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.set_defaults(func=cmd_run)
 
     demo_p = sub.add_parser("demo", help="offline demo on synthetic data: table and plots")
-    demo_p.add_argument("--dataset", default="synthetic")
+    demo_p.add_argument("--dataset", default=None, help="default: the calibrated synthetic set in memlab.demo")
     demo_p.add_argument("--out", default="runs/demo")
     demo_p.add_argument("--no-progress", action="store_true")
     demo_p.add_argument("-v", "--verbose", action="store_true", help="print full tracebacks of failures")

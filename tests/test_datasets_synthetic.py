@@ -138,7 +138,8 @@ def test_answers_follow_the_state_at_end_index(large: Dataset) -> None:
         correct = strip_option_label(q.options[q.answer])
         if q.type == ACKNOWLEDGE_LATEST:
             stance = known[-1]["stance"]
-            assert correct in {family[stance].format(item=q.topic) for family in ACK_FAMILIES}, q.id
+            # The correct option is the current stance in one family's words (plus, at times, a closing remark).
+            assert any(correct.startswith(family[stance].format(item=q.topic)) for family in ACK_FAMILIES), q.id
             latest_by_aspect.setdefault((q.context_id, q.topic), set()).add(stance)
         else:
             reason = [s for s in known if s["reason"]][-1]["reason"]
@@ -190,3 +191,26 @@ def test_parameters_scale_the_dataset() -> None:
 def test_bad_parameters_are_named(kwargs: dict[str, int], name: str) -> None:
     with pytest.raises(ValueError, match=name):
         generate(**kwargs)
+
+
+def test_phrase_tables_are_package_data() -> None:
+    """The text lives in phrases.json next to the code (shipped via package-data), not in Python."""
+    from importlib import resources
+
+    from memlab.datasets.synthetic import phrases
+
+    data = json.loads(resources.files("memlab.datasets.synthetic").joinpath("phrases.json").read_text("utf-8"))
+    assert [a["item"] for a in data["aspects"]] == [a.item for a in phrases.ASPECTS]
+    assert set(data["ack_families"][0]) == {"like", "dislike", "indifferent", "generic"}
+
+
+def test_fact_recall_options_share_one_template(large: Dataset) -> None:
+    """Calibration: the four options differ only in the fact value, so no option is the 'generic' one."""
+    from memlab.datasets.synthetic.phrases import FACT_POOLS
+
+    for q in large.questions:
+        if q.type != RECALL_FACTS:
+            continue
+        assert q.metadata["option_kinds"].count("wrong_item") == 3
+        values = [v for v in FACT_POOLS[q.topic] if any(v in o for o in q.options)]
+        assert len(values) >= 4, q.options

