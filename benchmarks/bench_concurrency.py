@@ -30,9 +30,15 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "person
 
 def timed(dataset: str, base_url: str, concurrency: int, out: Path, max_questions: int | None) -> tuple[float, dict]:
     llm = {"base_url": base_url, "model": "fake-model", "cache": False, "max_concurrency": concurrency}
-    config = RunConfig(dataset=dataset, backends=[BackendSpec(name="full_context")], controls=False, out=out,
-                       reader=ReaderSpec(name="llm", config={"llm": llm}), progress=False,
-                       max_questions=max_questions)
+    config = RunConfig(
+        dataset=dataset,
+        backends=[BackendSpec(name="full_context")],
+        controls=False,
+        out=out,
+        reader=ReaderSpec(name="llm", config={"llm": llm}),
+        progress=False,
+        max_questions=max_questions,
+    )
     start = time.perf_counter()
     summary = run(config)
     wall = time.perf_counter() - start
@@ -52,8 +58,10 @@ def main() -> None:
         seq_wall, seq = timed(args.dataset, base_url, 1, Path(tmp) / "c1", args.max_questions)
         par_wall, par = timed(args.dataset, base_url, args.concurrency, Path(tmp) / "cN", args.max_questions)
     ratio = seq_wall / par_wall
-    print(f"dataset {args.dataset}: full_context + llm, {len(seq)} questions, server {args.delay:.2f} s/request "
-          "(in its own process)")
+    print(
+        f"dataset {args.dataset}: full_context + llm, {len(seq)} questions, server {args.delay:.2f} s/request "
+        "(in its own process)"
+    )
     print(f"concurrency  1: wall {seq_wall:6.1f} s")
     print(f"concurrency {args.concurrency:2d}: wall {par_wall:6.1f} s")
     print(f"ratio {ratio:.1f}x (target >= 8)")

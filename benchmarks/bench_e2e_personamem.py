@@ -32,8 +32,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="memlab-bench-e2e-") as tmp:
         out = Path(tmp) / "dev"
         start = time.perf_counter()
-        code = memlab(["run", "--dataset", args.dataset, "--backends", "rag", "--out", str(out), "--no-progress",
-                       "--no-plots"])
+        code = memlab(
+            ["run", "--dataset", args.dataset, "--backends", "rag", "--out", str(out), "--no-progress", "--no-plots"]
+        )
         wall = time.perf_counter() - start
         if code != 0:
             print(f"memlab run exited {code}")
@@ -47,12 +48,14 @@ def main() -> int:
         "135 questions, no errors": rag.questions == 135 and rag.errors == 0,
         "rag > longest option + 5 points": rag.accuracy.accuracy > longest.accuracy.accuracy + 0.05,
         "rag > blind embedding reader + 10 points": rag.accuracy.accuracy > blind_reader.accuracy.accuracy + 0.10,
-        "more wins than losses against longest option":
-            versus["none / longest_option"].wins > versus["none / longest_option"].losses,
+        "more wins than losses against longest option": versus["none / longest_option"].wins
+        > versus["none / longest_option"].losses,
         "McNemar p < 0.01 against the blind reader": versus["none / embedding[minilm]"].p_value < 0.01,
     }
-    print(f"wall {wall:.1f} s; rag {100 * rag.accuracy.accuracy:.1f} %, blind reader "
-          f"{100 * blind_reader.accuracy.accuracy:.1f} %, longest option {100 * longest.accuracy.accuracy:.1f} %")
+    print(
+        f"wall {wall:.1f} s; rag {100 * rag.accuracy.accuracy:.1f} %, blind reader "
+        f"{100 * blind_reader.accuracy.accuracy:.1f} %, longest option {100 * longest.accuracy.accuracy:.1f} %"
+    )
     for name, ok in checks.items():
         print(f"{'ok  ' if ok else 'FAIL'} {name}")
     return 0 if all(checks.values()) else 1

@@ -49,8 +49,10 @@ def run_once(out: Path, dataset: str, embedder: str, executor: Any) -> tuple[flo
 
 def describe(workers: dict[str, Any]) -> str:
     """Jobs and dataset loads per worker: heavy objects should load once per worker."""
-    parts = [f"{name} ran {info.jobs_run} jobs, loaded the dataset {info.dataset_loads}x"
-             for name, info in sorted(workers.items())]
+    parts = [
+        f"{name} ran {info.jobs_run} jobs, loaded the dataset {info.dataset_loads}x"
+        for name, info in sorted(workers.items())
+    ]
     return "workers: " + "; ".join(parts)
 
 
@@ -73,8 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     workers = args.workers or usable_cores()
     dataset = f"synthetic:personas={args.personas}"
     loaded = cached_dataset(dataset)
-    print(f"dataset {dataset}: {len(loaded.histories)} histories, {len(loaded.questions)} questions; "
-          f"embedder {args.embedder}; {workers} workers on {usable_cores()} usable cores", flush=True)
+    print(
+        f"dataset {dataset}: {len(loaded.histories)} histories, {len(loaded.questions)} questions; "
+        f"embedder {args.embedder}; {workers} workers on {usable_cores()} usable cores",
+        flush=True,
+    )
 
     rows: list[tuple[str, int, float, float | None, dict]] = []
     with tempfile.TemporaryDirectory(prefix="memlab-bench-executors-") as tmp:
@@ -102,15 +107,19 @@ def main(argv: list[str] | None = None) -> int:
 
     base = rows[0][2]
     print()
-    print(f"{'executor':<10}{'workers':>8}{'wall s':>10}{'speed-up':>10}{'ray start s':>13}"
-          f"{'predictions':>13}{'same chosen':>13}{'max |score diff|':>18}")
+    print(
+        f"{'executor':<10}{'workers':>8}{'wall s':>10}{'speed-up':>10}{'ray start s':>13}"
+        f"{'predictions':>13}{'same chosen':>13}{'max |score diff|':>18}"
+    )
     same_everywhere = True
     for name, count, seconds, startup, result in rows:
         same = result.keys() == local.keys() and all(result[k][0] == local[k][0] for k in local)
         same_everywhere &= same
         start = f"{startup:.1f}" if startup is not None else "-"
-        print(f"{name:<10}{count:>8}{seconds:>10.1f}{base / seconds:>9.2f}x{start:>13}{len(result):>13}"
-              f"{'yes' if same else 'NO':>13}{score_gap(local, result):>18.1e}")
+        print(
+            f"{name:<10}{count:>8}{seconds:>10.1f}{base / seconds:>9.2f}x{start:>13}{len(result):>13}"
+            f"{'yes' if same else 'NO':>13}{score_gap(local, result):>18.1e}"
+        )
     return 0 if same_everywhere else 1
 
 

@@ -82,8 +82,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, dict[str, dict[str,
     parser.add_argument("--json", dest="json_out", help="also write the table as JSON here")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--contexts", help="only these conversations (comma-separated sample ids)")
-    parser.add_argument("--rag-modes", default=",".join(RAG_MODES),
-                        help=f"rag rows to run, comma-separated from {', '.join(RAG_MODES)}")
+    parser.add_argument(
+        "--rag-modes", default=",".join(RAG_MODES), help=f"rag rows to run, comma-separated from {', '.join(RAG_MODES)}"
+    )
     args, rest = parser.parse_known_args(argv)
     configs: dict[str, dict[str, Any]] = defaultdict(dict)
     i = 0
@@ -126,8 +127,12 @@ def table(predictions: list[Prediction]) -> dict[str, dict[str, dict[str, float]
     return dict(out)
 
 
-def render(results: dict[str, dict[str, dict[str, float]]], unavailable: dict[str, str],
-           failed: list[dict[str, Any]], order: list[str]) -> str:
+def render(
+    results: dict[str, dict[str, dict[str, float]]],
+    unavailable: dict[str, str],
+    failed: list[dict[str, Any]],
+    order: list[str],
+) -> str:
     lines = ["| backend | category | n | recall@5 | recall@10 | MRR |", "|---|---|---:|---:|---:|---:|"]
     for backend in order:
         if backend in unavailable:
@@ -139,7 +144,9 @@ def render(results: dict[str, dict[str, dict[str, float]]], unavailable: dict[st
             if row is None:
                 continue
             if not row["n"]:
-                lines.append(f"| {backend} | {category} | 0/{int(row['n_evidence'])} | cannot say | cannot say | cannot say |")
+                lines.append(
+                    f"| {backend} | {category} | 0/{int(row['n_evidence'])} | cannot say | cannot say | cannot say |"
+                )
                 continue
             cells = " | ".join(f"{row[c]:.3f}" for c in COLUMNS)
             n = f"{int(row['n'])}" + (f"/{int(row['n_evidence'])}" if row["n"] != row["n_evidence"] else "")
@@ -195,14 +202,18 @@ def main(argv: list[str] | None = None) -> int:
         )
         summary = run(config)
         failed = summary.failed_jobs
-        print(f"dataset: {summary.dataset.get('source')} ({summary.dataset.get('histories')} conversations, "
-              f"{summary.dataset.get('questions')} questions, {summary.dataset.get('issues')} data issues)")
+        print(
+            f"dataset: {summary.dataset.get('source')} ({summary.dataset.get('histories')} conversations, "
+            f"{summary.dataset.get('questions')} questions, {summary.dataset.get('issues')} data issues)"
+        )
     shown = {s.display for s in available}
     results = table([p for p in read_predictions(out) if p.backend in shown])
     print(render(results, unavailable, failed, [s.display for s in specs]))
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"results": results, "unavailable": unavailable,
-                                                   "failed_jobs": failed}, indent=2), encoding="utf-8")
+        Path(args.json_out).write_text(
+            json.dumps({"results": results, "unavailable": unavailable, "failed_jobs": failed}, indent=2),
+            encoding="utf-8",
+        )
     return 0
 
 

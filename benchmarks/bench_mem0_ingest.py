@@ -70,8 +70,10 @@ def config_for(store: str, mode: str, data_dir: Path, embedder: str) -> dict[str
     config: dict[str, Any] = {**MODES[mode], "embedder": embedder}
     if store == "faiss":
         dims = 256 if embedder == "hashing" else 384
-        config["vector_store"] = {"provider": "faiss", "config": {
-            "collection_name": "memlab", "path": str(data_dir / "faiss"), "embedding_model_dims": dims}}
+        config["vector_store"] = {
+            "provider": "faiss",
+            "config": {"collection_name": "memlab", "path": str(data_dir / "faiss"), "embedding_model_dims": dims},
+        }
     return config
 
 
@@ -105,10 +107,19 @@ def run_row(store: str, mode: str, sessions: list[Session], questions: list[str]
         disk = sum(p.stat().st_size for p in data_dir.rglob("*") if p.is_file())
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
-    return {"row": f"{store}/{mode}", "build": build, "messages": messages, "stored": len(items),
-            "seconds": seconds, "per100": seconds / messages * 100, "retrieved": retrieved,
-            "search_ms": statistics.median(searches) * 1000, "reopen": reopen,
-            "delete_ms": statistics.median(deletes) * 1000 if deletes else 0.0, "disk_mb": disk / 1e6}
+    return {
+        "row": f"{store}/{mode}",
+        "build": build,
+        "messages": messages,
+        "stored": len(items),
+        "seconds": seconds,
+        "per100": seconds / messages * 100,
+        "retrieved": retrieved,
+        "search_ms": statistics.median(searches) * 1000,
+        "reopen": reopen,
+        "delete_ms": statistics.median(deletes) * 1000 if deletes else 0.0,
+        "disk_mb": disk / 1e6,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,28 +128,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="only the first N messages of the history")
     parser.add_argument("--stores", nargs="+", choices=STORES, default=list(STORES))
     parser.add_argument("--modes", nargs="+", choices=list(MODES), default=["batch_embed"])
-    parser.add_argument("--embedder", default="huggingface", choices=["huggingface", "hashing"],
-                        help="'hashing' (model-free) isolates what the stores cost")
+    parser.add_argument(
+        "--embedder",
+        default="huggingface",
+        choices=["huggingface", "hashing"],
+        help="'hashing' (model-free) isolates what the stores cost",
+    )
     args = parser.parse_args(argv)
     if not args.data.exists():
         sys.exit(f"data not found: {args.data}")
     sessions, questions = sessions_of(args.data, args.limit)
     total = sum(len(s.messages) for s in sessions)
-    print(f"history: {total} messages in {len(sessions)} sessions ({args.data}); embedder {args.embedder}; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    print(f"{'store/mode':22s} {'ingest s':>9s} {'s/100 msg':>9s} {'search ms':>9s} {'reopen s':>8s} "
-          f"{'delete ms':>9s} {'disk MB':>8s} memories")
+    print(
+        f"history: {total} messages in {len(sessions)} sessions ({args.data}); embedder {args.embedder}; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
+    print(
+        f"{'store/mode':22s} {'ingest s':>9s} {'s/100 msg':>9s} {'search ms':>9s} {'reopen s':>8s} "
+        f"{'delete ms':>9s} {'disk MB':>8s} memories"
+    )
     rows = []
     for store in args.stores:
         for mode in args.modes:
             row = run_row(store, mode, sessions, questions, args.embedder)
             rows.append(row)
-            print(f"{row['row']:22s} {row['seconds']:9.1f} {row['per100']:9.2f} {row['search_ms']:9.1f} "
-                  f"{row['reopen']:8.2f} {row['delete_ms']:9.1f} {row['disk_mb']:8.2f} {row['stored']}", flush=True)
+            print(
+                f"{row['row']:22s} {row['seconds']:9.1f} {row['per100']:9.2f} {row['search_ms']:9.1f} "
+                f"{row['reopen']:8.2f} {row['delete_ms']:9.1f} {row['disk_mb']:8.2f} {row['stored']}",
+                flush=True,
+            )
     base = rows[0]
     for row in rows[1:]:
-        print(f"{row['row']} vs {base['row']}: ingest {base['seconds'] / row['seconds']:.2f}x as fast; "
-              f"same top-5 turns for the first {len(questions)} questions: {row['retrieved'] == base['retrieved']}")
+        print(
+            f"{row['row']} vs {base['row']}: ingest {base['seconds'] / row['seconds']:.2f}x as fast; "
+            f"same top-5 turns for the first {len(questions)} questions: {row['retrieved'] == base['retrieved']}"
+        )
         if row["retrieved"] != base["retrieved"]:
             print(f"  {base['row']}: {base['retrieved']}\n  {row['row']}: {row['retrieved']}")
     return 0

@@ -62,16 +62,24 @@ def random_hit_rate(n: int, window: int, k: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", help="BGE-M3 directory or id; 'minilm' = packaged MiniLM (dense only); default: tiny test model")
+    parser.add_argument(
+        "--model", help="BGE-M3 directory or id; 'minilm' = packaged MiniLM (dense only); default: tiny test model"
+    )
     parser.add_argument("--data", default=str(DEFAULT_DATA), help="PersonaMem folder (default: %(default)s)")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated scoring modes (default: %(default)s)")
     parser.add_argument("--top-k", type=int, default=10, help="retrieved items per question (default: %(default)s)")
     parser.add_argument("--candidates", type=int, default=100, help="dense candidates re-ranked (default: %(default)s)")
     parser.add_argument("--chunking", default="turn", choices=["turn", "session", "window"])
-    parser.add_argument("--lexical", default="none", choices=["none", "bm25"],
-                        help="fuse BM25 with each mode (rag's default is bm25; none compares BGE-M3's scorings alone)")
+    parser.add_argument(
+        "--lexical",
+        default="none",
+        choices=["none", "bm25"],
+        help="fuse BM25 with each mode (rag's default is bm25; none compares BGE-M3's scorings alone)",
+    )
     parser.add_argument("--device", default="cpu", help="cpu (fp32) or e.g. cuda:0 (fp16)")
-    parser.add_argument("--reader", default="embedding", help="reader plugin answering the questions (default: %(default)s)")
+    parser.add_argument(
+        "--reader", default="embedding", help="reader plugin answering the questions (default: %(default)s)"
+    )
     parser.add_argument("--window", type=int, default=2, help="ref-hit tolerance in messages (default: %(default)s)")
     parser.add_argument("--max-questions", type=int, default=None, help="answer only this many questions")
     parser.add_argument("--out", default=None, help="run directory (default: a temporary one)")
@@ -112,8 +120,14 @@ def main(argv: list[str] | None = None) -> int:
             name="rag",
             label=f"rag-{mode}",
             config={
-                "embedder": embedder, "model": model, "scoring": mode, "candidates": args.candidates,
-                "top_k": args.top_k, "chunking": args.chunking, "device": args.device, "lexical": args.lexical,
+                "embedder": embedder,
+                "model": model,
+                "scoring": mode,
+                "candidates": args.candidates,
+                "top_k": args.top_k,
+                "chunking": args.chunking,
+                "device": args.device,
+                "lexical": args.lexical,
             },
         )
         for mode in modes
@@ -133,8 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     dataset = cached_dataset(str(data))
     predictions = read_predictions(work / "run")
     questions = {q.id: q for q in dataset.questions}
-    print(f"data: {data} ({len(dataset.questions)} questions); embedder: {embedder} {model or ''}; "
-          f"top_k={args.top_k} candidates={args.candidates} chunking={args.chunking}; {seconds:.0f} s")
+    print(
+        f"data: {data} ({len(dataset.questions)} questions); embedder: {embedder} {model or ''}; "
+        f"top_k={args.top_k} candidates={args.candidates} chunking={args.chunking}; {seconds:.0f} s"
+    )
     header = f"{'backend':<14} {'reader':<20} {'accuracy':>8} {'95% CI':>15} {'ref-hit@k':>9} {'random':>7} {'retrieve s':>10}"
     print(header)
     print("-" * len(header))
@@ -157,11 +173,21 @@ def main(argv: list[str] | None = None) -> int:
         proxy = f"{hits / n:.3f}" if n else "-"
         rand = f"{floor / n:.3f}" if n else "-"
         ci = f"[{acc.low:.3f}, {acc.high:.3f}]" if acc else "-"
-        print(f"{row.backend:<14} {row.reader:<20} {acc.accuracy if acc else float('nan'):>8.3f} {ci:>15} "
-              f"{proxy:>9} {rand:>7} {row.retrieve_seconds:>10.1f}")
-        results.append({"backend": row.backend, "reader": row.reader, "accuracy": acc.model_dump() if acc else None,
-                        "ref_hit_at_k": hits / n if n else None, "random_ref_hit": floor / n if n else None,
-                        "retrieve_seconds": row.retrieve_seconds, "ingest_seconds": row.ingest_seconds})
+        print(
+            f"{row.backend:<14} {row.reader:<20} {acc.accuracy if acc else float('nan'):>8.3f} {ci:>15} "
+            f"{proxy:>9} {rand:>7} {row.retrieve_seconds:>10.1f}"
+        )
+        results.append(
+            {
+                "backend": row.backend,
+                "reader": row.reader,
+                "accuracy": acc.model_dump() if acc else None,
+                "ref_hit_at_k": hits / n if n else None,
+                "random_ref_hit": floor / n if n else None,
+                "retrieve_seconds": row.retrieve_seconds,
+                "ingest_seconds": row.ingest_seconds,
+            }
+        )
     for note in notes:
         print(note)
     (work / "bench_rag_scoring.json").write_text(

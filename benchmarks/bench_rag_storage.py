@@ -49,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.ingests} single-message ingests ({args.embedder} embedder)")
     print(f"  files under the data dir: {len(files)} ({', '.join(sorted(p.name for p in files))})")
     print(f"  bytes on disk:            {size:,}  (compactions: {generation})")
-    print(f"  ingest latency:           p50 {statistics.median(ms):.2f} ms, p99 {ms[int(0.99 * (len(ms) - 1))]:.2f} ms, max {ms[-1]:.2f} ms")
+    print(
+        f"  ingest latency:           p50 {statistics.median(ms):.2f} ms, p99 {ms[int(0.99 * (len(ms) - 1))]:.2f} ms, max {ms[-1]:.2f} ms"
+    )
     print(f"  reopen + list:            {reopen * 1000:.0f} ms for {count} chunks")
     return 0
 

@@ -35,8 +35,9 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "person
 
 def timed_run(dataset: str, backend: str, out: Path) -> None:
     start = time.perf_counter()
-    summary = run(RunConfig(dataset=dataset, backends=[BackendSpec(name=backend)], out=out,
-                            controls=False, progress=False))
+    summary = run(
+        RunConfig(dataset=dataset, backends=[BackendSpec(name=backend)], out=out, controls=False, progress=False)
+    )
     wall = time.perf_counter() - start
     row = summary.rows[0]
     print(f"memlab run ({backend}, embedding reader, {row.questions} questions, wall {wall:.1f} s)")
@@ -67,8 +68,10 @@ def count_embeddings(dataset_spec: str) -> None:
     print(f"instrumented replay: {time.perf_counter() - start:.1f} s")
     print(f"  texts embedded while ingesting (replay once):     {replay_calls:>8,}")
     print(f"  texts a per-question re-ingest would embed:       {per_question_calls:>8,}")
-    print(f"  ratio replay / per-question re-ingest:            {replay_calls / per_question_calls:8.4f}"
-          f"  (1/{per_question_calls / replay_calls:.0f})")
+    print(
+        f"  ratio replay / per-question re-ingest:            {replay_calls / per_question_calls:8.4f}"
+        f"  (1/{per_question_calls / replay_calls:.0f})"
+    )
 
 
 def main() -> int:

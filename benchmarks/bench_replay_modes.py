@@ -33,11 +33,20 @@ from memlab.run.spec import BackendSpec, ReaderSpec, RunConfig  # noqa: E402
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "personamem" / "128k-dev"
 
 
-def one(dataset: str, chunking: str, replay: str, embedder: str, root: Path, max_questions: int | None) -> tuple[float, dict, float]:
-    config = RunConfig(dataset=dataset, out=root / f"{chunking}-{replay}", controls=False, progress=False,
-                       backends=[BackendSpec(name="rag", config={"chunking": chunking, "embedder": embedder})],
-                       reader=ReaderSpec(name="embedding", config={"embedder": embedder}),
-                       replay=replay, cache_dir=root / "cache", max_questions=max_questions)  # type: ignore[arg-type]
+def one(
+    dataset: str, chunking: str, replay: str, embedder: str, root: Path, max_questions: int | None
+) -> tuple[float, dict, float]:
+    config = RunConfig(
+        dataset=dataset,
+        out=root / f"{chunking}-{replay}",
+        controls=False,
+        progress=False,
+        backends=[BackendSpec(name="rag", config={"chunking": chunking, "embedder": embedder})],
+        reader=ReaderSpec(name="embedding", config={"embedder": embedder}),
+        replay=replay,
+        cache_dir=root / "cache",
+        max_questions=max_questions,
+    )  # type: ignore[arg-type]
     start = time.perf_counter()
     summary = run(config)
     wall = time.perf_counter() - start
@@ -57,16 +66,22 @@ def main() -> None:
     datasets = args.dataset or [str(DEFAULT_DATA), "synthetic:personas=4,seed=1"]
     for dataset in datasets:
         print(f"\ndataset {dataset}, rag + embedding reader, embedder {args.embedder}")
-        print(f"{'chunking':<9}{'questions':>10}{'differ':>8}{'once s':>9}{'rebuild s':>11}{'acc once':>10}"
-              f"{'acc rebuild':>13}")
+        print(
+            f"{'chunking':<9}{'questions':>10}{'differ':>8}{'once s':>9}{'rebuild s':>11}{'acc once':>10}"
+            f"{'acc rebuild':>13}"
+        )
         with tempfile.TemporaryDirectory(prefix="memlab-bench-replay-") as tmp:
             for chunking in args.chunking.split(","):
                 once_s, once, once_acc = one(dataset, chunking, "once", args.embedder, Path(tmp), args.max_questions)
-                rebuild_s, rebuild, rebuild_acc = one(dataset, chunking, "rebuild", args.embedder, Path(tmp),
-                                                      args.max_questions)
+                rebuild_s, rebuild, rebuild_acc = one(
+                    dataset, chunking, "rebuild", args.embedder, Path(tmp), args.max_questions
+                )
                 differ = sum(once[q] != rebuild.get(q) for q in once)
-                print(f"{chunking:<9}{len(once):>10}{differ:>8}{once_s:>9.1f}{rebuild_s:>11.1f}"
-                      f"{100 * once_acc:>9.1f}%{100 * rebuild_acc:>12.1f}%", flush=True)
+                print(
+                    f"{chunking:<9}{len(once):>10}{differ:>8}{once_s:>9.1f}{rebuild_s:>11.1f}"
+                    f"{100 * once_acc:>9.1f}%{100 * rebuild_acc:>12.1f}%",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

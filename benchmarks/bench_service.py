@@ -44,20 +44,37 @@ PETS = ["cat", "dog", "parrot", "rabbit", "turtle", "hamster"]
 NAMES = ["Pixel", "Miso", "Biscuit", "Juniper", "Clove", "Atlas", "Pepper", "Nimbus"]
 CITIES = ["Lisbon", "Osaka", "Denver", "Tallinn", "Cusco", "Nairobi", "Quebec", "Hobart"]
 HOBBIES = ["bouldering", "sourdough baking", "birdwatching", "chess", "pottery", "trail running"]
-QUERIES = ["what is my pet called?", "where do I live?", "what do I do on weekends?",
-           "which city did I move to?", "what are my hobbies?", "tell me about my animals"]
+QUERIES = [
+    "what is my pet called?",
+    "where do I live?",
+    "what do I do on weekends?",
+    "which city did I move to?",
+    "what are my hobbies?",
+    "tell me about my animals",
+]
 
 
 def user_sessions(rng: random.Random, sessions: int) -> list[dict[str, Any]]:
     out = []
     for s in range(sessions):
         pet, name, city, hobby = rng.choice(PETS), rng.choice(NAMES), rng.choice(CITIES), rng.choice(HOBBIES)
-        out.append({"session_id": f"s{s}", "messages": [
-            {"role": "user", "content": f"I have a {pet} named {name} and I just moved to {city}."},
-            {"role": "assistant", "content": f"Congratulations on the move to {city}! How is {name} settling in?"},
-            {"role": "user", "content": f"Fine. On weekends I go {hobby} while {name} sleeps."},
-            {"role": "assistant", "content": f"{hobby.capitalize()} sounds like a great way to explore {city}."},
-        ]})
+        out.append(
+            {
+                "session_id": f"s{s}",
+                "messages": [
+                    {"role": "user", "content": f"I have a {pet} named {name} and I just moved to {city}."},
+                    {
+                        "role": "assistant",
+                        "content": f"Congratulations on the move to {city}! How is {name} settling in?",
+                    },
+                    {"role": "user", "content": f"Fine. On weekends I go {hobby} while {name} sleeps."},
+                    {
+                        "role": "assistant",
+                        "content": f"{hobby.capitalize()} sounds like a great way to explore {city}.",
+                    },
+                ],
+            }
+        )
     return out
 
 
@@ -72,8 +89,9 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[index]
 
 
-async def timed_requests(client: httpx.AsyncClient, jobs: list[tuple[str, dict[str, Any]]],
-                         concurrency: int) -> tuple[list[float], int, float]:
+async def timed_requests(
+    client: httpx.AsyncClient, jobs: list[tuple[str, dict[str, Any]]], concurrency: int
+) -> tuple[list[float], int, float]:
     """POST every (path, body) with ``concurrency`` requests in flight; latencies in seconds."""
     latencies: list[float] = []
     errors = 0
@@ -98,30 +116,42 @@ async def timed_requests(client: httpx.AsyncClient, jobs: list[tuple[str, dict[s
 def summary(name: str, latencies: list[float], errors: int, wall: float) -> dict[str, Any]:
     ordered = sorted(latencies)
     return {
-        "phase": name, "requests": len(latencies), "errors": errors, "seconds": round(wall, 3),
+        "phase": name,
+        "requests": len(latencies),
+        "errors": errors,
+        "seconds": round(wall, 3),
         "rps": round(len(latencies) / wall, 1),
-        "p50_ms": round(percentile(ordered, 50) * 1000, 2), "p90_ms": round(percentile(ordered, 90) * 1000, 2),
-        "p99_ms": round(percentile(ordered, 99) * 1000, 2), "mean_ms": round(statistics.fmean(ordered) * 1000, 2),
+        "p50_ms": round(percentile(ordered, 50) * 1000, 2),
+        "p90_ms": round(percentile(ordered, 90) * 1000, 2),
+        "p99_ms": round(percentile(ordered, 99) * 1000, 2),
+        "mean_ms": round(statistics.fmean(ordered) * 1000, 2),
     }
 
 
-async def populate(client: httpx.AsyncClient, args: argparse.Namespace, users: list[str],
-                   rng: random.Random) -> dict[str, Any]:
+async def populate(
+    client: httpx.AsyncClient, args: argparse.Namespace, users: list[str], rng: random.Random
+) -> dict[str, Any]:
     jobs = [(f"/v1/users/{u}/messages", body) for u in users for body in user_sessions(rng, args.sessions)]
     return summary("ingest (POST messages)", *await timed_requests(client, jobs, 8))
 
 
-async def searches(client: httpx.AsyncClient, args: argparse.Namespace, users: list[str], rng: random.Random,
-                   clients: int) -> dict[str, Any]:
-    jobs = [(f"/v1/users/{rng.choice(users)}/search", {"query": rng.choice(QUERIES), "k": args.k})
-            for _ in range(args.requests + args.warmup)]
+async def searches(
+    client: httpx.AsyncClient, args: argparse.Namespace, users: list[str], rng: random.Random, clients: int
+) -> dict[str, Any]:
+    jobs = [
+        (f"/v1/users/{rng.choice(users)}/search", {"query": rng.choice(QUERIES), "k": args.k})
+        for _ in range(args.requests + args.warmup)
+    ]
     await timed_requests(client, jobs[: args.warmup], clients)
-    return summary(f"search, {clients} client{'s' if clients > 1 else ''}",
-                   *await timed_requests(client, jobs[args.warmup:], clients))
+    return summary(
+        f"search, {clients} client{'s' if clients > 1 else ''}",
+        *await timed_requests(client, jobs[args.warmup :], clients),
+    )
 
 
-async def search_during_ingest(client: httpx.AsyncClient, args: argparse.Namespace, users: list[str],
-                               rng: random.Random) -> list[dict[str, Any]]:
+async def search_during_ingest(
+    client: httpx.AsyncClient, args: argparse.Namespace, users: list[str], rng: random.Random
+) -> list[dict[str, Any]]:
     """User A ingests ``--ingest-messages`` messages in one request; user B searches meanwhile."""
     messages = []
     while len(messages) < args.ingest_messages:
@@ -145,8 +175,9 @@ async def search_during_ingest(client: httpx.AsyncClient, args: argparse.Namespa
         await asyncio.sleep(0.05)  # let the ingest reach the server first
         while not done.is_set():
             start = time.perf_counter()
-            response = await client.post(f"/v1/users/{rng.choice(users)}/search",
-                                         json={"query": rng.choice(QUERIES), "k": args.k})
+            response = await client.post(
+                f"/v1/users/{rng.choice(users)}/search", json={"query": rng.choice(QUERIES), "k": args.k}
+            )
             if not done.is_set():
                 latencies.append(time.perf_counter() - start)
             errors += response.status_code >= 400
@@ -164,8 +195,9 @@ async def run(args: argparse.Namespace, url: str, key: str) -> list[dict[str, An
     users = [f"user-{i:04d}" for i in range(args.users)]
     most = max(args.clients)
     limits = httpx.Limits(max_connections=most + 2, max_keepalive_connections=most + 2)
-    async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {key}"}, limits=limits,
-                                 timeout=120.0, trust_env=False) as client:
+    async with httpx.AsyncClient(
+        base_url=url, headers={"Authorization": f"Bearer {key}"}, limits=limits, timeout=120.0, trust_env=False
+    ) as client:
         results = [await populate(client, args, users, rng)]
         for clients in args.clients:
             results.append(await searches(client, args, users, rng, clients))
@@ -177,15 +209,33 @@ def bench_backend(args: argparse.Namespace, backend: str, backend_args: list[str
     key = secrets.token_urlsafe(24)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    own_args = [a for i, a in enumerate(backend_args)
-                if a.startswith(f"--{backend}.") or (i and backend_args[i - 1].startswith(f"--{backend}."))]
+    own_args = [
+        a
+        for i, a in enumerate(backend_args)
+        if a.startswith(f"--{backend}.") or (i and backend_args[i - 1].startswith(f"--{backend}."))
+    ]
     if args.store:
         own_args += [f"--{backend}.store", args.store]
     with tempfile.TemporaryDirectory(prefix="memlab-bench-") as data_dir:
         env = {**os.environ, "MEMLAB_API_KEYS": key}
-        command = [sys.executable, "-m", "memlab.server.cli", "--backend", backend, "--data-dir", data_dir,
-                   "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
-                   "--workers", str(args.workers), *own_args]
+        command = [
+            sys.executable,
+            "-m",
+            "memlab.server.cli",
+            "--backend",
+            backend,
+            "--data-dir",
+            data_dir,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--workers",
+            str(args.workers),
+            *own_args,
+        ]
         server = subprocess.Popen(command, env=env)
         try:
             deadline = time.monotonic() + 180
@@ -199,8 +249,11 @@ def bench_backend(args: argparse.Namespace, backend: str, backend_args: list[str
                     if time.monotonic() > deadline:
                         raise SystemExit("server did not become ready in 180 s") from None
                     time.sleep(0.2)
-            print(f"[{backend}] server ready at {url}; storing {args.users} users, then searches ...",
-                  file=sys.stderr, flush=True)
+            print(
+                f"[{backend}] server ready at {url}; storing {args.users} users, then searches ...",
+                file=sys.stderr,
+                flush=True,
+            )
             results = asyncio.run(run(args, url, key))
         finally:
             # Graceful stop: persistent backends flush on shutdown, which can take a while.
@@ -231,8 +284,11 @@ def main(argv: list[str] | None = None) -> int:
     args, backend_args = p.parse_known_args(argv)
     args.clients = [int(c) for c in str(args.clients).split(",")]
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    print(f"machine: {os.cpu_count()} CPUs, load average {load and ' '.join(f'{x:.2f}' for x in load)}, "
-          f"python {sys.version.split()[0]}", flush=True)
+    print(
+        f"machine: {os.cpu_count()} CPUs, load average {load and ' '.join(f'{x:.2f}' for x in load)}, "
+        f"python {sys.version.split()[0]}",
+        flush=True,
+    )
     everything: dict[str, Any] = {}
     failed = False
     for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
@@ -246,24 +302,38 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(args: argparse.Namespace, backend: str, backend_args: list[str], results: list[dict[str, Any]]) -> None:
-    setup = {"backend": backend, "backend_args": backend_args, "users": args.users,
-             "messages_per_user": 4 * args.sessions, "k": args.k, "requests": args.requests}
+    setup = {
+        "backend": backend,
+        "backend_args": backend_args,
+        "users": args.users,
+        "messages_per_user": 4 * args.sessions,
+        "k": args.k,
+        "requests": args.requests,
+    }
     print(f"\nmemlab service benchmark: {json.dumps(setup)}")
     print("(the big ingest's req/s column is messages per second; its latency is the whole request)")
     print(f"{'phase':<34}{'requests':>9}{'errors':>7}{'req/s':>9}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}")
     for r in results:
-        print(f"{r['phase']:<34}{r['requests']:>9}{r['errors']:>7}{r['rps']:>9}{r['p50_ms']:>9}{r['p90_ms']:>9}"
-              f"{r['p99_ms']:>9}", flush=True)
+        print(
+            f"{r['phase']:<34}{r['requests']:>9}{r['errors']:>7}{r['rps']:>9}{r['p50_ms']:>9}{r['p90_ms']:>9}"
+            f"{r['p99_ms']:>9}",
+            flush=True,
+        )
     by_phase = {r["phase"]: r for r in results}
     meanwhile = by_phase["other user's search meanwhile"]
-    print(f"target: other user's search p99 during the {args.ingest_messages}-message ingest <= 200 ms: "
-          f"{meanwhile['p99_ms']} ms ({meanwhile['requests']} searches) -> "
-          f"{'PASS' if meanwhile['p99_ms'] <= 200 else 'FAIL'}")
+    print(
+        f"target: other user's search p99 during the {args.ingest_messages}-message ingest <= 200 ms: "
+        f"{meanwhile['p99_ms']} ms ({meanwhile['requests']} searches) -> "
+        f"{'PASS' if meanwhile['p99_ms'] <= 200 else 'FAIL'}"
+    )
     one, most = by_phase.get("search, 1 client"), by_phase.get(f"search, {max(args.clients)} clients")
     if one and most:
         ratio = most["rps"] / one["rps"]
-        print(f"target: search req/s with {max(args.clients)} clients >= 1.5x 1 client: {most['rps']} / "
-              f"{one['rps']} = {ratio:.2f}x -> {'PASS' if ratio >= 1.5 else 'FAIL'}", flush=True)
+        print(
+            f"target: search req/s with {max(args.clients)} clients >= 1.5x 1 client: {most['rps']} / "
+            f"{one['rps']} = {ratio:.2f}x -> {'PASS' if ratio >= 1.5 else 'FAIL'}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -50,8 +50,22 @@ def temporary_database(root: Path) -> tuple[str, Any]:
 
 def serve(backend: str, port: int, key: str, data_dir: str, extra: list[str]) -> subprocess.Popen:
     env = {**os.environ, "MEMLAB_API_KEYS": key, "HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False"}
-    command = [sys.executable, "-m", "memlab.server.cli", "--backend", backend, "--data-dir", data_dir,
-               "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "memlab.server.cli",
+        "--backend",
+        backend,
+        "--data-dir",
+        data_dir,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        *extra,
+    ]
     server = subprocess.Popen(command, env=env)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
@@ -73,14 +87,17 @@ async def phases(args: argparse.Namespace, url: str, key: str, prefix: str) -> l
     rng = random.Random(args.seed)
     users = [f"{prefix}-{i:04d}" for i in range(args.users)]
     limits = httpx.Limits(max_connections=args.concurrency, max_keepalive_connections=args.concurrency)
-    async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {key}"}, limits=limits,
-                                 timeout=120.0, trust_env=False) as client:
+    async with httpx.AsyncClient(
+        base_url=url, headers={"Authorization": f"Bearer {key}"}, limits=limits, timeout=120.0, trust_env=False
+    ) as client:
         ingest_jobs = [(f"/v1/users/{u}/messages", body) for u in users for body in user_sessions(rng, args.sessions)]
         ingest = summary("ingest", *await timed_requests(client, ingest_jobs, args.concurrency))
-        jobs = [(f"/v1/users/{rng.choice(users)}/search", {"query": rng.choice(QUERIES), "k": args.k})
-                for _ in range(args.requests + args.warmup)]
+        jobs = [
+            (f"/v1/users/{rng.choice(users)}/search", {"query": rng.choice(QUERIES), "k": args.k})
+            for _ in range(args.requests + args.warmup)
+        ]
         await timed_requests(client, jobs[: args.warmup], args.concurrency)
-        search = summary("search", *await timed_requests(client, jobs[args.warmup:], args.concurrency))
+        search = summary("search", *await timed_requests(client, jobs[args.warmup :], args.concurrency))
     return [ingest, search]
 
 
@@ -135,16 +152,47 @@ def main(argv: list[str] | None = None) -> int:
             pg.cleanup()
         shutil.rmtree(root, ignore_errors=True)
 
-    setup = {"embedder": args.embedder, "users": args.users, "messages_per_user": 4 * args.sessions,
-             "requests": args.requests, "concurrency": args.concurrency, "k": args.k, "cpus": os.cpu_count()}
+    setup = {
+        "embedder": args.embedder,
+        "users": args.users,
+        "messages_per_user": 4 * args.sessions,
+        "requests": args.requests,
+        "concurrency": args.concurrency,
+        "k": args.k,
+        "cpus": os.cpu_count(),
+    }
     print(f"memlab service on PostgreSQL: {json.dumps(setup)}")
-    print(f"{'backend':<9}{'store':<12}{'workers':>8}  {'phase':<8}{'requests':>9}{'errors':>7}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
+    print(
+        f"{'backend':<9}{'store':<12}{'workers':>8}  {'phase':<8}{'requests':>9}{'errors':>7}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
+    )
     for r in rows:
-        print(f"{r['backend']:<9}{r['store']:<12}{r['workers']:>8}  {r['phase']:<8}{r['requests']:>9}{r['errors']:>7}"
-              f"{r['rps']:>9}{r['p50_ms']:>9}{r['p99_ms']:>9}")
+        print(
+            f"{r['backend']:<9}{r['store']:<12}{r['workers']:>8}  {r['phase']:<8}{r['requests']:>9}{r['errors']:>7}"
+            f"{r['rps']:>9}{r['p50_ms']:>9}{r['p99_ms']:>9}"
+        )
     for backend in args.backends.split(","):
-        one = next((r for r in rows if r["backend"] == backend and r["store"] == "postgresql" and r["workers"] == 1 and r["phase"] == "search"), None)
-        two = next((r for r in rows if r["backend"] == backend and r["store"] == "postgresql" and r["workers"] == 2 and r["phase"] == "search"), None)
+        one = next(
+            (
+                r
+                for r in rows
+                if r["backend"] == backend
+                and r["store"] == "postgresql"
+                and r["workers"] == 1
+                and r["phase"] == "search"
+            ),
+            None,
+        )
+        two = next(
+            (
+                r
+                for r in rows
+                if r["backend"] == backend
+                and r["store"] == "postgresql"
+                and r["workers"] == 2
+                and r["phase"] == "search"
+            ),
+            None,
+        )
         if one and two:
             print(f"{backend}: search req/s with 2 workers / 1 worker = {two['rps'] / one['rps']:.2f}x")
     if args.json:

@@ -59,11 +59,19 @@ def main() -> int:
                     memory.ingest(session, user_id="u")
             position = max(position, question.end_index)
             turns = [m.content for m in history.messages[: question.end_index] if m.role != "system"]
-            views = {f"rag@{k}": embed([i.text for i in m.retrieve(question.text, user_id="u").items])
-                     for k, m in memories.items()}
+            views = {
+                f"rag@{k}": embed([i.text for i in m.retrieve(question.text, user_id="u").items])
+                for k, m in memories.items()
+            }
             views["all turns"] = embed(turns)
-            records.append((question, embed([strip_option_label(o) for o in question.options]),
-                            embedder.embed([question.text], query=True)[0], views))
+            records.append(
+                (
+                    question,
+                    embed([strip_option_label(o) for o in question.options]),
+                    embedder.embed([question.text], query=True)[0],
+                    views,
+                )
+            )
 
     def variant(name: str, view: str, fn) -> None:  # type: ignore[no-untyped-def]
         hits: dict[str, list[bool]] = defaultdict(list)

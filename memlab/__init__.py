@@ -16,8 +16,20 @@ from memlab.types import Answer, MemoryItem, Message, Question, Retrieval, Sessi
 __version__ = "0.1.0"
 
 __all__ = [
-    "Answer", "BackendConfig", "Capability", "IngestReport", "Memory", "MemoryChat", "MemoryClient",
-    "MemoryItem", "Message", "Question", "Retrieval", "Session", "create_backend", "create_reader",
+    "Answer",
+    "BackendConfig",
+    "Capability",
+    "IngestReport",
+    "Memory",
+    "MemoryChat",
+    "MemoryClient",
+    "MemoryItem",
+    "Message",
+    "Question",
+    "Retrieval",
+    "Session",
+    "create_backend",
+    "create_reader",
 ]
 
 

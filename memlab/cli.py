@@ -93,8 +93,9 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
         raise MemlabError("--judge.* options need --judge mem0|memlab|longmemeval")
     if judge is not None:
         # The judge's LLM defaults to the reader's (endpoint, model, key), overridden by --judge.*.
-        judge = JudgeSpec(prompt=judge.prompt, runs=judge.runs,
-                          llm={**reader_config.get("llm", {}), **judge.llm, **(judge_llm or {})})
+        judge = JudgeSpec(
+            prompt=judge.prompt, runs=judge.runs, llm={**reader_config.get("llm", {}), **judge.llm, **(judge_llm or {})}
+        )
     specs = []
     for spec in config.backends:
         overrides = dotted.pop(spec.display, None) or dotted.get(spec.name) or {}
@@ -106,8 +107,9 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
             f"options for {sorted(dotted)} match no chosen backend ({', '.join(s.display for s in specs)}), "
             "'reader' or 'llm'"
         )
-    return config.model_copy(update={"backends": specs, "judge": judge,
-                                      "reader": ReaderSpec(name=config.reader.name, config=reader_config)})
+    return config.model_copy(
+        update={"backends": specs, "judge": judge, "reader": ReaderSpec(name=config.reader.name, config=reader_config)}
+    )
 
 
 def _print_report(run_dir: Path, plots: bool) -> None:
@@ -115,8 +117,11 @@ def _print_report(run_dir: Path, plots: bool) -> None:
 
     summary = report.load_run(run_dir)
     print(report.terminal_table(summary))
-    for extra in (report.paired_table(summary), report.distance_table(summary),
-                  report.metrics_table(summary, per_type=False)):
+    for extra in (
+        report.paired_table(summary),
+        report.distance_table(summary),
+        report.metrics_table(summary, per_type=False),
+    ):
         if extra:
             print()
             print(extra)
@@ -141,25 +146,35 @@ def _run_and_report(config: Any, args: argparse.Namespace, plots: bool) -> int:
         return 0
     rows_with_errors = [r for r in result.summary.rows if r.errors]
     questions = sum(r.errors for r in rows_with_errors)
-    print(f"\nmemlab: {len(result.summary.failed_jobs)} job(s) failed, {questions} question(s) ended in an error:",
-          file=sys.stderr)
+    print(
+        f"\nmemlab: {len(result.summary.failed_jobs)} job(s) failed, {questions} question(s) ended in an error:",
+        file=sys.stderr,
+    )
     for job in result.summary.failed_jobs:
         print(f"  job {job['backend']} / {job['reader']} x {job['context_id'][:24]}: {job['error']}", file=sys.stderr)
     for row in rows_with_errors:
-        print(f"  {row.backend} / {row.reader}: {row.errors} of {row.questions} questions ended in an error",
-              file=sys.stderr)
+        print(
+            f"  {row.backend} / {row.reader}: {row.errors} of {row.questions} questions ended in an error",
+            file=sys.stderr,
+        )
     if getattr(args, "verbose", False):
         for record in result.errors:
             print(f"\n--- {record.what}: {record.message}\n{record.traceback.rstrip()}", file=sys.stderr)
-    print(f"full tracebacks: {Path(config.out) / ERRORS_FILE}" + ("" if getattr(args, "verbose", False) else
-          " (or rerun with -v)"), file=sys.stderr)
+    print(
+        f"full tracebacks: {Path(config.out) / ERRORS_FILE}"
+        + ("" if getattr(args, "verbose", False) else " (or rerun with -v)"),
+        file=sys.stderr,
+    )
     return 1
 
 
 def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     config = build_run_config(args, extra)
-    print(f"memlab run: dataset={config.dataset} backends={','.join(b.display for b in config.backends)} "
-          f"reader={config.reader.name} replay={config.replay} out={config.out}", file=sys.stderr)
+    print(
+        f"memlab run: dataset={config.dataset} backends={','.join(b.display for b in config.backends)} "
+        f"reader={config.reader.name} replay={config.replay} out={config.out}",
+        file=sys.stderr,
+    )
     return _run_and_report(config, args, plots=not args.no_plots)
 
 
@@ -179,8 +194,10 @@ def cmd_repair(args: argparse.Namespace, extra: list[str]) -> int:
     kept, rejected = repair_predictions(args.run_dir)
     where = Path(args.run_dir)
     if rejected:
-        print(f"{where / PREDICTIONS_FILE}: kept {kept} line(s), moved {rejected} unreadable line(s) to "
-              f"{where / REJECTS_FILE}; rerun the same memlab run command to answer those questions again")
+        print(
+            f"{where / PREDICTIONS_FILE}: kept {kept} line(s), moved {rejected} unreadable line(s) to "
+            f"{where / REJECTS_FILE}; rerun the same memlab run command to answer those questions again"
+        )
     else:
         print(f"{where / PREDICTIONS_FILE}: all {kept} line(s) readable, nothing to repair")
     return 0
@@ -254,7 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     run_p = sub.add_parser(
-        "run", help="evaluate backends on a dataset (resumes an interrupted run)", epilog=RUN_EPILOG,
+        "run",
+        help="evaluate backends on a dataset (resumes an interrupted run)",
+        epilog=RUN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Evaluate backends on a dataset. Rerunning the same command into the same --out resumes; "
         "a row whose settings changed is refused (use a new --out or a distinct label).",
@@ -263,8 +282,11 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.add_argument("--backends", help="comma-separated backend names (see `memlab backends`)")
     run_p.add_argument("--reader", help="reader name (default: embedding)")
     run_p.add_argument("--out", help="run directory (default: runs/latest)")
-    run_p.add_argument("--config", help="run config file (JSON, or YAML): the same settings, with labels for sweeps; "
-                       "format and an example in docs/core.md (Running an evaluation)")
+    run_p.add_argument(
+        "--config",
+        help="run config file (JSON, or YAML): the same settings, with labels for sweeps; "
+        "format and an example in docs/core.md (Running an evaluation)",
+    )
     run_p.add_argument("--no-controls", action="store_true", help="skip the blind controls")
     run_p.add_argument("--max-questions", type=int, help="at most N questions per history")
     run_p.add_argument("--contexts", help="comma-separated history ids to run")
@@ -272,15 +294,25 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.add_argument("--ray-address", help="Ray cluster address for --executor ray (auto, ray://host:10001)")
     run_p.add_argument("--workers", type=int, help="parallel workers for process/ray executors")
     run_p.add_argument("--retries", type=int, help="retries of a failed job for process/ray executors (default 2)")
-    run_p.add_argument("--replay", choices=["once", "rebuild"],
-                       help="once (default): one replay per history; rebuild: each question sees the memory a "
-                       "fresh replay of exactly the turns before it builds")
-    run_p.add_argument("--judge", choices=["mem0", "memlab", "longmemeval"],
-                       help="LLM judge for open answers (LoCoMo: mem0's prompt; LongMemEval: its per-type prompts)")
+    run_p.add_argument(
+        "--replay",
+        choices=["once", "rebuild"],
+        help="once (default): one replay per history; rebuild: each question sees the memory a "
+        "fresh replay of exactly the turns before it builds",
+    )
+    run_p.add_argument(
+        "--judge",
+        choices=["mem0", "memlab", "longmemeval"],
+        help="LLM judge for open answers (LoCoMo: mem0's prompt; LongMemEval: its per-type prompts)",
+    )
     run_p.add_argument("--judge-runs", type=int, help="judgments per answer (mean and std are reported)")
-    run_p.add_argument("--plugin", action="append", metavar="MODULE:CLASS",
-                       help="register an unpackaged backend or reader first: path/to/file.py:Class or module:Class "
-                       "(repeatable; see docs/plugins.md)")
+    run_p.add_argument(
+        "--plugin",
+        action="append",
+        metavar="MODULE:CLASS",
+        help="register an unpackaged backend or reader first: path/to/file.py:Class or module:Class "
+        "(repeatable; see docs/plugins.md)",
+    )
     run_p.add_argument("-v", "--verbose", action="store_true", help="print full tracebacks of failures")
     run_p.add_argument("--no-plots", action="store_true")
     run_p.add_argument("--no-progress", action="store_true")
@@ -293,8 +325,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo_p.add_argument("-v", "--verbose", action="store_true", help="print full tracebacks of failures")
     demo_p.set_defaults(func=cmd_demo)
 
-    repair_p = sub.add_parser("repair-predictions",
-                              help="move unreadable lines of a run's predictions.jsonl to predictions.rejects.jsonl")
+    repair_p = sub.add_parser(
+        "repair-predictions", help="move unreadable lines of a run's predictions.jsonl to predictions.rejects.jsonl"
+    )
     repair_p.add_argument("run_dir")
     repair_p.set_defaults(func=cmd_repair)
 
@@ -306,7 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
     for kind, func in (("backends", cmd_backends), ("readers", cmd_readers)):
         list_p = sub.add_parser(kind, help=f"list {kind}, or --show NAME: its settings, capabilities and package")
         list_p.add_argument("--show", metavar="NAME", help="every config field (type, default, description) of NAME")
-        list_p.add_argument("--plugin", action="append", metavar="MODULE:CLASS", help="register an unpackaged plugin first")
+        list_p.add_argument(
+            "--plugin", action="append", metavar="MODULE:CLASS", help="register an unpackaged plugin first"
+        )
         list_p.set_defaults(func=func)
     sub.add_parser("serve", help="REST memory service (memlab serve --help)", add_help=False)
     return parser

@@ -32,7 +32,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from memlab.errors import MemlabError, NotFoundError
 from memlab.memory import Capability, IngestReport, Memory, validate_user_id
@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 # What remember() accepts for one message.
-MessageLike = Union[Message, Mapping[str, Any], tuple[str, str]]
+MessageLike = Message | Mapping[str, Any] | tuple[str, str]
 
 DEFAULT_SESSION_ID = "default"
 DEFAULT_MAX_K = 100  # the same bound as the REST service's max_k
@@ -409,7 +409,7 @@ class MemoryClient:
                 self._closed = True
                 self.memory.close()
 
-    def __enter__(self) -> "MemoryClient":
+    def __enter__(self) -> MemoryClient:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -70,9 +70,7 @@ def parse_dotted_options(tokens: list[str]) -> dict[str, dict[str, Any]]:
         key, eq, value = token[2:].partition("=")
         if not eq:
             if i + 1 >= len(tokens) or tokens[i + 1].startswith("--"):
-                raise OptionError(
-                    f"option {token} needs a value (e.g. {token} 5, or {token}=true for a switch)"
-                )
+                raise OptionError(f"option {token} needs a value (e.g. {token} 5, or {token}=true for a switch)")
             i += 1
             value = tokens[i]
         section, _, field = key.partition(".")

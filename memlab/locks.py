@@ -43,7 +43,7 @@ class DirectoryLock:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def acquire(self) -> "DirectoryLock":
+    def acquire(self) -> DirectoryLock:
         if self._fd is not None:
             return self
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -55,8 +55,7 @@ class DirectoryLock:
             holder = self.holder()
             who = f"{holder.get('purpose', 'another memlab process')} (pid {holder.get('pid', '?')})"
             raise DirectoryInUseError(
-                f"{self.directory} is in use: another {who} is using it; "
-                "stop that process or use another directory"
+                f"{self.directory} is in use: another {who} is using it; stop that process or use another directory"
             ) from None
         os.ftruncate(fd, 0)
         os.write(fd, json.dumps({"pid": os.getpid(), "purpose": self.purpose}).encode())
@@ -76,7 +75,7 @@ class DirectoryLock:
     def held(self) -> bool:
         return self._fd is not None
 
-    def __enter__(self) -> "DirectoryLock":
+    def __enter__(self) -> DirectoryLock:
         return self.acquire()
 
     def __exit__(self, *exc: object) -> None:

@@ -25,6 +25,7 @@ The contract (docs/plugins.md walks through it with a complete example):
   ``_history``, ``persist`` -> ``_next_turn_index``); registration checks that each declared
   capability has its hook, and the public methods refuse undeclared ones.
 """
+
 from __future__ import annotations
 
 import re
@@ -99,9 +100,7 @@ def config_error_message(what: str, model: type[BaseModel], exc: ValidationError
 def validate_user_id(user_id: str) -> str:
     """User ids scope all data; they end up in file names and SQL, so keep them plain."""
     if not isinstance(user_id, str) or not _USER_ID.match(user_id):
-        raise ValueError(
-            f"invalid user_id {user_id!r}: use 1-128 characters from letters, digits and _.:@-"
-        )
+        raise ValueError(f"invalid user_id {user_id!r}: use 1-128 characters from letters, digits and _.:@-")
     if not user_id.strip("."):  # "." and ".." would name this or the parent folder in a path
         raise ValueError(f"invalid user_id {user_id!r}: it must not consist of dots only")
     return user_id
@@ -232,7 +231,7 @@ class Memory(ABC):
     def close(self) -> None:
         """Release files and models. Persistent backends flush here."""
 
-    def __enter__(self) -> "Memory":
+    def __enter__(self) -> Memory:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -36,9 +36,7 @@ def check_store_url(value: str | None) -> str | None:
     if value is None or value == "" or value == "file":
         return None
     if not is_database_url(value):
-        raise ValueError(
-            f"store must be a PostgreSQL URL (postgresql://user@host:5432/db) or 'file', got {value!r}"
-        )
+        raise ValueError(f"store must be a PostgreSQL URL (postgresql://user@host:5432/db) or 'file', got {value!r}")
     return value
 
 

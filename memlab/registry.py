@@ -167,13 +167,15 @@ class Registry(Generic[T]):
                 default = None if info.is_required() else info.get_default(call_default_factory=True)
                 if isinstance(default, BaseModel):  # a nested settings block (the llm reader's `llm`)
                     default = default.model_dump(mode="json")
-                fields.append({
-                    "name": key,
-                    "type": _type_name(info.annotation),
-                    "default": default,
-                    "required": info.is_required(),
-                    "description": info.description or "",
-                })
+                fields.append(
+                    {
+                        "name": key,
+                        "type": _type_name(info.annotation),
+                        "default": default,
+                        "required": info.is_required(),
+                        "description": info.description or "",
+                    }
+                )
         return {
             "name": name,
             "kind": self._kind(),
@@ -199,9 +201,7 @@ class Registry(Generic[T]):
                 rows.append(PluginInfo(name, entry.target, entry.distribution, False, reason=reason))
                 continue
             caps = sorted(c.value for c in getattr(obj, "capabilities", ()))
-            rows.append(
-                PluginInfo(name, entry.target, entry.distribution, True, getattr(obj, "description", ""), caps)
-            )
+            rows.append(PluginInfo(name, entry.target, entry.distribution, True, getattr(obj, "description", ""), caps))
         return rows
 
     def _kind(self) -> str:
@@ -297,8 +297,9 @@ def load_plugin(reference: str) -> tuple[str, str]:
                 spec.loader.exec_module(module)
             except Exception as exc:
                 del sys.modules[module_name]
-                raise PluginValidationError(f"--plugin {reference!r}: importing {path} failed: "
-                                            f"{type(exc).__name__}: {exc}") from exc
+                raise PluginValidationError(
+                    f"--plugin {reference!r}: importing {path} failed: {type(exc).__name__}: {exc}"
+                ) from exc
         obj = getattr(module, attr, None)
     else:
         try:

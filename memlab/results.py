@@ -44,6 +44,7 @@ def is_control(backend: str, reader: str) -> bool:
 class ResultsFileError(MemlabError, ValueError):
     """A result file that cannot be read (missing, unreadable, another schema, or a bad line)."""
 
+
 # Distance from the question to its evidence, in tokens (PersonaMem's distance_to_ref_in_tokens).
 DISTANCE_BUCKETS: list[tuple[str, int, float]] = [
     ("<4k", 0, 4_000),
@@ -149,7 +150,8 @@ class RowSummary(BaseModel):
     vs_controls: list[PairedComparison] = Field(default_factory=list)
     fingerprint: str | None = None
     settings: dict[str, Any] = Field(
-        default_factory=dict, description="what the fingerprint covers: backend/reader config, dataset, replay, versions"
+        default_factory=dict,
+        description="what the fingerprint covers: backend/reader config, dataset, replay, versions",
     )
 
 
@@ -175,7 +177,7 @@ class RunSummary(BaseModel):
         return path
 
     @classmethod
-    def load(cls, run_dir: str | Path) -> "RunSummary":
+    def load(cls, run_dir: str | Path) -> RunSummary:
         """The ``summary.json`` of a run directory (or that file itself), version-checked."""
         path = Path(run_dir)
         if path.is_dir():
@@ -471,7 +473,12 @@ def _compare_with_controls(rows: list[RowSummary], groups: dict[tuple[str, str],
                 continue
             wins = sum(mine[q] and not theirs[q] for q in shared)
             losses = sum(theirs[q] and not mine[q] for q in shared)
-            row.vs_controls.append(PairedComparison(
-                control=f"{control.backend} / {control.reader}", n=len(shared), wins=wins, losses=losses,
-                p_value=mcnemar_exact(wins, losses),
-            ))
+            row.vs_controls.append(
+                PairedComparison(
+                    control=f"{control.backend} / {control.reader}",
+                    n=len(shared),
+                    wins=wins,
+                    losses=losses,
+                    p_value=mcnemar_exact(wins, losses),
+                )
+            )

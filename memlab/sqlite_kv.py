@@ -66,8 +66,9 @@ class SQLiteKV:
         now = time.time()
         with self._lock:
             db = self._conn()
-            db.executemany(f"INSERT OR REPLACE INTO {self.table} VALUES (?, ?, ?)",
-                           [(k, v, now) for k, v in items.items()])
+            db.executemany(
+                f"INSERT OR REPLACE INTO {self.table} VALUES (?, ?, ?)", [(k, v, now) for k, v in items.items()]
+            )
             db.commit()
 
     def __len__(self) -> int:

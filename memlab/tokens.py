@@ -34,7 +34,7 @@ def truncate_front(text: str, budget: int) -> str:
     matches = list(_TOKEN.finditer(text))
     if len(matches) <= budget:
         return text
-    return text[matches[-budget].start():]
+    return text[matches[-budget].start() :]
 
 
 def token_spans(text: str) -> list[tuple[int, int]]:

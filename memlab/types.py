@@ -102,7 +102,7 @@ class Question(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _choice_or_open(self) -> "Question":
+    def _choice_or_open(self) -> Question:
         if self.options:
             if len(self.options) != len(OPTION_LETTERS):
                 raise ValueError(f"expected 4 options, got {len(self.options)}")

@@ -39,7 +39,9 @@ _SESSIONS = "_sessions"  # key of a line that records session turn counts, not a
 
 
 class FullContextConfig(BackendConfig):
-    top_k: int = Field(default=100_000, ge=1, description="newest turns returned when k is not given (default: all that fit)")
+    top_k: int = Field(
+        default=100_000, ge=1, description="newest turns returned when k is not given (default: all that fit)"
+    )
     max_tokens: int = Field(default=128_000, ge=1, description="budget; the oldest turns are dropped first")
     include_system: bool = Field(default=True, description="keep system messages (PersonaMem's persona prompts)")
 
@@ -177,8 +179,11 @@ class FullContextMemory(Memory):
         with self._lock_of(user_id):
             turns = self._load(user_id)
             new = [
-                MemoryItem(id=f"{session.id}#{first_turn + offset}", text=message.content,
-                           source=turn_source(session, first_turn + offset, message))
+                MemoryItem(
+                    id=f"{session.id}#{first_turn + offset}",
+                    text=message.content,
+                    source=turn_source(session, first_turn + offset, message),
+                )
                 for offset, message in enumerate(session.messages)
                 if message.role != "system" or self.config.include_system
             ]

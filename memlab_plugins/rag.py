@@ -87,7 +87,9 @@ class RagConfig(BackendConfig):
     )
     bm25_k1: float = Field(default=0.9, ge=0, description="BM25 term-frequency saturation")
     bm25_b: float = Field(default=0.4, ge=0, le=1, description="BM25 length normalisation")
-    neighbours: int = Field(default=0, ge=0, description="expand each hit with this many chunks before/after it in its session")
+    neighbours: int = Field(
+        default=0, ge=0, description="expand each hit with this many chunks before/after it in its session"
+    )
     neighbour_weight: float = Field(default=0.5, ge=0, le=1, description="a neighbour's score as a share of its hit's")
     index: Literal["flat", "hnsw"] = Field(default="flat", description="exact IndexFlatIP, or HNSW for large histories")
     hnsw_m: int = Field(default=32, ge=4, description="HNSW graph degree")
@@ -107,7 +109,8 @@ class RagConfig(BackendConfig):
     max_length: int = Field(default=512, ge=8, description="model tokens per text; longer texts are truncated (bge-m3)")
     # PostgreSQL store (memlab_plugins.rag_pg): several workers and hosts share one database.
     store: str | None = Field(
-        default=None, description="None/'file' = files in the data directory; postgresql://user@host:5432/db = that database"
+        default=None,
+        description="None/'file' = files in the data directory; postgresql://user@host:5432/db = that database",
     )
     pool_size: int = Field(default=4, ge=1, description="PostgreSQL store: connections per process")
 
@@ -143,7 +146,9 @@ class RagConfig(BackendConfig):
         if not self.roles:
             raise ValueError("roles must name at least one role")
         if self.window_overlap >= self.window_tokens:
-            raise ValueError(f"window_overlap ({self.window_overlap}) must be below window_tokens ({self.window_tokens})")
+            raise ValueError(
+                f"window_overlap ({self.window_overlap}) must be below window_tokens ({self.window_tokens})"
+            )
         if self.semantic_weight == 0 and (self.lexical == "none" or self.lexical_weight == 0):
             raise ValueError("semantic_weight 0 needs lexical 'bm25' with a lexical_weight above 0: nothing would rank")
         if self.scoring != "dense" and self.embedder != "bge-m3":
@@ -165,7 +170,11 @@ class RagConfig(BackendConfig):
     def embedder_options(self) -> dict[str, Any]:
         """Model settings that differ from the defaults (device, batch size, max length)."""
         defaults = type(self).model_fields
-        return {k: getattr(self, k) for k in ("device", "batch_size", "max_length") if getattr(self, k) != defaults[k].default}
+        return {
+            k: getattr(self, k)
+            for k in ("device", "batch_size", "max_length")
+            if getattr(self, k) != defaults[k].default
+        }
 
 
 # ----------------------------------------------------------------------------- chunking
@@ -176,15 +185,17 @@ def _date_line(message: Message) -> str | None:
 def chunk_session(session: Session, first_turn: int, config: RagConfig) -> list[MemoryItem]:
     """Split one ingested session (part) into chunks; each keeps its session, turn(s), role and date."""
     turns = [
-        (first_turn + i, m)
-        for i, m in enumerate(session.messages)
-        if m.role in config.roles and m.content.strip()
+        (first_turn + i, m) for i, m in enumerate(session.messages) if m.role in config.roles and m.content.strip()
     ]
     if not turns:
         return []
     if config.chunking == "turn":
         return [
-            MemoryItem(id=f"{session.id}#{turn}", text=m.content[: config.max_chunk_chars], source=turn_source(session, turn, m))
+            MemoryItem(
+                id=f"{session.id}#{turn}",
+                text=m.content[: config.max_chunk_chars],
+                source=turn_source(session, turn, m),
+            )
             for turn, m in turns
         ]
     # Session and window chunks are transcripts, "role: text" per line. A session chunk has a
@@ -200,7 +211,13 @@ def chunk_session(session: Session, first_turn: int, config: RagConfig) -> list[
                 lines.append(date)
                 last_date = date
             lines.append(f"{m.role}: {m.content}")
-        return [MemoryItem(id=f"{session.id}@{first_turn}", text="\n".join(lines), source={"session_id": session.id, "turns": sources})]
+        return [
+            MemoryItem(
+                id=f"{session.id}@{first_turn}",
+                text="\n".join(lines),
+                source={"session_id": session.id, "turns": sources},
+            )
+        ]
     lines = [f"{m.role}: {m.content}" for _, m in turns]
     transcript = "\n".join(lines)
     line_starts = np.cumsum([0] + [len(line) + 1 for line in lines[:-1]])
@@ -215,8 +232,11 @@ def chunk_session(session: Session, first_turn: int, config: RagConfig) -> list[
         date = _date_line(turns[first][1])
         text = transcript[lo:hi] if date is None else f"{date}\n{transcript[lo:hi]}"
         chunks.append(
-            MemoryItem(id=f"{session.id}@{first_turn}w{number}", text=text,
-                       source={"session_id": session.id, "turns": sources[first : last + 1]})
+            MemoryItem(
+                id=f"{session.id}@{first_turn}w{number}",
+                text=text,
+                source={"session_id": session.id, "turns": sources[first : last + 1]},
+            )
         )
     return chunks
 
@@ -311,7 +331,9 @@ class RagMemory(Memory):
                 directory = self._user_dir(user_id)
                 if not create and (directory is None or not directory.exists()):
                     return None
-                storage = FileChunkStorage(directory, self._signature(), self.embedder.dim) if directory is not None else None
+                storage = (
+                    FileChunkStorage(directory, self._signature(), self.embedder.dim) if directory is not None else None
+                )
                 store = ChunkStore(self.embedder.dim, self.config.index_spec(), storage)
                 self._complete(store)
                 self._stores[user_id] = store
@@ -390,7 +412,11 @@ class RagMemory(Memory):
                 parts.setdefault(i, {})["bm25"] = s
             rankings = {"semantic": semantic, "bm25": lexical}
             weights = {"semantic": c.semantic_weight, "bm25": c.lexical_weight}
-            fused = reciprocal_rank_fusion(rankings, weights, c.rrf_k) if c.fusion == "rrf" else weighted_fusion(rankings, weights)
+            fused = (
+                reciprocal_rank_fusion(rankings, weights, c.rrf_k)
+                if c.fusion == "rrf"
+                else weighted_fusion(rankings, weights)
+            )
         else:
             fused = dict(semantic)
         if c.neighbours:
@@ -400,7 +426,9 @@ class RagMemory(Memory):
 
     def _item(self, store: ChunkStore, i: int, score: float, parts: dict[int, dict[str, float]]) -> MemoryItem:
         chunk = store.chunks[i]
-        return chunk.model_copy(update={"score": float(score), "metadata": {**chunk.metadata, "scores": parts.get(i, {})}})
+        return chunk.model_copy(
+            update={"score": float(score), "metadata": {**chunk.metadata, "scores": parts.get(i, {})}}
+        )
 
     def _bm25_scores(self, store: ChunkStore, user_id: str, query: str) -> np.ndarray:
         index = self._lexical.get(user_id)
@@ -419,7 +447,9 @@ class RagMemory(Memory):
                     out[j] = max(out.get(j, 0.0), score * share)
         return out
 
-    def _rerank(self, store: ChunkStore, query: str, n: int) -> tuple[list[tuple[int, float]], dict[int, dict[str, float]]]:
+    def _rerank(
+        self, store: ChunkStore, query: str, n: int
+    ) -> tuple[list[tuple[int, float]], dict[int, dict[str, float]]]:
         """The BGE-M3 re-ranking of the dense candidates: (position, score) best first, and each one's parts."""
         from memlab.embedders.bge_m3 import colbert_scores, sparse_scores
 

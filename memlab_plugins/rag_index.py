@@ -117,8 +117,13 @@ class ChunkStore:
         """
         if len(dense) != len(chunks):
             raise ValueError(f"{len(chunks)} chunks but {len(dense)} dense vectors")
-        batch = ChunkBatch(chunks=chunks, dense=np.asarray(dense, dtype=np.float32).reshape(len(chunks), self.dim),
-                           sparse=sparse or [], colbert=colbert or [], sessions=dict(sessions or {}))
+        batch = ChunkBatch(
+            chunks=chunks,
+            dense=np.asarray(dense, dtype=np.float32).reshape(len(chunks), self.dim),
+            sparse=sparse or [],
+            colbert=colbert or [],
+            sessions=dict(sessions or {}),
+        )
         with self.lock:
             if self.storage is not None:
                 self.storage.append(batch)
@@ -159,8 +164,13 @@ class ChunkStore:
     def snapshot(self, *, with_index: bool = False) -> ChunkBatch:
         blob = faiss.serialize_index(self.index).tobytes() if with_index and self.chunks else None
         return ChunkBatch(
-            chunks=list(self.chunks), dense=self.dense, sparse=list(self.sparse), colbert=list(self.colbert),
-            sessions=dict(self.sessions), faiss=blob, index_kind=self.spec.as_dict() if blob else None,
+            chunks=list(self.chunks),
+            dense=self.dense,
+            sparse=list(self.sparse),
+            colbert=list(self.colbert),
+            sessions=dict(self.sessions),
+            faiss=blob,
+            index_kind=self.spec.as_dict() if blob else None,
         )
 
     def compact(self) -> None:

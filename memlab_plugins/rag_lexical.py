@@ -106,9 +106,7 @@ def reciprocal_rank_fusion(
     return fused
 
 
-def weighted_fusion(
-    rankings: dict[str, list[tuple[int, float]]], weights: dict[str, float]
-) -> dict[int, float]:
+def weighted_fusion(rankings: dict[str, list[tuple[int, float]]], weights: dict[str, float]) -> dict[int, float]:
     """Weighted sum of min-max normalised scores; a chunk absent from a ranking gets 0 from it."""
     fused: dict[int, float] = {}
     for name, ranking in rankings.items():
@@ -118,6 +116,6 @@ def weighted_fusion(
         lo, hi = float(values.min()), float(values.max())
         span = hi - lo if hi > lo else 1.0
         weight = weights.get(name, 1.0)
-        for (position, score) in ranking:
+        for position, score in ranking:
             fused[position] = fused.get(position, 0.0) + weight * ((score - lo) / span if hi > lo else 1.0)
     return fused

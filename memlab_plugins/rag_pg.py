@@ -115,8 +115,14 @@ class PgRagMemory(RagMemory):
         self._pool = open_pool(self.url, max_size=self.config.pool_size)
         try:
             ensure_vector_extension(self._pool, self.url)
-            ensure_schema(self._pool, PREFIX, SCHEMA_VERSION, _create_schema(self.embedder.dim, self.config),
-                          MIGRATIONS, url=self.url)
+            ensure_schema(
+                self._pool,
+                PREFIX,
+                SCHEMA_VERSION,
+                _create_schema(self.embedder.dim, self.config),
+                MIGRATIONS,
+                url=self.url,
+            )
             self._check_signature()
             self._iterative_scan = self._vector_version() >= (0, 8)
         except BaseException:
@@ -181,8 +187,16 @@ class PgRagMemory(RagMemory):
                         f"INSERT INTO {PREFIX}chunks (user_id, item_id, session_id, turn_index, text, source, metadata,"
                         " embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::vector)",
                         [
-                            (user_id, c.id, session.id, c.source.get("turn_index"), c.text, json.dumps(c.source),
-                             json.dumps(c.metadata), vector_literal(v))
+                            (
+                                user_id,
+                                c.id,
+                                session.id,
+                                c.source.get("turn_index"),
+                                c.text,
+                                json.dumps(c.source),
+                                json.dumps(c.metadata),
+                                vector_literal(v),
+                            )
                             for c, v in zip(chunks, dense)
                         ],
                     )
@@ -209,16 +223,20 @@ class PgRagMemory(RagMemory):
                 conn.execute(f"SET LOCAL hnsw.ef_search = {int(max(self.config.hnsw_ef_search, k))}")
                 if self._iterative_scan:
                     conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-                sql = (f"SELECT {columns}, -(embedding <#> %s::vector) FROM {PREFIX}chunks WHERE user_id=%s"
-                       " ORDER BY embedding <#> %s::vector LIMIT %s")
+                sql = (
+                    f"SELECT {columns}, -(embedding <#> %s::vector) FROM {PREFIX}chunks WHERE user_id=%s"
+                    " ORDER BY embedding <#> %s::vector LIMIT %s"
+                )
                 rows = conn.execute(sql, (q, user_id, q, k)).fetchall()
             if len(rows) < k:
                 # Flat, or HNSW whose candidates were mostly other users' rows (the index is shared
                 # and pgvector < 0.8 cannot continue the scan): rank this user's rows exactly,
                 # taken first (MATERIALIZED keeps the planner off the approximate index).
-                sql = (f"WITH mine AS MATERIALIZED (SELECT {columns}, embedding FROM {PREFIX}chunks WHERE user_id=%s)"
-                       f" SELECT {columns}, -(embedding <#> %s::vector) FROM mine"
-                       " ORDER BY embedding <#> %s::vector, seq LIMIT %s")
+                sql = (
+                    f"WITH mine AS MATERIALIZED (SELECT {columns}, embedding FROM {PREFIX}chunks WHERE user_id=%s)"
+                    f" SELECT {columns}, -(embedding <#> %s::vector) FROM mine"
+                    " ORDER BY embedding <#> %s::vector, seq LIMIT %s"
+                )
                 rows = conn.execute(sql, (user_id, q, q, k)).fetchall()
         rows.sort(key=lambda r: r[0])  # conversation order, as the file store returns them
         items = [self._row_item(r, float(r[5])) for r in rows]

@@ -62,7 +62,9 @@ class ChunkBatch:
         self.sparse = list(self.sparse) or [None] * n
         self.colbert = list(self.colbert) or [None] * n
         if not (len(self.dense) == len(self.sparse) == len(self.colbert) == n):
-            raise ValueError(f"{n} chunks but {len(self.dense)} dense, {len(self.sparse)} sparse, {len(self.colbert)} colbert rows")
+            raise ValueError(
+                f"{n} chunks but {len(self.dense)} dense, {len(self.sparse)} sparse, {len(self.colbert)} colbert rows"
+            )
 
 
 class ChunkStorage(ABC):
@@ -142,7 +144,9 @@ def encode_batch(batch: ChunkBatch) -> bytes:
         offsets = np.zeros(len(sparse) + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([len(r) for r in sparse])
         arrays["sparse_ids"] = np.fromiter((t for r in sparse for t in r), dtype=np.int64, count=int(offsets[-1]))
-        arrays["sparse_weights"] = np.fromiter((w for r in sparse for w in r.values()), dtype=np.float32, count=int(offsets[-1]))
+        arrays["sparse_weights"] = np.fromiter(
+            (w for r in sparse for w in r.values()), dtype=np.float32, count=int(offsets[-1])
+        )
         arrays["sparse_offsets"] = offsets
     colbert = [row for row in batch.colbert if row is not None]
     if colbert:
@@ -240,8 +244,11 @@ class FileChunkStorage(ChunkStorage):
             raise DataFormatError(f"{path}: RAG store format {meta.get('format')}, this memlab reads {FORMAT_VERSION}")
         stored = meta.get("signature", {})
         if stored != self.signature:
-            diff = {k: (stored.get(k), self.signature.get(k)) for k in set(stored) | set(self.signature)
-                    if stored.get(k) != self.signature.get(k)}
+            diff = {
+                k: (stored.get(k), self.signature.get(k))
+                for k in set(stored) | set(self.signature)
+                if stored.get(k) != self.signature.get(k)
+            }
             raise DataFormatError(
                 f"{self.directory} was built with other settings (stored vs configured: {diff}); "
                 "open it with the same rag embedder/model/chunking, or use a new data_dir"
@@ -274,7 +281,9 @@ class FileChunkStorage(ChunkStorage):
         data = snapshot.read_bytes()
         records, end = _read_records(data)
         if end != len(data) or not records:
-            raise DataFormatError(f"{snapshot}: damaged RAG snapshot ({len(data) - end} unreadable bytes at offset {end})")
+            raise DataFormatError(
+                f"{snapshot}: damaged RAG snapshot ({len(data) - end} unreadable bytes at offset {end})"
+            )
         try:
             header, _ = _decode(records[0])
             self._check_header(snapshot, header)

@@ -70,8 +70,13 @@ class MeteredMemory(Memory):
 
     def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
         for offset, message in enumerate(session.messages):
-            self.items.append(MemoryItem(id=f"{session.id}:{first_turn + offset}", text=message.content,
-                                         source={"session_id": session.id, "turn_index": first_turn + offset}))
+            self.items.append(
+                MemoryItem(
+                    id=f"{session.id}:{first_turn + offset}",
+                    text=message.content,
+                    source={"session_id": session.id, "turn_index": first_turn + offset},
+                )
+            )
         self.record_llm_usage(prompt_tokens=len(session.messages), completion_tokens=1, cost_usd=0.001)
 
     def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:

@@ -77,7 +77,9 @@ def test_scores_match_flagembedding(m3: BGEM3Embedder) -> None:
             {str(t): w for t, w in query.sparse[0].items()}, {str(t): w for t, w in docs.sparse[i].items()}
         )
         assert ours_sparse[i] == pytest.approx(float(lexical), rel=1e-5)
-        assert ours_colbert[i] == pytest.approx(float(m3.model.colbert_score(query.colbert[0], docs.colbert[i])), rel=1e-5)
+        assert ours_colbert[i] == pytest.approx(
+            float(m3.model.colbert_score(query.colbert[0], docs.colbert[i])), rel=1e-5
+        )
     assert ours_sparse[0] > 0 and ours_sparse[0] == ours_sparse.max()  # the doc sharing the words
 
 

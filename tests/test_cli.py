@@ -12,13 +12,20 @@ from memlab.errors import MemlabError
 
 
 def test_parse_dotted() -> None:
-    assert parse_dotted(["--rag.top-k", "5", "--llm.base-url=http://127.0.0.1:9/v1", "--rag.index.ef-search", "64"]) == {
+    assert parse_dotted(
+        ["--rag.top-k", "5", "--llm.base-url=http://127.0.0.1:9/v1", "--rag.index.ef-search", "64"]
+    ) == {
         "rag": {"top_k": 5, "index": {"ef_search": 64}},
         "llm": {"base_url": "http://127.0.0.1:9/v1"},
     }
     assert parse_dotted(["--rag.roles", '["user"]', "--profile.verbose", "true", "--rag.name=null"]) == {
-        "rag": {"roles": ["user"], "name": None}, "profile": {"verbose": True}}
-    assert parse_dotted(["--rag.offset", "-1", "--llm.model", "gpt-4o"]) == {"rag": {"offset": -1}, "llm": {"model": "gpt-4o"}}
+        "rag": {"roles": ["user"], "name": None},
+        "profile": {"verbose": True},
+    }
+    assert parse_dotted(["--rag.offset", "-1", "--llm.model", "gpt-4o"]) == {
+        "rag": {"offset": -1},
+        "llm": {"model": "gpt-4o"},
+    }
     with pytest.raises(MemlabError, match="unrecognised"):
         parse_dotted(["--oops"])
     # A dotted option without a value is an error, never a silent `true`.
@@ -30,9 +37,24 @@ def test_parse_dotted() -> None:
 
 def test_run_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
-    code = main(["run", "--dataset", "synthetic:personas=1", "--backends", "rag,full_context",
-                 "--rag.embedder", "hashing", "--rag.top-k", "4", "--reader.embedder", "hashing",
-                 "--out", str(out), "--no-progress"])
+    code = main(
+        [
+            "run",
+            "--dataset",
+            "synthetic:personas=1",
+            "--backends",
+            "rag,full_context",
+            "--rag.embedder",
+            "hashing",
+            "--rag.top-k",
+            "4",
+            "--reader.embedder",
+            "hashing",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     printed = capsys.readouterr().out
     for row in ("rag", "full_context", "none (control)", "longest_option"):
@@ -48,8 +70,22 @@ def test_run_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--dataset", "synthetic:personas=1", "--backends", "rga", "--out", str(tmp_path / "x")]) == 2
     assert "Did you mean 'rag'" in capsys.readouterr().err
-    assert main(["run", "--dataset", "synthetic:personas=1", "--backends", "rag", "--mem0.x", "1",
-                 "--out", str(tmp_path / "y")]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--dataset",
+                "synthetic:personas=1",
+                "--backends",
+                "rag",
+                "--mem0.x",
+                "1",
+                "--out",
+                str(tmp_path / "y"),
+            ]
+        )
+        == 2
+    )
     assert "match no chosen backend" in capsys.readouterr().err
 
 

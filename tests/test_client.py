@@ -178,9 +178,17 @@ def test_example_chatbot_against_an_openai_compatible_server(tmp_path: Path) -> 
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             requests.append({"path": self.path, "auth": self.headers.get("Authorization"), **body})
             reply = {
-                "id": f"c{len(requests)}", "object": "chat.completion", "created": 0, "model": body["model"],
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": f"answer {len(requests)}"}}],
+                "id": f"c{len(requests)}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": f"answer {len(requests)}"},
+                    }
+                ],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
             }
             data = json.dumps(reply).encode()
@@ -197,15 +205,25 @@ def test_example_chatbot_against_an_openai_compatible_server(tmp_path: Path) -> 
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     example = Path(__file__).resolve().parents[1] / "examples" / "chatbot.py"
-    env = {**os.environ, "OPENAI_BASE_URL": f"http://127.0.0.1:{server.server_port}/v1",
-           "OPENAI_API_KEY": "test-key", "NO_PROXY": "*"}
+    env = {
+        **os.environ,
+        "OPENAI_BASE_URL": f"http://127.0.0.1:{server.server_port}/v1",
+        "OPENAI_API_KEY": "test-key",
+        "NO_PROXY": "*",
+    }
     command = [sys.executable, str(example), "--user", "alice", "--data-dir", str(tmp_path / "mem"), "--model", "fake"]
     try:
         first = subprocess.run(command, input=f"{PIXEL}\n/quit\n", capture_output=True, text=True, env=env, timeout=120)
         assert first.returncode == 0, first.stderr
         assert "bot> answer 1" in first.stdout
-        second = subprocess.run(command, input="What is my cat called?\n/memories\n/export\n", capture_output=True,
-                                text=True, env=env, timeout=120)
+        second = subprocess.run(
+            command,
+            input="What is my cat called?\n/memories\n/export\n",
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
         assert second.returncode == 0, second.stderr
     finally:
         server.shutdown()
@@ -222,6 +240,7 @@ def test_example_chatbot_against_an_openai_compatible_server(tmp_path: Path) -> 
 
 def test_ownership_is_checked_even_if_the_backend_forgets(tmp_path: Path) -> None:
     """A backend whose delete ignores the user must still not let alice delete bob's memory."""
+
     class CarelessMemory(FullContextMemory):
         name = "careless"
         capabilities = FullContextMemory.capabilities | {Capability.DELETE}
@@ -294,8 +313,9 @@ def test_one_users_ingest_never_blocks_another_users_search(tmp_path: Path) -> N
     client = MemoryClient(memory)
     client.remember("bob", [("user", BEES)])
     client.remember("alice", [("user", PIXEL)])
-    writer = threading.Thread(target=client.remember, args=("alice", [("user", "slow turn")]),
-                              kwargs={"session_id": "slow"})
+    writer = threading.Thread(
+        target=client.remember, args=("alice", [("user", "slow turn")]), kwargs={"session_id": "slow"}
+    )
     writer.start()
     try:
         assert memory.ingest_started.wait(10)
@@ -306,8 +326,9 @@ def test_one_users_ingest_never_blocks_another_users_search(tmp_path: Path) -> N
         # Two searches of one user run at the same time (each waits for the other at the barrier).
         memory.search_barrier = threading.Barrier(2)
         results: list[Retrieval] = []
-        searchers = [threading.Thread(target=lambda: results.append(client.recall("bob", "together")))
-                     for _ in range(2)]
+        searchers = [
+            threading.Thread(target=lambda: results.append(client.recall("bob", "together"))) for _ in range(2)
+        ]
         for t in searchers:
             t.start()
         for t in searchers:
@@ -343,8 +364,9 @@ def test_a_user_in_use_is_never_released(tmp_path: Path) -> None:
 
     memory.release = recording_release  # type: ignore[method-assign]
     client = MemoryClient(memory, user_cache_size=1)
-    writer = threading.Thread(target=client.remember, args=("alice", [("user", "slow turn")]),
-                              kwargs={"session_id": "slow"})
+    writer = threading.Thread(
+        target=client.remember, args=("alice", [("user", "slow turn")]), kwargs={"session_id": "slow"}
+    )
     writer.start()
     try:
         assert memory.ingest_started.wait(10)

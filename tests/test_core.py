@@ -37,7 +37,9 @@ def test_ingest_accepts_dicts_and_reports_turns() -> None:
     memory = create_backend("full_context")
     report = memory.ingest({"id": "s1", "messages": [{"role": "user", "content": "hello there"}]}, user_id="u")
     assert (report.session_id, report.first_turn, report.messages) == ("s1", 0, 1)
-    assert memory.ingest(Session(id="s1", messages=[Message(role="assistant", content="hi")]), user_id="u").first_turn == 1
+    assert (
+        memory.ingest(Session(id="s1", messages=[Message(role="assistant", content="hi")]), user_id="u").first_turn == 1
+    )
     result = memory.retrieve("x", user_id="u")
     assert result.tokens == count_tokens(result.context) and result.seconds >= 0
 
@@ -119,8 +121,15 @@ def test_longest_option_control_refuses_open_questions_clearly() -> None:
     open_question = Question(id="q1", type="t", text="when?", answer_text="May", context_id="c", end_index=0)
     answer = reader.answer(open_question, Retrieval())
     assert answer.choice is None and answer.error is not None and "multiple-choice" in answer.error
-    choice = Question(id="q2", type="t", text="?", options=["(a) x", "(b) longest", "(c) y", "(d) z"],
-                      answer=1, context_id="c", end_index=0)
+    choice = Question(
+        id="q2",
+        type="t",
+        text="?",
+        options=["(a) x", "(b) longest", "(c) y", "(d) z"],
+        answer=1,
+        context_id="c",
+        end_index=0,
+    )
     assert reader.answer(choice, Retrieval()).choice == 1
 
 

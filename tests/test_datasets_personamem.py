@@ -25,15 +25,37 @@ from memlab.datasets.question_types import (
 from memlab.errors import DataFormatError, DatasetUnavailableError, MemlabError
 
 RELEASE_COLUMNS = [
-    "persona_id", "question_id", "question_type", "topic", "context_length_in_tokens", "context_length_in_letters",
-    "distance_to_ref_in_blocks", "distance_to_ref_in_tokens", "num_irrelevant_tokens",
-    "distance_to_ref_proportion_in_context", "user_question_or_message", "correct_answer", "all_options",
-    "shared_context_id", "end_index_in_shared_context",
+    "persona_id",
+    "question_id",
+    "question_type",
+    "topic",
+    "context_length_in_tokens",
+    "context_length_in_letters",
+    "distance_to_ref_in_blocks",
+    "distance_to_ref_in_tokens",
+    "num_irrelevant_tokens",
+    "distance_to_ref_proportion_in_context",
+    "user_question_or_message",
+    "correct_answer",
+    "all_options",
+    "shared_context_id",
+    "end_index_in_shared_context",
 ]
 DEV_COLUMNS = [
-    "question_id", "question_type", "topic", "context_length_in_tokens", "context_length_in_letters",
-    "distance_to_ref_in_blocks", "distance_to_ref_in_tokens", "distance_to_ref_proportion_in_context", "question",
-    "correct_answer", "all_options", "shared_context_id", "end_index_in_shared_context", "num_irrelevant_tokens",
+    "question_id",
+    "question_type",
+    "topic",
+    "context_length_in_tokens",
+    "context_length_in_letters",
+    "distance_to_ref_in_blocks",
+    "distance_to_ref_in_tokens",
+    "distance_to_ref_proportion_in_context",
+    "question",
+    "correct_answer",
+    "all_options",
+    "shared_context_id",
+    "end_index_in_shared_context",
+    "num_irrelevant_tokens",
     "stereotypical",
 ]
 OPTIONS = repr(["(a) Pizza.", "(b) Sushi.", "(c) Tacos.", "(d) Soup."])
@@ -51,11 +73,23 @@ def conversation(sessions: int = 2, pairs: int = 2) -> list[dict[str, str]]:
 
 def row(columns: list[str], **values: str) -> dict[str, str]:
     base = {
-        "persona_id": "7", "question_id": "q1", "question_type": "track_full_preference_evolution", "topic": "food",
-        "context_length_in_tokens": "120", "context_length_in_letters": "600", "distance_to_ref_in_blocks": "2",
-        "distance_to_ref_in_tokens": "80", "num_irrelevant_tokens": "0", "distance_to_ref_proportion_in_context": "66.7%",
-        "user_question_or_message": "What do I like?", "question": "What do I like?", "correct_answer": "(c)",
-        "all_options": OPTIONS, "shared_context_id": "ctxA", "end_index_in_shared_context": "10", "stereotypical": "No",
+        "persona_id": "7",
+        "question_id": "q1",
+        "question_type": "track_full_preference_evolution",
+        "topic": "food",
+        "context_length_in_tokens": "120",
+        "context_length_in_letters": "600",
+        "distance_to_ref_in_blocks": "2",
+        "distance_to_ref_in_tokens": "80",
+        "num_irrelevant_tokens": "0",
+        "distance_to_ref_proportion_in_context": "66.7%",
+        "user_question_or_message": "What do I like?",
+        "question": "What do I like?",
+        "correct_answer": "(c)",
+        "all_options": OPTIONS,
+        "shared_context_id": "ctxA",
+        "end_index_in_shared_context": "10",
+        "stereotypical": "No",
     }
     base.update(values)
     return {c: base[c] for c in columns}
@@ -78,10 +112,20 @@ def write_jsonl(path: Path, contexts: dict[str, list]) -> Path:
 def release_folder(tmp_path: Path) -> Path:
     rows = [
         row(RELEASE_COLUMNS, question_id="q1"),
-        row(RELEASE_COLUMNS, question_id="q2", question_type="recall_user_shared_facts", correct_answer="(a)",
-            end_index_in_shared_context="5", shared_context_id="ctxB"),
-        row(RELEASE_COLUMNS, question_id="q3", question_type="recalling_facts_mentioned_by_the_user",
-            correct_answer="(d)"),
+        row(
+            RELEASE_COLUMNS,
+            question_id="q2",
+            question_type="recall_user_shared_facts",
+            correct_answer="(a)",
+            end_index_in_shared_context="5",
+            shared_context_id="ctxB",
+        ),
+        row(
+            RELEASE_COLUMNS,
+            question_id="q3",
+            question_type="recalling_facts_mentioned_by_the_user",
+            correct_answer="(d)",
+        ),
     ]
     write_csv(tmp_path / "questions_32k.csv", RELEASE_COLUMNS, rows)
     write_jsonl(tmp_path / "shared_contexts_32k.jsonl", {"ctxA": conversation(), "ctxB": conversation(1, 3)})
@@ -113,10 +157,18 @@ def test_release_layout(release_folder: Path) -> None:
 def test_dev_layout_uses_question_column_and_folder_name(tmp_path: Path) -> None:
     folder = tmp_path / "128k-dev"
     folder.mkdir()
-    write_csv(folder / "questions.csv", DEV_COLUMNS, [
-        row(DEV_COLUMNS, question="Dev spelling?", question_type="recalling_the_latest_user_preferences",
-            stereotypical="Yes"),
-    ])
+    write_csv(
+        folder / "questions.csv",
+        DEV_COLUMNS,
+        [
+            row(
+                DEV_COLUMNS,
+                question="Dev spelling?",
+                question_type="recalling_the_latest_user_preferences",
+                stereotypical="Yes",
+            ),
+        ],
+    )
     write_jsonl(folder / "shared_contexts.jsonl", {"ctxA": conversation()})
     dataset = load_personamem(folder)
     assert dataset.name == "personamem-128k-dev"
@@ -130,25 +182,29 @@ def test_dev_layout_uses_question_column_and_folder_name(tmp_path: Path) -> None
 def test_csv_path_and_load_dataset_specs(release_folder: Path) -> None:
     by_csv = load_personamem(str(release_folder / "questions_32k.csv"))
     assert len(by_csv.histories) == 2 and len(by_csv.questions) == 3
-    for spec in (f"personamem:{release_folder}", str(release_folder), f"personamem:{release_folder / 'questions_32k.csv'}"):
+    for spec in (
+        f"personamem:{release_folder}",
+        str(release_folder),
+        f"personamem:{release_folder / 'questions_32k.csv'}",
+    ):
         dataset = load_dataset(spec)
         assert dataset.name == "personamem-32k" and len(dataset.questions) == 3, spec
 
 
 def test_malformed_rows_are_reported_and_the_rest_loads(tmp_path: Path) -> None:
     rows = [
-        row(RELEASE_COLUMNS, question_id="good1"),                                             # 1
-        row(RELEASE_COLUMNS, question_id="noanswer", correct_answer=""),                        # 2 missing field
-        row(RELEASE_COLUMNS, question_id="badopts", all_options="['(a) x', '(b) y'"),          # 3 unparseable
+        row(RELEASE_COLUMNS, question_id="good1"),  # 1
+        row(RELEASE_COLUMNS, question_id="noanswer", correct_answer=""),  # 2 missing field
+        row(RELEASE_COLUMNS, question_id="badopts", all_options="['(a) x', '(b) y'"),  # 3 unparseable
         row(RELEASE_COLUMNS, question_id="threeopts", all_options=repr(["(a) x", "(b) y", "(c) z"])),  # 4 count
-        row(RELEASE_COLUMNS, question_id="badletter", correct_answer="(e)"),                   # 5 answer letter
-        row(RELEASE_COLUMNS, question_id="badend", end_index_in_shared_context="ten"),         # 6 end index
-        row(RELEASE_COLUMNS, question_id="ghost1", shared_context_id="nope"),                  # 7 unknown context
-        row(RELEASE_COLUMNS, question_id="toofar", end_index_in_shared_context="11"),          # 8 past the end
-        row(RELEASE_COLUMNS, question_id="good2", distance_to_ref_in_tokens="lots"),           # 9 soft issue
-        row(RELEASE_COLUMNS, question_id="good1"),                                             # 10 duplicate id
-        row(RELEASE_COLUMNS, question_id="ghost2", shared_context_id="nope"),                  # 11 same context
-        row(RELEASE_COLUMNS, question_id="atend", end_index_in_shared_context="10"),           # 12 fine (== length)
+        row(RELEASE_COLUMNS, question_id="badletter", correct_answer="(e)"),  # 5 answer letter
+        row(RELEASE_COLUMNS, question_id="badend", end_index_in_shared_context="ten"),  # 6 end index
+        row(RELEASE_COLUMNS, question_id="ghost1", shared_context_id="nope"),  # 7 unknown context
+        row(RELEASE_COLUMNS, question_id="toofar", end_index_in_shared_context="11"),  # 8 past the end
+        row(RELEASE_COLUMNS, question_id="good2", distance_to_ref_in_tokens="lots"),  # 9 soft issue
+        row(RELEASE_COLUMNS, question_id="good1"),  # 10 duplicate id
+        row(RELEASE_COLUMNS, question_id="ghost2", shared_context_id="nope"),  # 11 same context
+        row(RELEASE_COLUMNS, question_id="atend", end_index_in_shared_context="10"),  # 12 fine (== length)
     ]
     questions = write_csv(tmp_path / "questions_32k.csv", RELEASE_COLUMNS, rows)
     with questions.open("a", newline="", encoding="utf-8") as handle:  # 13: a row with a field too many
@@ -161,9 +217,16 @@ def test_malformed_rows_are_reported_and_the_rest_loads(tmp_path: Path) -> None:
     assert dataset.questions[2].distance_tokens is None
     found = {(i.row, i.field) for i in dataset.issues}
     assert found == {
-        (2, "correct_answer"), (3, "all_options"), (4, "all_options"), (5, "correct_answer"),
-        (6, "end_index_in_shared_context"), (7, "shared_context_id"), (8, "end_index_in_shared_context"),
-        (9, "distance_to_ref_in_tokens"), (10, "question_id"), (13, None),
+        (2, "correct_answer"),
+        (3, "all_options"),
+        (4, "all_options"),
+        (5, "correct_answer"),
+        (6, "end_index_in_shared_context"),
+        (7, "shared_context_id"),
+        (8, "end_index_in_shared_context"),
+        (9, "distance_to_ref_in_tokens"),
+        (10, "question_id"),
+        (13, None),
     }
     for issue in dataset.issues:
         assert issue.file == str(questions)
@@ -187,8 +250,11 @@ def test_unknown_type_passes_through_with_one_issue(release_folder: Path) -> Non
 def test_type_mapping_is_one_to_one_per_file() -> None:
     # Paper-named file: every label is its own paper type.
     mapping = type_mapping(["recall_user_shared_facts", "acknowledge_latest_user_preferences", "odd"])
-    assert mapping == {"recall_user_shared_facts": RECALL_FACTS, "acknowledge_latest_user_preferences": ACKNOWLEDGE_LATEST,
-                       "odd": None}
+    assert mapping == {
+        "recall_user_shared_facts": RECALL_FACTS,
+        "acknowledge_latest_user_preferences": ACKNOWLEDGE_LATEST,
+        "odd": None,
+    }
     # The release: both facts labels stay distinct; unshared older names may show as the paper's.
     release = type_mapping(RELEASED_TYPES)
     assert release["recall_user_shared_facts"] == "recall_user_shared_facts"
@@ -209,18 +275,34 @@ def test_bad_messages_are_dropped_and_end_indexes_shifted(tmp_path: Path) -> Non
     messages = conversation()
     messages[2] = {"role": "tool", "content": "weird"}
     messages[7] = {"role": "user", "content": None}
-    write_csv(tmp_path / "questions.csv", RELEASE_COLUMNS, [
-        row(RELEASE_COLUMNS, question_id="early", end_index_in_shared_context="2"),
-        row(RELEASE_COLUMNS, question_id="mid", end_index_in_shared_context="5"),
-        row(RELEASE_COLUMNS, question_id="end", end_index_in_shared_context="10"),
-    ])
+    write_csv(
+        tmp_path / "questions.csv",
+        RELEASE_COLUMNS,
+        [
+            row(RELEASE_COLUMNS, question_id="early", end_index_in_shared_context="2"),
+            row(RELEASE_COLUMNS, question_id="mid", end_index_in_shared_context="5"),
+            row(RELEASE_COLUMNS, question_id="end", end_index_in_shared_context="10"),
+        ],
+    )
     contexts = tmp_path / "shared_contexts.jsonl"
-    contexts.write_text("this is not json\n" + json.dumps({"ctxA": messages}) + "\n" + json.dumps({"ctxA": []}) + "\n"
-                        + json.dumps(["not", "an", "object"]) + "\n", encoding="utf-8")
+    contexts.write_text(
+        "this is not json\n"
+        + json.dumps({"ctxA": messages})
+        + "\n"
+        + json.dumps({"ctxA": []})
+        + "\n"
+        + json.dumps(["not", "an", "object"])
+        + "\n",
+        encoding="utf-8",
+    )
     dataset = load_personamem(tmp_path)
     history = dataset.histories["ctxA"]
     assert len(history.messages) == 8 and history.metadata["dropped_messages"] == [2, 7]
-    assert [m.content for m in history.messages][:3] == [messages[0]["content"], messages[1]["content"], messages[3]["content"]]
+    assert [m.content for m in history.messages][:3] == [
+        messages[0]["content"],
+        messages[1]["content"],
+        messages[3]["content"],
+    ]
     assert {q.id: q.end_index for q in dataset.questions} == {"early": 2, "mid": 4, "end": 8}
     assert dataset.questions[1].metadata["raw_end_index"] == 5
     issues = {(i.row, i.field): i for i in dataset.issues}
@@ -284,8 +366,14 @@ def test_size_name_offline_says_what_to_download(tmp_path: Path, monkeypatch: py
     with pytest.raises(DatasetUnavailableError) as caught:
         load_personamem("128k")
     message = str(caught.value)
-    for needle in ("questions_128k.csv", "shared_contexts_128k.jsonl", "huggingface.co/datasets/bowen-upenn/PersonaMem",
-                   str(tmp_path), "MEMLAB_DATA_DIR", "HF_HUB_OFFLINE"):
+    for needle in (
+        "questions_128k.csv",
+        "shared_contexts_128k.jsonl",
+        "huggingface.co/datasets/bowen-upenn/PersonaMem",
+        str(tmp_path),
+        "MEMLAB_DATA_DIR",
+        "HF_HUB_OFFLINE",
+    ):
         assert needle in message
 
 
@@ -311,11 +399,16 @@ def test_real_dev_history(personamem_dev: Path) -> None:
     assert len(history.messages) == 698 and len(history.session_starts) == 20
     assert all(history.messages[i].role == "system" for i in history.session_starts)
     assert {q.end_index for q in dataset.questions} == {697}
-    assert Counter(q.type for q in dataset.questions) == Counter({
-        "recalling_facts_mentioned_by_the_user": 35, "recalling_the_latest_user_preferences": 35,
-        "recommendation_aligned_with_users_latest_preferences": 35, "identifying_new_things_not_mentioned_by_the_user": 16,
-        "generalizing_past_reasons_in_memory_to_new_scenarios": 10, "recalling_the_reasons_behind_previous_updates": 4,
-    })
+    assert Counter(q.type for q in dataset.questions) == Counter(
+        {
+            "recalling_facts_mentioned_by_the_user": 35,
+            "recalling_the_latest_user_preferences": 35,
+            "recommendation_aligned_with_users_latest_preferences": 35,
+            "identifying_new_things_not_mentioned_by_the_user": 16,
+            "generalizing_past_reasons_in_memory_to_new_scenarios": 10,
+            "recalling_the_reasons_behind_previous_updates": 4,
+        }
+    )
     assert {q.type for q in dataset.questions} <= set(OLDER_128K_TYPES)
     assert all(q.options[i].startswith(f"({letter})") for q in dataset.questions for i, letter in enumerate("abcd"))
 
@@ -329,11 +422,17 @@ def test_real_32k_questions_only(shared_data: Path) -> None:
     assert dataset.name == "personamem-32k"
     assert len(dataset.questions) == 589 and dataset.histories == {}
     # The released labels, counted as the file has them (129 recall_user_shared_facts kept as such).
-    assert Counter(q.type for q in dataset.questions) == Counter({
-        "track_full_preference_evolution": 139, "recall_user_shared_facts": 129,
-        "recalling_the_reasons_behind_previous_updates": 99, "suggest_new_ideas": 93, "generalizing_to_new_scenarios": 57,
-        "provide_preference_aligned_recommendations": 55, "recalling_facts_mentioned_by_the_user": 17,
-    })
+    assert Counter(q.type for q in dataset.questions) == Counter(
+        {
+            "track_full_preference_evolution": 139,
+            "recall_user_shared_facts": 129,
+            "recalling_the_reasons_behind_previous_updates": 99,
+            "suggest_new_ideas": 93,
+            "generalizing_to_new_scenarios": 57,
+            "provide_preference_aligned_recommendations": 55,
+            "recalling_facts_mentioned_by_the_user": 17,
+        }
+    )
     assert set(RELEASED_TYPES) == {q.type for q in dataset.questions}
     contexts = {q.context_id for q in dataset.questions}
     assert len(contexts) == 37

@@ -75,11 +75,15 @@ def test_deterministic_by_seed(default: Dataset) -> None:
 
 def test_deterministic_across_processes(default: Dataset) -> None:
     # String hashing is randomised per process: no set or dict order may leak into the output.
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from tests.test_datasets_synthetic import fingerprint; "
-            "from memlab.datasets.synthetic import generate; print(fingerprint(generate()))")
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from tests.test_datasets_synthetic import fingerprint; "
+        "from memlab.datasets.synthetic import generate; print(fingerprint(generate()))"
+    )
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    out = subprocess.run([sys.executable, "-c", code, root], capture_output=True, text=True, env=env, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, root], capture_output=True, text=True, env=env, timeout=120, check=True
+    )
     assert out.stdout.strip().splitlines()[-1] == fingerprint(default)
 
 
@@ -110,7 +114,7 @@ def test_evidence_precedes_the_question_and_holds_the_key(large: Dataset) -> Non
         assert all(history.messages[i].role == "user" for i in indexes)
         assert any(q.metadata["key"].lower() in history.messages[i].content.lower() for i in indexes), q.id
         first = min(indexes)
-        assert q.distance_tokens == sum(count_tokens(m.content) for m in history.messages[first:q.end_index])
+        assert q.distance_tokens == sum(count_tokens(m.content) for m in history.messages[first : q.end_index])
         assert q.distance_blocks == history.session_number_of(q.end_index - 1) - history.session_number_of(first) + 1
         assert q.distance_blocks >= 1
 
@@ -186,8 +190,15 @@ def test_parameters_scale_the_dataset() -> None:
     assert {q.type for q in small.questions} == set(CANONICAL_TYPES)
 
 
-@pytest.mark.parametrize("kwargs, name", [({"personas": 0}, "personas"), ({"sessions": 2}, "sessions"),
-                                          ({"aspects": 13}, "aspects"), ({"turns": 1}, "turns")])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"personas": 0}, "personas"),
+        ({"sessions": 2}, "sessions"),
+        ({"aspects": 13}, "aspects"),
+        ({"turns": 1}, "turns"),
+    ],
+)
 def test_bad_parameters_are_named(kwargs: dict[str, int], name: str) -> None:
     with pytest.raises(ValueError, match=name):
         generate(**kwargs)

@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import distributed_helpers
+import pytest
 from distributed_helpers import FlakyMemory
+
 from memlab.errors import MemlabError, MissingDependencyError
 from memlab.registry import backends
 from memlab.results import PREDICTIONS_FILE, Prediction, RunSummary, read_predictions
@@ -30,10 +30,25 @@ RAG = BackendSpec(name="rag", config={"embedder": "hashing"})
 READER = ReaderSpec(name="embedding", config={"embedder": "hashing"})
 
 
-def make_config(out: Path, executor: str = "local", *, backends_: list[BackendSpec] | None = None,
-                controls: bool = True, **options: Any) -> RunConfig:
-    return RunConfig(dataset=DATASET, backends=backends_ or [RAG], reader=READER, out=out, controls=controls,
-                     cache_dir=out.parent / "cache", progress=False, executor=executor, executor_options=options)
+def make_config(
+    out: Path,
+    executor: str = "local",
+    *,
+    backends_: list[BackendSpec] | None = None,
+    controls: bool = True,
+    **options: Any,
+) -> RunConfig:
+    return RunConfig(
+        dataset=DATASET,
+        backends=backends_ or [RAG],
+        reader=READER,
+        out=out,
+        controls=controls,
+        cache_dir=out.parent / "cache",
+        progress=False,
+        executor=executor,
+        executor_options=options,
+    )
 
 
 def answers(out: Path) -> dict[tuple[str, str, str], tuple[int | None, list[float]]]:
@@ -133,8 +148,10 @@ def check_failing_job_reported(tmp_path: Path, executor: str) -> None:
     marker = tmp_path / "marker"
     out = tmp_path / "run"
     spec = flaky_spec(marker, fail_attempts=99, fail_after=2)
-    summary = run(make_config(out, executor, backends_=[spec, RAG], controls=False),
-                  executor=make_executor(executor, workers=2, retries=1))
+    summary = run(
+        make_config(out, executor, backends_=[spec, RAG], controls=False),
+        executor=make_executor(executor, workers=2, retries=1),
+    )
     assert sorted(f["context_id"] for f in summary.failed_jobs) == [f"synthetic-0-p{n}" for n in range(3)]
     assert all("injected failure on attempt 2" in f["error"] for f in summary.failed_jobs)
     assert set(distributed_helpers.attempts(marker).values()) == {2}  # 1 + retries=1, then given up
@@ -193,8 +210,11 @@ def test_process_survives_a_burst_of_predictions(tmp_path: Path) -> None:
     # reads it; workers must still exit, and every prediction arrive once.
     out = tmp_path / "run"
     config = make_config(out, "process", backends_=[BackendSpec(name="none")], controls=False).model_copy(
-        update={"dataset": "synthetic:personas=2,sessions=10,questions=1000",
-                "reader": ReaderSpec(name="longest_option")})
+        update={
+            "dataset": "synthetic:personas=2,sessions=10,questions=1000",
+            "reader": ReaderSpec(name="longest_option"),
+        }
+    )
     summary = run(config, executor=make_executor("process", workers=2))
     assert not summary.failed_jobs
     keys = raw_keys(out)
@@ -213,13 +233,20 @@ def test_executor_options_are_checked() -> None:
 
 def test_ray_missing_gives_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` fail
-    with pytest.raises(MissingDependencyError, match=r'memlab\[ray\]'):
+    with pytest.raises(MissingDependencyError, match=r"memlab\[ray\]"):
         make_executor("ray")
 
 
 def test_plugin_refs_ship_only_in_process_plugins(flaky: None) -> None:
-    job = Job(backend=BackendSpec(name="flaky"), reader=READER, context_id="c", dataset=DATASET,
-              state_dir=Path("s"), cache_dir=Path("c"), question_ids=["q"])
+    job = Job(
+        backend=BackendSpec(name="flaky"),
+        reader=READER,
+        context_id="c",
+        dataset=DATASET,
+        state_dir=Path("s"),
+        cache_dir=Path("c"),
+        question_ids=["q"],
+    )
     job2 = job.model_copy(update={"backend": RAG})
     refs = plugin_refs([job, job2])
     assert [(r.kind, r.name, r.target) for r in refs] == [("backend", "flaky", "distributed_helpers:FlakyMemory")]

@@ -15,8 +15,21 @@ from memlab.results import RunSummary, read_predictions
 @pytest.mark.data
 def test_dev_history_runs_and_resumes(personamem_dev: Path, tmp_path: Path) -> None:
     out = tmp_path / "dev"
-    args = ["run", "--dataset", str(personamem_dev), "--backends", "rag", "--rag.embedder", "hashing",
-            "--reader.embedder", "hashing", "--out", str(out), "--no-progress", "--no-plots"]
+    args = [
+        "run",
+        "--dataset",
+        str(personamem_dev),
+        "--backends",
+        "rag",
+        "--rag.embedder",
+        "hashing",
+        "--reader.embedder",
+        "hashing",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--no-plots",
+    ]
     assert main([*args, "--max-questions", "4"]) == 0
     first = {p.key: p for p in read_predictions(out)}
     assert len(first) == 3 * 4  # rag and the two controls

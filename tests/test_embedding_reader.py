@@ -8,12 +8,18 @@ from memlab.readers.embedding import EmbeddingReader
 from memlab.types import MemoryItem, Question, Retrieval
 
 QUESTION = Question(
-    id="q1", type="recall_user_shared_facts", text="What should I cook for my dinner party?",
-    options=["(a) Try a gluten free risotto since you stopped eating wheat",
-             "(b) Bake a big pizza with a thick wheat crust",
-             "(c) Order sushi from the place downtown",
-             "(d) Make whatever you like best"],
-    answer=0, context_id="c", end_index=5,
+    id="q1",
+    type="recall_user_shared_facts",
+    text="What should I cook for my dinner party?",
+    options=[
+        "(a) Try a gluten free risotto since you stopped eating wheat",
+        "(b) Bake a big pizza with a thick wheat crust",
+        "(c) Order sushi from the place downtown",
+        "(d) Make whatever you like best",
+    ],
+    answer=0,
+    context_id="c",
+    end_index=5,
 )
 
 
@@ -49,8 +55,9 @@ def test_context_only_retrieval_is_read_line_by_line() -> None:
 
 
 def test_open_questions_get_an_extractive_answer() -> None:
-    open_q = Question(id="q", type="t", text="Which city do I live in?", answer_text="Lisbon", context_id="c",
-                      end_index=0)
+    open_q = Question(
+        id="q", type="t", text="Which city do I live in?", answer_text="Lisbon", context_id="c", end_index=0
+    )
     reader = EmbeddingReader(embedder=HashingEmbedder())
     answer = reader.answer(open_q, items("I like tea.", "I live in the city of Lisbon."))
     assert answer.text == "I live in the city of Lisbon." and answer.error is None
@@ -67,20 +74,28 @@ def test_longest_option() -> None:
 
 
 NEW_IDEA = Question(
-    id="q2", type="anything", text="I'm in a rut with pizza. What's something new I could try?",
-    options=["(a) You could try grilling pizza on the barbecue next.",
-             "(b) You could try making Neapolitan dough from scratch next.",
-             "(c) You could try a deep-dish pizza night next.",
-             "(d) You could try a white pizza with ricotta and figs next."],
-    answer=3, context_id="c", end_index=5,
+    id="q2",
+    type="anything",
+    text="I'm in a rut with pizza. What's something new I could try?",
+    options=[
+        "(a) You could try grilling pizza on the barbecue next.",
+        "(b) You could try making Neapolitan dough from scratch next.",
+        "(c) You could try a deep-dish pizza night next.",
+        "(d) You could try a white pizza with ricotta and figs next.",
+    ],
+    answer=3,
+    context_id="c",
+    end_index=5,
 )
 
 
 def test_a_request_for_something_new_picks_what_memory_does_not_hold() -> None:
     reader = EmbeddingReader(embedder=HashingEmbedder())
-    memory = items("I tried grilling pizza on the barbecue last weekend and loved it.",
-                   "I finally did making Neapolitan dough from scratch, which was great fun.",
-                   "Last week I went for a deep-dish pizza night; so good.")
+    memory = items(
+        "I tried grilling pizza on the barbecue last weekend and loved it.",
+        "I finally did making Neapolitan dough from scratch, which was great fun.",
+        "Last week I went for a deep-dish pizza night; so good.",
+    )
     answer = reader.answer(NEW_IDEA, memory)
     assert answer.metadata["novelty"] is True and answer.choice == 3
     # The same options asked without novelty wording go back to "best supported": a tried idea.

@@ -41,8 +41,12 @@ from memlab_plugins.rag import RagMemory
 
 def _history() -> History:
     texts = [
-        "Ann: I adopted a cat named Miso.", "Bob: Nice! I grow tomatoes.", "Ann: Miso sleeps all day.",
-        "Bob: I am going to Oslo next week.", "Ann: Bring me a sweater.", "Bob: Back from Oslo, it was cold.",
+        "Ann: I adopted a cat named Miso.",
+        "Bob: Nice! I grow tomatoes.",
+        "Ann: Miso sleeps all day.",
+        "Bob: I am going to Oslo next week.",
+        "Ann: Bring me a sweater.",
+        "Bob: Back from Oslo, it was cold.",
     ]
     messages = [Message(role="user" if t.startswith("Ann") else "assistant", content=t) for t in texts]
     return History(
@@ -54,17 +58,28 @@ def _history() -> History:
 
 
 def _question(evidence: list[str], *, category: int = 4, answer: str = "Miso", type_: str = "single-hop") -> Question:
-    return Question(id="conv-x:q0", type=type_, text="What is the cat called?", answer_text=answer,
-                    context_id="conv-x", end_index=6, evidence=evidence, metadata={"category": category})
+    return Question(
+        id="conv-x:q0",
+        type=type_,
+        text="What is the cat called?",
+        answer_text=answer,
+        context_id="conv-x",
+        end_index=6,
+        evidence=evidence,
+        metadata={"category": category},
+    )
 
 
 # --------------------------------------------------------------------------- retrieval_metrics
 def test_metrics_known_values() -> None:
     m = retrieval_metrics([7, 3, 9, 1, 4, 5], [3, 4, 8], ks=(1, 2, 5))
     assert m == {
-        "recall@1": 0.0, "hit@1": 0.0,
-        "recall@2": pytest.approx(1 / 3), "hit@2": 1.0,
-        "recall@5": pytest.approx(2 / 3), "hit@5": 1.0,
+        "recall@1": 0.0,
+        "hit@1": 0.0,
+        "recall@2": pytest.approx(1 / 3),
+        "hit@2": 1.0,
+        "recall@5": pytest.approx(2 / 3),
+        "hit@5": 1.0,
         "mrr": 0.5,
     }
 
@@ -72,8 +87,15 @@ def test_metrics_known_values() -> None:
 def test_metrics_cannot_say_and_edge_cases() -> None:
     assert retrieval_metrics(None, [1, 2]) == {}  # backend cannot say where items came from
     assert retrieval_metrics([1, 2], []) == {}  # nothing to find
-    assert retrieval_metrics([], [1]) == {"recall@1": 0.0, "hit@1": 0.0, "recall@5": 0.0, "hit@5": 0.0,
-                                          "recall@10": 0.0, "hit@10": 0.0, "mrr": 0.0}
+    assert retrieval_metrics([], [1]) == {
+        "recall@1": 0.0,
+        "hit@1": 0.0,
+        "recall@5": 0.0,
+        "hit@5": 0.0,
+        "recall@10": 0.0,
+        "hit@10": 0.0,
+        "mrr": 0.0,
+    }
     # duplicates in evidence or ranking do not inflate recall
     assert retrieval_metrics([2, 2, 2], [2, 2, 5], ks=(3,))["recall@3"] == 0.5
     assert retrieval_metrics(list(np.array([5, 2])), [2], ks=(1,))["mrr"] == 0.5  # numpy ints are indexes
@@ -102,12 +124,20 @@ def test_evidence_to_indexes() -> None:
 def test_item_sources_map_to_messages() -> None:
     history = _history()
     turn = MemoryItem(id="a", text="x", source={"session_id": "conv-x:s1", "turn_index": 2})
-    fact = MemoryItem(id="b", text="x", source={"turns": [{"session_id": "conv-x:s0", "turn_index": 0},
-                                                          {"session_id": "conv-x:s1", "turn_index": 0}]})
+    fact = MemoryItem(
+        id="b",
+        text="x",
+        source={"turns": [{"session_id": "conv-x:s0", "turn_index": 0}, {"session_id": "conv-x:s1", "turn_index": 0}]},
+    )
     assert item_message_indexes(history, turn) == [5]
     assert item_message_indexes(history, fact) == [0, 3]
-    for source in ({}, {"session_id": "other:s0", "turn_index": 0}, {"session_id": "conv-x:s0", "turn_index": 3},
-                   {"session_id": "conv-x:s9", "turn_index": 0}, {"turns": [{"session_id": "conv-x:s0"}]}):
+    for source in (
+        {},
+        {"session_id": "other:s0", "turn_index": 0},
+        {"session_id": "conv-x:s0", "turn_index": 3},
+        {"session_id": "conv-x:s9", "turn_index": 0},
+        {"turns": [{"session_id": "conv-x:s0"}]},
+    ):
         assert item_message_indexes(history, MemoryItem(id="c", text="x", source=source)) is None
 
 
@@ -116,8 +146,9 @@ def test_ranking_orders_by_score_and_merges_unranked() -> None:
 
     def item(turn: int, score: float | None) -> MemoryItem:
         session, index = (0, turn) if turn < 3 else (1, turn - 3)
-        return MemoryItem(id=str(turn), text="x", score=score,
-                          source={"session_id": f"conv-x:s{session}", "turn_index": index})
+        return MemoryItem(
+            id=str(turn), text="x", score=score, source={"session_id": f"conv-x:s{session}", "turn_index": index}
+        )
 
     ranked = Retrieval(items=[item(0, 0.2), item(2, 0.9), item(5, 0.5)])  # conversation order, as RAG returns
     assert retrieval_ranking(history, ranked) == [[2], [5], [0]]
@@ -175,7 +206,8 @@ def test_score_open_answer_by_category() -> None:
     assert score_open_answer(_question([]), "Her cat is called Miso.") == {
         "f1": pytest.approx(1 / 3),  # 5 tokens, 1 shared
         "bleu1": pytest.approx(1 / 6),  # 6 NLTK tokens (the period is one), 1 shared, no brevity penalty
-        "abstained": 0.0}
+        "abstained": 0.0,
+    }
     open_domain = _question([], category=3, answer="Psychology; counseling", type_="open-domain")
     assert score_open_answer(open_domain, "psychology")["f1"] == 1.0
     multi = _question([], category=1, answer="Paris, Rome", type_="multi-hop")
@@ -198,7 +230,17 @@ def test_bleu1_as_mem0_reports_it() -> None:
     assert bleu1("cat cat dog", "cat dog") == pytest.approx(2 / 3)
     assert bleu1("cat cat dog", "the cat and a dog") == pytest.approx(2 / 3 * np.exp(1 - 5 / 3))
     # NLTK tokens: sentences split, contractions and final periods separated
-    assert bleu_tokens("She moved to Paris. He didn't.") == ["she", "moved", "to", "paris", ".", "he", "did", "n't", "."]
+    assert bleu_tokens("She moved to Paris. He didn't.") == [
+        "she",
+        "moved",
+        "to",
+        "paris",
+        ".",
+        "he",
+        "did",
+        "n't",
+        ".",
+    ]
     assert score_open_answer(_question([]), "That is not mentioned.")["abstained"] == 1.0
 
 
@@ -224,11 +266,18 @@ class FakeLLM(LLM):
         self.calls: list[dict] = []
         self.supports_json_mode = json_mode
 
-    def _chat(self, messages: list[ChatMessage], *, json_mode: bool, temperature: float,
-              max_tokens: int | None) -> LLMResponse:
+    def _chat(
+        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float, max_tokens: int | None
+    ) -> LLMResponse:
         self.prompts.append(messages[-1].content)
-        self.calls.append({"messages": [m.model_dump() for m in messages], "json_mode": json_mode,
-                           "temperature": temperature, "max_tokens": max_tokens})
+        self.calls.append(
+            {
+                "messages": [m.model_dump() for m in messages],
+                "json_mode": json_mode,
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+            }
+        )
         reply = self.replies[len(self.prompts) - 1]
         if reply == "RAISE":
             raise RuntimeError("provider down")
@@ -295,14 +344,14 @@ PINNED_ACCURACY_PROMPT = (
     "Question: Do you remember what I got the last time I went to Hawaii?\n"
     "Gold answer: A shell necklace\n"
     "The generated answer might be much longer, but you should be generous with your grading - as long as it touches on the same topic as the gold answer, it should be counted as CORRECT. \n\n"
-    "For time related questions, the gold answer will be a specific date, month, year, etc. The generated answer might be much longer or use relative time references (like \"last Tuesday\" or \"next month\"), but you should be generous with your grading - as long as it refers to the same date or time period as the gold answer, it should be counted as CORRECT. Even if the format differs (e.g., \"May 7th\" vs \"7 May\"), consider it CORRECT if it's the same date.\n\n"
+    'For time related questions, the gold answer will be a specific date, month, year, etc. The generated answer might be much longer or use relative time references (like "last Tuesday" or "next month"), but you should be generous with your grading - as long as it refers to the same date or time period as the gold answer, it should be counted as CORRECT. Even if the format differs (e.g., "May 7th" vs "7 May"), consider it CORRECT if it\'s the same date.\n\n'
     "Now it's time for the real question:\n"
     "Question: {question}\n"
     "Gold answer: {gold_answer}\n"
     "Generated answer: {generated_answer}\n\n"
     "First, provide a short (one sentence) explanation of your reasoning, then finish with CORRECT or WRONG. \n"
     "Do NOT include both CORRECT and WRONG in your response, or it will break the evaluation script.\n\n"
-    "Just return the label CORRECT or WRONG in a json format with the key as \"label\".\n"
+    'Just return the label CORRECT or WRONG in a json format with the key as "label".\n'
 )
 
 
@@ -314,8 +363,14 @@ def test_mem0_judge_sends_the_pinned_prompt() -> None:
     verdict = judge.judge(_question([]), "Her cat is Miso")
     assert verdict["correct"] is True and verdict["prompt_name"] == "mem0-accuracy-v1"
     (call,) = llm.calls
-    assert call["messages"] == [{"role": "user", "content": PINNED_ACCURACY_PROMPT.format(
-        question="What is the cat called?", gold_answer="Miso", generated_answer="Her cat is Miso")}]
+    assert call["messages"] == [
+        {
+            "role": "user",
+            "content": PINNED_ACCURACY_PROMPT.format(
+                question="What is the cat called?", gold_answer="Miso", generated_answer="Her cat is Miso"
+            ),
+        }
+    ]
     assert call["json_mode"] is True and call["temperature"] == 0.0
     # without a native JSON mode the published prompt still goes alone (no added system message)
     plain = FakeLLM(['{"label": "WRONG"}'])
@@ -382,8 +437,15 @@ def test_longmemeval_judge_prompts_by_type() -> None:
     from memlab.eval import judge as judge_module
 
     def q(qid: str, qtype: str, **meta) -> Question:
-        return Question(id=qid, type=qtype, text="How many days?", answer_text="18", context_id=qid,
-                        end_index=0, metadata={"question_type": qtype, **meta})
+        return Question(
+            id=qid,
+            type=qtype,
+            text="How many days?",
+            answer_text="18",
+            context_id=qid,
+            end_index=0,
+            metadata={"question_type": qtype, **meta},
+        )
 
     llm = FakeLLM(["Yes."] * 7)
     judge = LLMJudge(llm, prompt="longmemeval")
@@ -398,7 +460,9 @@ def test_longmemeval_judge_prompts_by_type() -> None:
     }
     for qtype, template in cases.items():
         assert judge.judge(q(f"{qtype}-1", qtype), "19 days")["correct"] is True
-        assert llm.calls[-1]["messages"] == [{"role": "user", "content": template.format("How many days?", "18", "19 days")}]
+        assert llm.calls[-1]["messages"] == [
+            {"role": "user", "content": template.format("How many days?", "18", "19 days")}
+        ]
         assert llm.calls[-1]["max_tokens"] == 10 and llm.calls[-1]["temperature"] == 0.0
     assert "off-by-one" in judge_module.LONGMEMEVAL_TEMPORAL and "Rubric" in judge_module.LONGMEMEVAL_PREFERENCE
     judge.judge(q("abc_abs", "multi-session", abstention=True), "I don't know")
@@ -416,6 +480,12 @@ def test_judge_request_over_http_is_the_pinned_prompt(tmp_path) -> None:
         assert judge.describe()["prompt"] == "mem0-accuracy-v1" and "gpt-4o-mini" in judge.describe()["model"]
         judge.close()
     (request,) = server.requests
-    assert request["messages"] == [{"role": "user", "content": PINNED_ACCURACY_PROMPT.format(
-        question="What is the cat called?", gold_answer="Miso", generated_answer="Miso, the cat")}]
+    assert request["messages"] == [
+        {
+            "role": "user",
+            "content": PINNED_ACCURACY_PROMPT.format(
+                question="What is the cat called?", gold_answer="Miso", generated_answer="Miso, the cat"
+            ),
+        }
+    ]
     assert request["response_format"] == {"type": "json_object"} and request["temperature"] == 0.0

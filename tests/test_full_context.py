@@ -102,8 +102,10 @@ def test_an_ingest_cut_short_leaves_none_of_its_turns(tmp_path: Path) -> None:
     path = tmp_path / "alice.jsonl"
     committed = path.read_bytes()
     # A 3-message ingest killed after two complete lines: no commit line, never acknowledged.
-    partial = [{"id": f"s1#{i}", "text": f"partial {i}", "source": {"session_id": "s1", "turn_index": i, "role": "user"}}
-               for i in (1, 2)]
+    partial = [
+        {"id": f"s1#{i}", "text": f"partial {i}", "source": {"session_id": "s1", "turn_index": i, "role": "user"}}
+        for i in (1, 2)
+    ]
     with path.open("ab") as handle:
         handle.write("".join(json.dumps(p) + "\n" for p in partial).encode() + b'{"id": "s1#3", "te')
     reopened = FullContextMemory(data_dir=tmp_path)

@@ -21,7 +21,8 @@ def locomo_file(tmp_path: Path) -> Path:
     sample = {
         "sample_id": "conv-x",
         "conversation": {
-            "speaker_a": "Ann", "speaker_b": "Bob",
+            "speaker_a": "Ann",
+            "speaker_b": "Bob",
             "session_1_date_time": "9:05 am on 3 January, 2024",
             "session_1": [
                 {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat named Miso."},
@@ -57,9 +58,24 @@ def server():
 
 
 def run_args(path: Path, out: Path, server: Any, *more: str) -> list[str]:
-    return ["run", "--dataset", f"locomo:{path}", "--backends", "full_context", "--reader", "llm",
-            "--llm.base-url", server.base_url, "--llm.model", "fake", "--out", str(out), "--no-progress",
-            "--no-plots", *more]
+    return [
+        "run",
+        "--dataset",
+        f"locomo:{path}",
+        "--backends",
+        "full_context",
+        "--reader",
+        "llm",
+        "--llm.base-url",
+        server.base_url,
+        "--llm.model",
+        "fake",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--no-plots",
+        *more,
+    ]
 
 
 def test_memlab_judge_in_the_pipeline(tmp_path: Path, server: Any) -> None:
@@ -97,8 +113,9 @@ class FakeJudge:
         pass
 
 
-def test_mem0_judge_runs_give_mean_and_std(tmp_path: Path, server: Any, monkeypatch: pytest.MonkeyPatch,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_mem0_judge_runs_give_mean_and_std(
+    tmp_path: Path, server: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import memlab.eval.judge
 
     monkeypatch.setattr(memlab.eval.judge, "create_judge", FakeJudge)

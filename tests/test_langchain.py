@@ -20,8 +20,15 @@ BEES = "I keep bees on the roof of my apartment in Lisbon."
 @pytest.fixture
 def rag_client(tmp_path: Path) -> MemoryClient:
     client = MemoryClient("rag", {"embedder": "hashing", "top_k": 2}, data_dir=tmp_path / "rag")
-    client.remember("alice", [("user", PIXEL), ("assistant", "Pixel is a lovely name."),
-                              ("user", "My sister lives in Porto and loves opera.")], session_id="s1")
+    client.remember(
+        "alice",
+        [
+            ("user", PIXEL),
+            ("assistant", "Pixel is a lovely name."),
+            ("user", "My sister lives in Porto and loves opera."),
+        ],
+        session_id="s1",
+    )
     client.remember("bob", [("user", BEES)], session_id="s1")
     yield client
     client.close()
@@ -75,7 +82,11 @@ def test_history_round_trip_and_memory_write_through(tmp_path: Path) -> None:
     # Every message is also a turn of the session in long-term memory.
     stored = client.memories("alice")
     assert [(m.source["role"], m.source["turn_index"]) for m in stored] == [
-        ("user", 0), ("assistant", 1), ("system", 2), ("user", 3)]
+        ("user", 0),
+        ("assistant", 1),
+        ("system", 2),
+        ("user", 3),
+    ]
     assert all(m.source["session_id"] == "conv-1" for m in stored)
     assert "Pixel" in MemlabRetriever(memory=client, user_id="alice").invoke("cat")[0].page_content
     # Messages that are not conversation turns are refused before anything is stored.
@@ -104,8 +115,10 @@ def test_history_transcript_survives_restart(tmp_path: Path) -> None:
     other = MemlabChatMessageHistory(client, user_id="bob", session_id="conv", transcript_dir=tmp_path / "tr")
     assert other.messages == []
     again.clear()
-    assert MemlabChatMessageHistory(client, user_id="alice", session_id="conv",
-                                    transcript_dir=tmp_path / "tr").messages == []
+    assert (
+        MemlabChatMessageHistory(client, user_id="alice", session_id="conv", transcript_dir=tmp_path / "tr").messages
+        == []
+    )
     client.close()
 
 
@@ -138,8 +151,9 @@ def test_runnable_with_message_history_stores_into_memlab(tmp_path: Path) -> Non
 
     chain = RunnableWithMessageHistory(
         prompt | record | model,
-        lambda session_id: MemlabChatMessageHistory(client, user_id="ana", session_id=session_id,
-                                                    transcript_dir=tmp_path / "tr"),
+        lambda session_id: MemlabChatMessageHistory(
+            client, user_id="ana", session_id=session_id, transcript_dir=tmp_path / "tr"
+        ),
         input_messages_key="input",
         history_messages_key="history",
     )
@@ -148,5 +162,9 @@ def test_runnable_with_message_history_stores_into_memlab(tmp_path: Path) -> Non
     assert chain.invoke({"input": "What is my name?"}, config=config).content == "Your name is Ana."
     assert seen == [1, 3], "the second call sees the first turn from the history"
     assert [m.text for m in client.memories("ana")] == [
-        "Hi, I am Ana.", "Nice to meet you, Ana.", "What is my name?", "Your name is Ana."]
+        "Hi, I am Ana.",
+        "Nice to meet you, Ana.",
+        "What is my name?",
+        "Your name is Ana.",
+    ]
     client.close()

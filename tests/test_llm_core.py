@@ -85,12 +85,16 @@ def test_managed_retries_then_succeeds_and_prices(tmp_path):
 
 def test_cache_hit_on_rerun_in_a_new_process_state(tmp_path):
     first = Scripted(["answer one"])
-    llm = ManagedLLM(first, cache=ResponseCache(tmp_path), retry=FAST, price=Price(input_per_million=1, output_per_million=1))
+    llm = ManagedLLM(
+        first, cache=ResponseCache(tmp_path), retry=FAST, price=Price(input_per_million=1, output_per_million=1)
+    )
     a = llm.chat(HELLO)
     assert not a.cached and a.metadata["spent_usd"] > 0
     # A new cache handle on the same directory: what a rerun or a resumed run sees.
     second = Scripted(["must not be used"])
-    again = ManagedLLM(second, cache=ResponseCache(tmp_path), retry=FAST, price=Price(input_per_million=1, output_per_million=1))
+    again = ManagedLLM(
+        second, cache=ResponseCache(tmp_path), retry=FAST, price=Price(input_per_million=1, output_per_million=1)
+    )
     b = again.chat(HELLO)
     assert b.cached and b.text == "answer one" and second.calls == []
     assert b.prompt_tokens == 1000 and b.metadata["cost_usd"] == a.metadata["cost_usd"]
@@ -172,7 +176,9 @@ def test_make_llm_wraps_a_given_llm_with_cache(tmp_path):
 
 def test_cached_answers_are_priced_with_the_current_table(tmp_path):
     ManagedLLM(Scripted(["a"]), cache=ResponseCache(tmp_path), retry=FAST).chat(HELLO)
-    priced = ManagedLLM(Scripted([]), cache=ResponseCache(tmp_path), retry=FAST, price=Price(input_per_million=1, output_per_million=0))
+    priced = ManagedLLM(
+        Scripted([]), cache=ResponseCache(tmp_path), retry=FAST, price=Price(input_per_million=1, output_per_million=0)
+    )
     response = priced.chat(HELLO)
     assert response.cached and response.metadata["cost_usd"] == pytest.approx(1000 / 1e6)
     assert priced.requests == 0

@@ -31,7 +31,9 @@ def test_resolve_model_path(tmp_path):
 
 @pytest.mark.slow
 def test_gguf_chat_generates_and_counts_tokens(smollm2):
-    response = smollm2.chat([{"role": "user", "content": "What is the capital of France? Answer in one word."}], max_tokens=8)
+    response = smollm2.chat(
+        [{"role": "user", "content": "What is the capital of France? Answer in one word."}], max_tokens=8
+    )
     assert "Paris" in response.text
     assert response.prompt_tokens > 10 and 0 < response.completion_tokens <= 8
     assert smollm2.name == "hf:SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -43,7 +45,10 @@ def test_kv_cache_reuse_matches_full_forward(smollm2):
 
     from memlab.llm.base import ChatMessage
 
-    messages = [ChatMessage(role="system", content="The user loves jazz."), ChatMessage(role="user", content="Plans tonight?")]
+    messages = [
+        ChatMessage(role="system", content="The user loves jazz."),
+        ChatMessage(role="user", content="Plans tonight?"),
+    ]
     options = ["Go to a jazz club.", "Stay home.", "Visit the opera house downtown with friends."]
     scores, prompt_len = smollm2.score_continuations(messages, options)
     prefix = smollm2.prompt_ids(messages)

@@ -64,7 +64,9 @@ def test_make_llm_from_langchain_class_path(tmp_path):
 
 
 def test_reader_with_a_langchain_model_instance(tmp_path):
-    question = Question(id="q", type="t", text="Pick one", options=["w", "x", "y", "z"], answer=3, context_id="c", end_index=0)
+    question = Question(
+        id="q", type="t", text="Pick one", options=["w", "x", "y", "z"], answer=3, context_id="c", end_index=0
+    )
     reader = LLMReader({"llm": {"cache_dir": str(tmp_path)}}, llm=FakeListChatModel(responses=["<final_answer> (d)"]))
     assert reader.answer(question, Retrieval()).choice == 3
     assert reader.describe() == "llm:langchain:FakeListChatModel:lenient"

@@ -47,7 +47,9 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
 
-    def _raw(self, status: int, body: bytes, content_type: str = "application/json", headers: dict[str, str] | None = None) -> None:
+    def _raw(
+        self, status: int, body: bytes, content_type: str = "application/json", headers: dict[str, str] | None = None
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -68,7 +70,9 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(arg)
             kind, arg = "ok", "(a)"
         if kind == "429":
-            self._raw(429, b'{"error": {"message": "slow down", "type": "rate_limit"}}', headers={"Retry-After": str(arg)})
+            self._raw(
+                429, b'{"error": {"message": "slow down", "type": "rate_limit"}}', headers={"Retry-After": str(arg)}
+            )
         elif kind == "status":
             self._raw(arg, json.dumps({"error": {"message": f"status {arg}"}}).encode())
         elif kind == "malformed":
@@ -83,7 +87,9 @@ class _Handler(BaseHTTPRequestHandler):
                 "object": "chat.completion",
                 "created": 0,
                 "model": body["model"],
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                ],
                 "usage": usage,
             }
             self._raw(200, json.dumps(reply).encode())
@@ -221,7 +227,9 @@ def test_reader_json_mode(server, tmp_path):
 
 
 def test_reader_open_question(server, tmp_path):
-    open_q = Question(id="o1", type="single_hop", text="Where does the user live?", answer_text="Lisbon", context_id="c", end_index=1)
+    open_q = Question(
+        id="o1", type="single_hop", text="Where does the user live?", answer_text="Lisbon", context_id="c", end_index=1
+    )
     server.script = [("ok", "Lisbon")]
     answer = LLMReader({"llm": config(server, tmp_path)}).answer(open_q, Retrieval(context="User: I live in Lisbon."))
     assert answer.text == "Lisbon" and answer.choice is None
@@ -269,8 +277,11 @@ def test_memlab_server_answers_bad_requests_and_model_failures_with_json(tmp_pat
     srv = OpenAICompatServer(Broken()).start()
 
     def post(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        request = urllib.request.Request(f"{srv.base_url}/chat/completions", data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{srv.base_url}/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
                 return response.status, json.loads(response.read())
@@ -278,8 +289,13 @@ def test_memlab_server_answers_bad_requests_and_model_failures_with_json(tmp_pat
             return exc.code, json.loads(exc.read())
 
     try:
-        for bad in ({"messages": []}, {"messages": HELLO, "temperature": "hot"}, {"messages": HELLO, "max_tokens": "9"},
-                    {"messages": HELLO, "max_tokens": 0}, {"messages": HELLO, "response_format": "json"}):
+        for bad in (
+            {"messages": []},
+            {"messages": HELLO, "temperature": "hot"},
+            {"messages": HELLO, "max_tokens": "9"},
+            {"messages": HELLO, "max_tokens": 0},
+            {"messages": HELLO, "response_format": "json"},
+        ):
             status, body = post(bad)
             assert status == 400 and body["error"]["type"] == "invalid_request_error", bad
         status, body = post({"messages": [{"role": "user", "content": "boom"}]})

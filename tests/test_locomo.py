@@ -40,7 +40,11 @@ def test_dev_file_counts(dev) -> None:
     assert sorted(dev.histories) == ["conv-26", "conv-30", "conv-41", "conv-42"]
     assert len(dev.questions) == 757
     assert Counter(q.type for q in dev.questions) == {
-        "single-hop": 311, "adversarial": 173, "temporal": 130, "multi-hop": 111, "open-domain": 32,
+        "single-hop": 311,
+        "adversarial": 173,
+        "temporal": 130,
+        "multi-hop": 111,
+        "open-domain": 32,
     }
     conv = dev.histories["conv-26"]
     assert len(conv.messages) == 419
@@ -107,7 +111,11 @@ def test_dev_file_every_message_has_its_session_date(dev) -> None:
     for history in dev.histories.values():
         assert all(message.timestamp is not None for message in history.messages)
         for number, start in enumerate(history.session_starts):
-            stop = history.session_starts[number + 1] if number + 1 < len(history.session_starts) else len(history.messages)
+            stop = (
+                history.session_starts[number + 1]
+                if number + 1 < len(history.session_starts)
+                else len(history.messages)
+            )
             assert {m.timestamp for m in history.messages[start:stop]} == {
                 parse_locomo_datetime(history.session_metadata[number]["date_time"])
             }
@@ -153,8 +161,13 @@ def _sample(sample_id: str = "conv-x", **overrides) -> dict:
         "session_1_date_time": "9:05 am on 3 January, 2024",
         "session_1": [
             {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat named Miso."},
-            {"speaker": "Bob", "dia_id": "D1:2", "text": "Look at my garden!",
-             "blip_caption": "a photo of tomatoes", "img_url": ["http://x"]},
+            {
+                "speaker": "Bob",
+                "dia_id": "D1:2",
+                "text": "Look at my garden!",
+                "blip_caption": "a photo of tomatoes",
+                "img_url": ["http://x"],
+            },
         ],
         "session_2_date_time": "sometime in spring",
         "session_2": [{"speaker": "Bob", "dia_id": "D2:1", "text": "Back from Oslo."}],
@@ -299,8 +312,21 @@ def test_retrieval_benchmark_end_to_end(tmp_path: Path, capsys: pytest.CaptureFi
     spec.loader.exec_module(bench)
     data = _write(tmp_path, [_sample()])
     out = tmp_path / "run"
-    bench.main(["--data", str(data), "--out", str(out), "--backends", "rag,full_context,no_such_backend",
-                "--rag.embedder", "hashing", "--no-progress", "--json", str(tmp_path / "table.json")])
+    bench.main(
+        [
+            "--data",
+            str(data),
+            "--out",
+            str(out),
+            "--backends",
+            "rag,full_context,no_such_backend",
+            "--rag.embedder",
+            "hashing",
+            "--no-progress",
+            "--json",
+            str(tmp_path / "table.json"),
+        ]
+    )
     printed = capsys.readouterr().out
     # 3 questions with evidence; rag's top-10 holds all 3 turns, so every evidence turn is found
     assert "| rag | all | 3 | " in printed and "| rag | all | 3 | 1.000 | 1.000 |" in printed

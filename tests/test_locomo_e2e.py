@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memlab.testing.recording_server import RecordingServer
 
 from memlab.cli import main
 from memlab.datasets.locomo import load_locomo
 from memlab.eval.judge import ACCURACY_PROMPT, create_judge, judge_run_scores, judge_summary
 from memlab.memory import format_date
 from memlab.readers.locomo import NOT_MENTIONED
+from memlab.testing.recording_server import RecordingServer
 from memlab.types import Question
 
 CONTEXT = "conv-30"
@@ -52,9 +52,25 @@ def reply(request: dict[str, Any]) -> str:
 
 
 def _run(locomo_dev: Path, out: Path, server: RecordingServer, backend: str, *extra: str) -> list[dict[str, Any]]:
-    args = ["run", "--dataset", f"locomo:{locomo_dev}", "--backends", backend, "--reader", "locomo",
-            "--contexts", CONTEXT, "--max-questions", str(MAX_QUESTIONS), "--no-controls", "--no-plots",
-            "--no-progress", "--out", str(out), *extra]
+    args = [
+        "run",
+        "--dataset",
+        f"locomo:{locomo_dev}",
+        "--backends",
+        backend,
+        "--reader",
+        "locomo",
+        "--contexts",
+        CONTEXT,
+        "--max-questions",
+        str(MAX_QUESTIONS),
+        "--no-controls",
+        "--no-plots",
+        "--no-progress",
+        "--out",
+        str(out),
+        *extra,
+    ]
     for key, value in server.llm_settings().items():
         args += [f"--llm.{key.replace('_', '-')}", str(value)]
     assert main(args) == 0
@@ -96,13 +112,17 @@ def _session_dates(locomo_dev: Path) -> dict[int, str]:
 
 
 @pytest.mark.data
-@pytest.mark.parametrize("backend, extra", [
-    ("full_context", ()),
-    ("rag", ("--rag.embedder", "hashing")),
-    ("mem0", ("--mem0.embedder", "hashing")),
-])
-def test_every_context_carries_the_session_dates(locomo_dev: Path, asked: list[Question], tmp_path: Path,
-                                                 backend: str, extra: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "backend, extra",
+    [
+        ("full_context", ()),
+        ("rag", ("--rag.embedder", "hashing")),
+        ("mem0", ("--mem0.embedder", "hashing")),
+    ],
+)
+def test_every_context_carries_the_session_dates(
+    locomo_dev: Path, asked: list[Question], tmp_path: Path, backend: str, extra: tuple[str, ...]
+) -> None:
     with RecordingServer(reply) as server:
         rows = _run(locomo_dev, tmp_path / backend, server, backend, *extra)
     prompts = server.contents()
@@ -130,11 +150,14 @@ def test_judged_report_with_runs(locomo_dev: Path, asked: list[Question], tmp_pa
     answerable = [q for q in asked if q.metadata["category"] != 5]
     assert len(judge_requests) == 3 * len(answerable)  # category 5 is not judged; 3 runs each
     for question in answerable:
-        expected = ACCURACY_PROMPT.format(question=question.text, gold_answer=question.answer_text,
-                                          generated_answer="7 May 2023")
+        expected = ACCURACY_PROMPT.format(
+            question=question.text, gold_answer=question.answer_text, generated_answer="7 May 2023"
+        )
         assert judge_requests.count(expected) == 3
     mean, std = judge_summary(judge_run_scores(judged, runs=3))
     assert (mean, std) == (1.0, 0.0)
-    f1 = {q.id: r["metrics"]["f1"] for q, r in zip(asked, sorted(rows, key=lambda r: [q.id for q in asked].index(r["question_id"])))}
-    print(f"\njudge (mem0-accuracy-v1, 3 runs): {mean:.3f} +- {std:.3f}; "
-          f"F1 by question: {json.dumps(f1)}")
+    f1 = {
+        q.id: r["metrics"]["f1"]
+        for q, r in zip(asked, sorted(rows, key=lambda r: [q.id for q in asked].index(r["question_id"])))
+    }
+    print(f"\njudge (mem0-accuracy-v1, 3 runs): {mean:.3f} +- {std:.3f}; F1 by question: {json.dumps(f1)}")

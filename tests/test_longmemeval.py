@@ -31,8 +31,15 @@ def _turn(role: str, content: str, has_answer: bool = False) -> dict[str, Any]:
     return turn
 
 
-def _entry(qid: str, qtype: str, question: str, answer: Any, sessions: list[tuple[str, str, list[dict]]],
-           answer_sessions: list[str], question_date: str = "2023/05/30 (Tue) 23:40") -> dict[str, Any]:
+def _entry(
+    qid: str,
+    qtype: str,
+    question: str,
+    answer: Any,
+    sessions: list[tuple[str, str, list[dict]]],
+    answer_sessions: list[str],
+    question_date: str = "2023/05/30 (Tue) 23:40",
+) -> dict[str, Any]:
     return {
         "question_id": qid,
         "question_type": qtype,
@@ -52,36 +59,101 @@ FILLER = [_turn("user", "Can you suggest a pasta recipe?"), _turn("assistant", "
 def longmemeval_entries() -> list[dict[str, Any]]:
     """Five questions in the released layout (keys, date format, has_answer, _abs ids)."""
     return [
-        _entry("e47becba", "single-session-user", "What degree did I graduate with?", "Business Administration", [
-            ("sharegpt_a_0", "2023/05/20 (Sat) 02:21", FILLER),
-            ("answer_e47becba_1", "2023/05/22 (Mon) 10:05", [
-                _turn("user", "I graduated with a degree in Business Administration, so budgeting is my thing.", True),
-                _turn("assistant", "Great, let us plan your budget."),
-            ]),
-        ], ["answer_e47becba_1"]),
+        _entry(
+            "e47becba",
+            "single-session-user",
+            "What degree did I graduate with?",
+            "Business Administration",
+            [
+                ("sharegpt_a_0", "2023/05/20 (Sat) 02:21", FILLER),
+                (
+                    "answer_e47becba_1",
+                    "2023/05/22 (Mon) 10:05",
+                    [
+                        _turn(
+                            "user",
+                            "I graduated with a degree in Business Administration, so budgeting is my thing.",
+                            True,
+                        ),
+                        _turn("assistant", "Great, let us plan your budget."),
+                    ],
+                ),
+            ],
+            ["answer_e47becba_1"],
+        ),
         # oracle-style: sessions not in date order; one answer session has no marked turn
-        _entry("gpt4_2655b836", "temporal-reasoning", "How many days passed between my two trips?", 18, [
-            ("answer_2655b836_2", "2023/04/19 (Wed) 08:00", [
-                _turn("user", "Just back from Oslo, the second trip this spring."),
-                _turn("assistant", "Welcome back!"),
-            ]),
-            ("answer_2655b836_1", "2023/04/01 (Sat) 09:30", [
-                _turn("user", "Flying to Rome today for my first trip.", True),
-                _turn("assistant", "Enjoy Rome."),
-            ]),
-        ], ["answer_2655b836_1", "answer_2655b836_2"]),
-        _entry("6a1eabeb", "knowledge-update", "Where do I live now?", "Lisbon", [
-            ("answer_6a1eabeb_1", "2023/01/10 (Tue) 12:00", [_turn("user", "I live in Porto.", True), _turn("assistant", "Nice.")]),
-            ("answer_6a1eabeb_2", "2023/03/02 (Thu) 12:00", [_turn("user", "I moved to Lisbon last week.", True), _turn("assistant", "Congrats.")]),
-        ], ["answer_6a1eabeb_1", "answer_6a1eabeb_2"]),
-        _entry("0a995998_abs", "multi-session", "How many guitars do I own?",
-               "The information provided is not enough. You mentioned owning a piano but not a guitar.", [
-            ("sharegpt_b_0", "2023/02/01 (Wed) 18:00", [_turn("user", "I practise the piano daily."), _turn("assistant", "Keep it up.")]),
-        ], []),
-        _entry("pref_1", "single-session-preference", "Any tips for dinner tonight?",
-               "The user would prefer vegetarian suggestions.", [
-            ("answer_pref_1", "2023/05/01 (Mon) 19:00", [_turn("user", "I am vegetarian.", True), _turn("assistant", "Noted.")]),
-        ], ["answer_pref_1"]),
+        _entry(
+            "gpt4_2655b836",
+            "temporal-reasoning",
+            "How many days passed between my two trips?",
+            18,
+            [
+                (
+                    "answer_2655b836_2",
+                    "2023/04/19 (Wed) 08:00",
+                    [
+                        _turn("user", "Just back from Oslo, the second trip this spring."),
+                        _turn("assistant", "Welcome back!"),
+                    ],
+                ),
+                (
+                    "answer_2655b836_1",
+                    "2023/04/01 (Sat) 09:30",
+                    [
+                        _turn("user", "Flying to Rome today for my first trip.", True),
+                        _turn("assistant", "Enjoy Rome."),
+                    ],
+                ),
+            ],
+            ["answer_2655b836_1", "answer_2655b836_2"],
+        ),
+        _entry(
+            "6a1eabeb",
+            "knowledge-update",
+            "Where do I live now?",
+            "Lisbon",
+            [
+                (
+                    "answer_6a1eabeb_1",
+                    "2023/01/10 (Tue) 12:00",
+                    [_turn("user", "I live in Porto.", True), _turn("assistant", "Nice.")],
+                ),
+                (
+                    "answer_6a1eabeb_2",
+                    "2023/03/02 (Thu) 12:00",
+                    [_turn("user", "I moved to Lisbon last week.", True), _turn("assistant", "Congrats.")],
+                ),
+            ],
+            ["answer_6a1eabeb_1", "answer_6a1eabeb_2"],
+        ),
+        _entry(
+            "0a995998_abs",
+            "multi-session",
+            "How many guitars do I own?",
+            "The information provided is not enough. You mentioned owning a piano but not a guitar.",
+            [
+                (
+                    "sharegpt_b_0",
+                    "2023/02/01 (Wed) 18:00",
+                    [_turn("user", "I practise the piano daily."), _turn("assistant", "Keep it up.")],
+                ),
+            ],
+            [],
+        ),
+        _entry(
+            "pref_1",
+            "single-session-preference",
+            "Any tips for dinner tonight?",
+            "The user would prefer vegetarian suggestions.",
+            [
+                (
+                    "answer_pref_1",
+                    "2023/05/01 (Mon) 19:00",
+                    [_turn("user", "I am vegetarian.", True), _turn("assistant", "Noted.")],
+                ),
+            ],
+            ["answer_pref_1"],
+        ),
     ]
 
 
@@ -131,7 +203,10 @@ def test_evidence_from_has_answer_turns_and_answer_sessions(fixture_file: Path) 
     # the second trip's session has no marked turn: all of it is evidence, with the marked Rome turn
     trips = data.histories["gpt4_2655b836"]
     assert [trips.messages[i].content[:10] for i in evidence_to_indexes(trips, by_id["gpt4_2655b836"])] == [
-        "Flying to ", "Just back ", "Welcome ba"]
+        "Flying to ",
+        "Just back ",
+        "Welcome ba",
+    ]
     assert by_id["6a1eabeb"].evidence == ["m0", "m2"]
 
 
@@ -147,8 +222,9 @@ def test_evidence_recall_with_a_real_retriever(fixture_file: Path) -> None:
     assert metrics["recall@1"] == 1.0 and metrics["mrr"] == 1.0
     # an item from the filler session only: recall 0, a real zero
     session = next(history.slices(0, 2))[0]
-    filler = Retrieval(items=[MemoryItem(id="x", text="pasta", score=1.0,
-                                         source=turn_source(session, 0, session.messages[0]))])
+    filler = Retrieval(
+        items=[MemoryItem(id="x", text="pasta", score=1.0, source=turn_source(session, 0, session.messages[0]))]
+    )
     assert score_retrieval(history, question, filler)["recall@5"] == 0.0
     memory.close()
 
@@ -159,7 +235,9 @@ def test_abstention_questions(fixture_file: Path) -> None:
     assert question.metadata["abstention"] is True and question.evidence == []
     assert score_retrieval(data.histories[question.id], question, Retrieval()) == {}  # nothing to find
     assert score_open_answer(question, "You never mentioned owning a guitar, so I don't know.") == {
-        "f1": 1.0, "abstained": 1.0}
+        "f1": 1.0,
+        "abstained": 1.0,
+    }
     assert score_open_answer(question, "Three guitars.") == {"f1": 0.0, "abstained": 0.0}
     assert not next(q for q in data.questions if q.id == "e47becba").metadata["abstention"]
 
@@ -206,11 +284,14 @@ def test_released_variants_are_looked_up_then_downloaded(tmp_path: Path, monkeyp
         download_longmemeval("xl")
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("2023/05/30 (Tue) 23:40", datetime(2023, 5, 30, 23, 40)),
-    ("2023/05/30", datetime(2023, 5, 30)),
-    ("May 30", None),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("2023/05/30 (Tue) 23:40", datetime(2023, 5, 30, 23, 40)),
+        ("2023/05/30", datetime(2023, 5, 30)),
+        ("May 30", None),
+    ],
+)
 def test_parse_date(text: str, expected: datetime | None) -> None:
     assert parse_longmemeval_date(text) == expected
 
@@ -222,8 +303,9 @@ class EchoLLM(LLM):
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
 
-    def _chat(self, messages: list[ChatMessage], *, json_mode: bool, temperature: float,
-              max_tokens: int | None) -> LLMResponse:
+    def _chat(
+        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float, max_tokens: int | None
+    ) -> LLMResponse:
         self.calls.append({"content": messages[-1].content, "max_tokens": max_tokens, "temperature": temperature})
         return LLMResponse(text=" Business Administration. ", prompt_tokens=10, completion_tokens=3)
 
@@ -235,14 +317,20 @@ def test_reader_uses_longmemevals_answer_prompt(fixture_file: Path) -> None:
     answer = reader.answer(question, Retrieval(context="DATE: 22 May 2023, 10:05\nuser: I graduated ..."))
     assert answer.text == "Business Administration."
     assert llm.calls[0] == {
-        "content": ANSWER_PROMPT_COT.format("DATE: 22 May 2023, 10:05\nuser: I graduated ...", "2023/05/30 (Tue) 23:40",
-                                            "What degree did I graduate with?"),
-        "max_tokens": 800, "temperature": 0.0}
+        "content": ANSWER_PROMPT_COT.format(
+            "DATE: 22 May 2023, 10:05\nuser: I graduated ...",
+            "2023/05/30 (Tue) 23:40",
+            "What degree did I graduate with?",
+        ),
+        "max_tokens": 800,
+        "temperature": 0.0,
+    }
     assert llm.calls[0]["content"].endswith("Question: What degree did I graduate with?\nAnswer (step by step):")
     direct = LongMemEvalReader({"llm": {"cache": False}, "cot": False}, llm=llm)
     direct.answer(question, Retrieval())
-    assert llm.calls[1]["content"] == ANSWER_PROMPT_DIRECT.format("(nothing remembered)", "2023/05/30 (Tue) 23:40",
-                                                                 "What degree did I graduate with?")
+    assert llm.calls[1]["content"] == ANSWER_PROMPT_DIRECT.format(
+        "(nothing remembered)", "2023/05/30 (Tue) 23:40", "What degree did I graduate with?"
+    )
     assert llm.calls[1]["max_tokens"] == 500 and direct.describe() == "longmemeval:echo:direct"
 
 
@@ -252,27 +340,43 @@ def test_longmemeval_judge_on_loaded_questions(fixture_file: Path) -> None:
     judge = LLMJudge(llm, prompt="longmemeval")
     assert all(judge.applies_to(q) for q in questions.values())
     judge.judge(questions["gpt4_2655b836"], "19 days")
-    assert llm.calls[-1]["content"] == LONGMEMEVAL_TEMPORAL.format("How many days passed between my two trips?", "18", "19 days")
+    assert llm.calls[-1]["content"] == LONGMEMEVAL_TEMPORAL.format(
+        "How many days passed between my two trips?", "18", "19 days"
+    )
     judge.judge(questions["0a995998_abs"], "I don't know")
     assert llm.calls[-1]["content"].startswith(LONGMEMEVAL_ABSTENTION.split("{}")[0])
     assert LLMJudge(llm).applies_to(questions["0a995998_abs"])  # mem0's judge skips only LoCoMo's category 5
 
 
 def test_run_end_to_end(fixture_file: Path, tmp_path: Path) -> None:
-    from memlab.testing.recording_server import RecordingServer
-
     from memlab.cli import main
+    from memlab.testing.recording_server import RecordingServer
 
     with RecordingServer(lambda request: "Business Administration") as server:
         settings = server.llm_settings()
-        args = ["run", "--dataset", f"longmemeval:{fixture_file}", "--backends", "full_context",
-                "--reader", "longmemeval", "--no-controls", "--no-plots", "--no-progress", "--out", str(tmp_path / "run")]
+        args = [
+            "run",
+            "--dataset",
+            f"longmemeval:{fixture_file}",
+            "--backends",
+            "full_context",
+            "--reader",
+            "longmemeval",
+            "--no-controls",
+            "--no-plots",
+            "--no-progress",
+            "--out",
+            str(tmp_path / "run"),
+        ]
         for key, value in settings.items():
             args += [f"--llm.{key.replace('_', '-')}", str(value)]
         assert main(args) == 0
     prompts = server.contents()
     assert len(prompts) == 5
-    assert all("Current Date: 2023/05/30 (Tue) 23:40" in p and p.startswith("I will give you several history chats") for p in prompts)
+    assert all(
+        "Current Date: 2023/05/30 (Tue) 23:40" in p and p.startswith("I will give you several history chats")
+        for p in prompts
+    )
     rows = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
     by_id = {row["question_id"]: row for row in rows}
     assert by_id["e47becba"]["metrics"]["recall@10"] == 1.0  # full_context hands back everything

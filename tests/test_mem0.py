@@ -123,8 +123,12 @@ def test_no_socket_during_construction_ingest_and_search(minilm_mem0: tuple[Mem0
     assert seen_at_construction == []
     with record_connections() as seen:
         memory.ingest(
-            session("net", ("user", "I play the ukulele every evening."), ("assistant", "Lovely hobby!"),
-                    ("user", "My favourite food is poke from Honolulu.")),
+            session(
+                "net",
+                ("user", "I play the ukulele every evening."),
+                ("assistant", "Lovely hobby!"),
+                ("user", "My favourite food is poke from Honolulu."),
+            ),
             user_id="offline",
         )
         result = memory.retrieve("Which instrument do I play?", user_id="offline", k=1)
@@ -177,8 +181,13 @@ def test_files_stay_in_data_dir_and_home_is_untouched(tmp_path: Path) -> None:
     assert report == {"refused": [], "hits": 1, "telemetry": False, "mem0_dir": str((data / "mem0_home").resolve())}
     assert list(home.iterdir()) == [], "nothing may be written under HOME (~/.mem0, caches ...)"
     files = {str(p.relative_to(data)) for p in data.rglob("*") if p.is_file()}
-    assert {"history.db", LEDGER_FILE, "qdrant/meta.json", "qdrant/collection/memlab/storage.sqlite",
-            "mem0_home/config.json"} <= files
+    assert {
+        "history.db",
+        LEDGER_FILE,
+        "qdrant/meta.json",
+        "qdrant/collection/memlab/storage.sqlite",
+        "mem0_home/config.json",
+    } <= files
 
 
 def test_without_data_dir_everything_goes_at_close() -> None:
@@ -222,8 +231,9 @@ def test_infer_needs_an_llm_and_bulk_insert_needs_verbatim(tmp_path: Path) -> No
 def test_reopening_with_another_embedder_is_refused(tmp_path: Path) -> None:
     Mem0Memory({"embedder": "hashing"}, data_dir=tmp_path).close()
     with pytest.raises(MemlabError, match="written with"):
-        Mem0Memory({"embedder": {"provider": "openai", "config": {"embedding_dims": 8, "api_key": "x"}}},
-                   data_dir=tmp_path)
+        Mem0Memory(
+            {"embedder": {"provider": "openai", "config": {"embedding_dims": 8, "api_key": "x"}}}, data_dir=tmp_path
+        )
 
 
 # ----------------------------------------------------------------------------- infer=True end to end
@@ -254,7 +264,10 @@ def test_infer_sends_mem0s_prompt_and_stores_what_it_parses(tmp_path: Path) -> N
     assert "User said: I adopted a grey cat named Pixel." in model.calls[1][1].content
 
     stored = {i.text: i for i in memory.list_memories(user_id="alice")}
-    assert set(stored) == {"User said: I adopted a grey cat named Pixel.", "User said: My sister lives in Lisbon and keeps bees."}
+    assert set(stored) == {
+        "User said: I adopted a grey cat named Pixel.",
+        "User said: My sister lives in Lisbon and keeps bees.",
+    }
     bees = stored["User said: My sister lives in Lisbon and keeps bees."]
     assert bees.source["turns"] == [{"session_id": "s1", "turn_index": 2}, {"session_id": "s1", "turn_index": 3}]
     assert bees.metadata["attributed_to"] == "user"

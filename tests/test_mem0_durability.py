@@ -42,8 +42,9 @@ WRITER = textwrap.dedent(
 
 def _child(*args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "MEM0_TELEMETRY": "False"}
-    return subprocess.Popen([sys.executable, "-c", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-c", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
 
 
 def _wait_for(process: subprocess.Popen[str], line: str) -> None:
@@ -51,7 +52,9 @@ def _wait_for(process: subprocess.Popen[str], line: str) -> None:
     got = process.stdout.readline().strip()
     if got != line:
         process.kill()
-        raise AssertionError(f"child said {got!r}, not {line!r}: {process.stderr.read()[-3000:] if process.stderr else ''}")
+        raise AssertionError(
+            f"child said {got!r}, not {line!r}: {process.stderr.read()[-3000:] if process.stderr else ''}"
+        )
 
 
 def test_every_acknowledged_write_survives_kill_9(tmp_path: Path) -> None:
@@ -104,9 +107,14 @@ HOLDER = textwrap.dedent(
 
 
 def test_a_second_process_on_the_data_dir_is_refused_at_once(tmp_path: Path) -> None:
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     try:
         _wait_for(holder, "ready")
         started = time.perf_counter()
@@ -165,8 +173,9 @@ def test_concurrent_users_in_threads_lose_nothing(tmp_path: Path) -> None:
     def work(user: str) -> None:
         try:
             for i in range(8):
-                memory.ingest(session(f"s{i}", ("user", f"{user} fact {i}"), ("assistant", f"{user} reply {i}")),
-                              user_id=user)
+                memory.ingest(
+                    session(f"s{i}", ("user", f"{user} fact {i}"), ("assistant", f"{user} reply {i}")), user_id=user
+                )
                 memory.retrieve(f"{user} fact", user_id=user, k=3)
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)

@@ -43,7 +43,10 @@ def test_timestamps_are_kept_and_rendered_as_date_headers(tmp_path: Path) -> Non
     memory = Mem0Memory({"embedder": "hashing"}, data_dir=tmp_path)  # the dates persist
     result = memory.retrieve("puppy", user_id="u", k=5)
     stamps = {i.text: i.source["timestamp"] for i in result.items}
-    assert stamps == {"I adopted a puppy yesterday.": MAY_8.isoformat(), "The puppy learned to sit.": MAY_25.isoformat()}
+    assert stamps == {
+        "I adopted a puppy yesterday.": MAY_8.isoformat(),
+        "The puppy learned to sit.": MAY_25.isoformat(),
+    }
     assert "DATE: 8 May 2023, 13:56" in result.context and "DATE: 25 May 2023, 09:00" in result.context
     memory.close()
 
@@ -51,8 +54,7 @@ def test_timestamps_are_kept_and_rendered_as_date_headers(tmp_path: Path) -> Non
 def test_inference_sees_the_session_date_not_todays(tmp_path: Path) -> None:
     model = FunctionChatModel(respond=mem0_extraction_reply)
     memory = Mem0Memory({"embedder": "hashing"}, data_dir=tmp_path, chat_model=model)
-    memory.ingest(dated("s1", MAY_8, ("user", "I adopted a puppy yesterday."), ("assistant", "Congrats!")),
-                  user_id="u")
+    memory.ingest(dated("s1", MAY_8, ("user", "I adopted a puppy yesterday."), ("assistant", "Congrats!")), user_id="u")
     prompt = model.calls[0][1].content
     assert "## Custom Instructions" in prompt
     assert "these New Messages were exchanged on 2023-05-08 (8 May 2023, 13:56)" in prompt
@@ -64,8 +66,9 @@ def test_inference_sees_the_session_date_not_todays(tmp_path: Path) -> None:
 
 def test_without_a_date_only_the_configured_instructions_are_sent(tmp_path: Path) -> None:
     model = FunctionChatModel(respond=mem0_extraction_reply)
-    memory = Mem0Memory({"embedder": "hashing", "custom_instructions": "Only hobbies."}, data_dir=tmp_path,
-                        chat_model=model)
+    memory = Mem0Memory(
+        {"embedder": "hashing", "custom_instructions": "Only hobbies."}, data_dir=tmp_path, chat_model=model
+    )
     memory.ingest(session("s1", ("user", "I knit.")), user_id="u")
     prompt = model.calls[0][1].content
     assert "## Custom Instructions\nOnly hobbies." in prompt and "Observation Date override" not in prompt
@@ -112,8 +115,9 @@ def test_preset_adds_under_two_speaker_ids_with_dates_and_searches_both_with_top
 
     spy = Spy(monkeypatch)
     model = Mem0ExtractionChatModel()
-    memory = Mem0Memory({"embedder": "hashing", "preset": "locomo-eval", "threshold": 0.0}, data_dir=tmp_path,
-                        chat_model=model)
+    memory = Mem0Memory(
+        {"embedder": "hashing", "preset": "locomo-eval", "threshold": 0.0}, data_dir=tmp_path, chat_model=model
+    )
     assert memory.config.top_k == 60 and memory.config.infer_window == 2, "30 per speaker"
     report = memory.ingest(locomo_session("session_1", MAY_8, pairs=32), user_id="conv-26")
 
@@ -122,10 +126,14 @@ def test_preset_adds_under_two_speaker_ids_with_dates_and_searches_both_with_top
     assert users.count("conv-26:Caroline") == users.count("conv-26:Melanie") == 32, "windows of 2 messages each"
     first_a = next(m for m, kw in spy.adds if kw["user_id"] == "conv-26:Caroline")
     first_b = next(m for m, kw in spy.adds if kw["user_id"] == "conv-26:Melanie")
-    assert first_a == [{"role": "user", "content": "Caroline: I went to gallery number 0."},
-                       {"role": "assistant", "content": "Melanie: I painted canvas number 0."}]
-    assert first_b == [{"role": "assistant", "content": "Caroline: I went to gallery number 0."},
-                       {"role": "user", "content": "Melanie: I painted canvas number 0."}], "roles flipped"
+    assert first_a == [
+        {"role": "user", "content": "Caroline: I went to gallery number 0."},
+        {"role": "assistant", "content": "Melanie: I painted canvas number 0."},
+    ]
+    assert first_b == [
+        {"role": "assistant", "content": "Caroline: I went to gallery number 0."},
+        {"role": "user", "content": "Melanie: I painted canvas number 0."},
+    ], "roles flipped"
     assert all(kw["metadata"]["timestamp"] == MAY_8.isoformat() and kw["infer"] is True for _, kw in spy.adds)
     assert all(kw["prompt"].startswith(LOCOMO_EVAL_CUSTOM_INSTRUCTIONS.strip()) for _, kw in spy.adds)
     assert "2023-05-08" in spy.adds[0][1]["prompt"]
@@ -134,13 +142,17 @@ def test_preset_adds_under_two_speaker_ids_with_dates_and_searches_both_with_top
 
     result = memory.retrieve("Which gallery did Caroline visit?", user_id="conv-26")
     assert [(kw["filters"], kw["top_k"]) for _, kw in spy.searches] == [
-        ({"user_id": "conv-26:Caroline"}, 30), ({"user_id": "conv-26:Melanie"}, 30)]
+        ({"user_id": "conv-26:Caroline"}, 30),
+        ({"user_id": "conv-26:Melanie"}, 30),
+    ]
     assert len(result.items) == 60
     assert {i.metadata["speaker"] for i in result.items} == {"Caroline", "Melanie"}
     blocks = result.context.split("\n\n")
     assert blocks[0].startswith("Memories for user Caroline:\n8 May 2023, 13:56: User said: ")
     assert blocks[1].startswith("Memories for user Melanie:\n8 May 2023, 13:56: User said: ")
-    assert "Melanie: I painted" in blocks[1] and "Melanie" not in blocks[0].split("\n", 1)[1], "each speaker's own facts"
+    assert "Melanie: I painted" in blocks[1] and "Melanie" not in blocks[0].split("\n", 1)[1], (
+        "each speaker's own facts"
+    )
 
     # the user's data is everything under both speaker ids: listed, exported and forgotten together
     assert len(memory.list_memories(user_id="conv-26")) == 64
@@ -188,8 +200,9 @@ def test_preset_is_reachable_as_a_cli_option() -> None:
 # ----------------------------------------------------------------------------- ingestion cost
 def test_ingest_report_carries_llm_tokens_and_cost(tmp_path: Path) -> None:
     memory = Mem0Memory({"embedder": "hashing", "llm": RULE_LLM}, data_dir=tmp_path)
-    report = memory.ingest(session("s", ("user", "I teach hula."), ("assistant", "Fun!"), ("user", "I surf.")),
-                           user_id="u")
+    report = memory.ingest(
+        session("s", ("user", "I teach hula."), ("assistant", "Fun!"), ("user", "I surf.")), user_id="u"
+    )
     assert report.prompt_tokens > 500, "two calls of mem0's long extraction prompt"
     assert report.completion_tokens > 0
     assert report.cost_usd == pytest.approx((report.prompt_tokens * 1.0 + report.completion_tokens * 2.0) / 1e6)
@@ -205,7 +218,8 @@ def test_display_name_says_when_no_llm_is_configured() -> None:
     assert Mem0Memory.display_name(Mem0Memory.parse_config({})) == "mem0 (no LLM)"
     assert Mem0Memory.display_name(Mem0Memory.parse_config({"llm": RULE_LLM})) == "mem0"
     assert Mem0Memory.display_name(Mem0Memory.parse_config({"llm": RULE_LLM, "preset": "locomo-eval"})) == (
-        "mem0 [locomo-eval]")
+        "mem0 [locomo-eval]"
+    )
 
 
 def test_memory_depends_only_on_turns_without_inference_and_it_is_true(tmp_path: Path) -> None:
@@ -218,8 +232,12 @@ def test_memory_depends_only_on_turns_without_inference_and_it_is_true(tmp_path:
         parts = [turns] if split is None else [turns[:split], turns[split:]]
         for part in parts:
             memory.ingest(dated("s", MAY_8, *part), user_id="u")
-        stored.append(sorted((i.text, i.source["turn_index"], i.source["role"], i.source["timestamp"])
-                             for i in memory.list_memories(user_id="u")))
+        stored.append(
+            sorted(
+                (i.text, i.source["turn_index"], i.source["role"], i.source["timestamp"])
+                for i in memory.list_memories(user_id="u")
+            )
+        )
         hits = memory.retrieve("island 3", user_id="u", k=3)
         stored.append([(i.text, round(i.score or 0, 6)) for i in hits.items])
         memory.close()
@@ -230,8 +248,9 @@ def test_cache_dir_reaches_the_embedder_and_the_llm(tmp_path: Path) -> None:
     from memlab.embedders.cache import CachedEmbedder
 
     cache = tmp_path / "cache"
-    memory = Mem0Memory({"embedder": "minilm", "llm": {**RULE_LLM, "cache": True}}, data_dir=tmp_path / "d",
-                        cache_dir=cache)
+    memory = Mem0Memory(
+        {"embedder": "minilm", "llm": {**RULE_LLM, "cache": True}}, data_dir=tmp_path / "d", cache_dir=cache
+    )
     inner = memory._batcher.wrapped.langchain_model.inner
     assert isinstance(inner, CachedEmbedder)
     memory.ingest(session("s", ("user", "I teach hula.")), user_id="u")

@@ -25,10 +25,14 @@ def files_holding(root: Path, needle: str) -> list[str]:
 
 def test_deleting_an_item_then_the_user_leaves_no_byte_of_the_secret(tmp_path: Path) -> None:
     memory = Mem0Memory(CONFIG, data_dir=tmp_path)
-    memory.ingest(session("s1", ("user", f"My social security number is {SECRET}."),
-                          ("user", "I grow tomatoes on the balcony.")), user_id="alice")
+    memory.ingest(
+        session("s1", ("user", f"My social security number is {SECRET}."), ("user", "I grow tomatoes on the balcony.")),
+        user_id="alice",
+    )
     memory.ingest(session("s1", ("user", "Bob rides a unicycle to work.")), user_id="bob")
-    assert files_holding(tmp_path, SECRET), "the secret must be on disk before the delete (else the grep proves nothing)"
+    assert files_holding(tmp_path, SECRET), (
+        "the secret must be on disk before the delete (else the grep proves nothing)"
+    )
 
     secret_id = next(i.id for i in memory.list_memories(user_id="alice") if SECRET in i.text)
     memory.delete(secret_id, user_id="alice")
@@ -56,8 +60,9 @@ def test_deleting_an_item_then_the_user_leaves_no_byte_of_the_secret(tmp_path: P
 def test_with_inference_forget_removes_facts_history_and_raw_messages(tmp_path: Path) -> None:
     model = Mem0ExtractionChatModel()
     memory = Mem0Memory(CONFIG, data_dir=tmp_path, chat_model=model)
-    memory.ingest(session("s1", ("user", f"My social security number is {SECRET}."), ("assistant", "Noted.")),
-                  user_id="alice")
+    memory.ingest(
+        session("s1", ("user", f"My social security number is {SECRET}."), ("assistant", "Noted.")), user_id="alice"
+    )
     fact = next(i for i in memory.list_memories(user_id="alice") if SECRET in i.text)
     memory.delete(fact.id, user_id="alice")
     assert all(SECRET not in i.text for i in memory.list_memories(user_id="alice"))
@@ -81,7 +86,7 @@ def test_unknown_and_foreign_ids_are_not_found(tmp_path: Path) -> None:
         "update foreign": lambda: memory.update(bob_id, "I hunt.", user_id="alice"),
         "history foreign": lambda: memory.history(bob_id, user_id="alice"),
     }
-    for what, call in calls.items():
+    for call in calls.values():
         with pytest.raises(NotFoundError):
             call()
     assert [i.text for i in memory.list_memories(user_id="bob")] == ["I fish."], "nothing changed"

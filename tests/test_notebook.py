@@ -21,9 +21,15 @@ def _fake_run(run_dir: Path) -> Path:
         for i, ok in enumerate(correct):
             writer.write(
                 Prediction(
-                    backend=backend, reader="embedding", question_id=f"q{i}", context_id="ctx",
+                    backend=backend,
+                    reader="embedding",
+                    question_id=f"q{i}",
+                    context_id="ctx",
                     question_type="recall_user_shared_facts" if i < 2 else "suggest_new_ideas",
-                    distance_tokens=1_000 if i % 2 else 50_000, answer=0, chosen=0 if ok else 1, correct=ok,
+                    distance_tokens=1_000 if i % 2 else 50_000,
+                    answer=0,
+                    chosen=0 if ok else 1,
+                    correct=ok,
                 )
             )
     writer.close()

@@ -20,7 +20,10 @@ SECRET = "My social security number is SECRET-778899."
 HISTORY = [
     session("s1", ("user", "I adopted a cat named Pixel."), ("assistant", "Lovely!"), ("user", SECRET)),
     session("s2", ("user", "I moved to Lisbon last year."), ("assistant", "Nice city.")),
-    session("s1", ("user", "Pixel likes tuna."),),
+    session(
+        "s1",
+        ("user", "Pixel likes tuna."),
+    ),
 ]
 
 
@@ -52,9 +55,14 @@ def test_rag_on_postgres_matches_the_file_store(pg_server, tmp_path: Path) -> No
         assert strip(on_pg.export("alice")) == strip(on_files.export("alice"))
         assert [i.id for i in on_pg.list_memories(user_id="alice")] == ["s1#0", "s1#1", "s1#2", "s2#0", "s2#1", "s1#3"]
         found = on_pg.retrieve("what is my cat called?", user_id="alice", k=2)
-        assert [i.id for i in found.items] == [i.id for i in on_files.retrieve("what is my cat called?", user_id="alice", k=2).items]
+        assert [i.id for i in found.items] == [
+            i.id for i in on_files.retrieve("what is my cat called?", user_id="alice", k=2).items
+        ]
         on_pg.delete("s1#2", user_id="alice")
-        assert "SECRET" not in str(on_pg.export("alice")) and "SECRET" not in on_pg.retrieve("social security", user_id="alice").context
+        assert (
+            "SECRET" not in str(on_pg.export("alice"))
+            and "SECRET" not in on_pg.retrieve("social security", user_id="alice").context
+        )
         assert _rows_containing(url, "SECRET-778899") == 0
         with pytest.raises(NotFoundError):
             on_pg.delete("s1#2", user_id="alice")
@@ -130,7 +138,9 @@ def test_profile_writes_of_one_user_are_serialised_across_store_instances(pg_ser
 
     def write(worker: Memory, n: int) -> None:
         for i in range(6):
-            reports.append(worker.ingest(session("s", ("user", f"Note {n}.{i}: I like item {n}{i}.")), user_id="dana").first_turn)
+            reports.append(
+                worker.ingest(session("s", ("user", f"Note {n}.{i}: I like item {n}{i}.")), user_id="dana").first_turn
+            )
 
     threads = [threading.Thread(target=write, args=(workers[n % 2], n)) for n in range(4)]
     try:
@@ -157,10 +167,16 @@ class TestMem0OnPgvector(MemoryConformance):
     def make_memory(self, data_dir: Path) -> Memory:
         vector_store = {
             "provider": "pgvector",
-            "config": {"connection_string": self.pg.database_for(data_dir), "collection_name": "memlab_mem0",
-                       "embedding_model_dims": 256, "hnsw": True},
+            "config": {
+                "connection_string": self.pg.database_for(data_dir),
+                "collection_name": "memlab_mem0",
+                "embedding_model_dims": 256,
+                "hnsw": True,
+            },
         }
-        return create_backend("mem0", {"embedder": "hashing", "top_k": 3, "vector_store": vector_store}, data_dir=data_dir)
+        return create_backend(
+            "mem0", {"embedder": "hashing", "top_k": 3, "vector_store": vector_store}, data_dir=data_dir
+        )
 
 
 def test_profile_on_postgres_update_history_and_a_changed_embedder(pg_server, tmp_path: Path) -> None:  # noqa: F811

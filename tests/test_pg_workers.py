@@ -64,9 +64,28 @@ def service(request: pytest.FixtureRequest, pg_server, tmp_path_factory: pytest.
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False", "MEMLAB_API_KEYS": ""}
     log = (data_dir / "server.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "memlab.server.cli", "--backend", backend, f"--{backend}.store", store,
-         *BACKENDS[backend], "--data-dir", str(data_dir), "--port", str(port), "--workers", "2", "--log-level", "warning"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,  # its own group: no orphans
+        [
+            sys.executable,
+            "-m",
+            "memlab.server.cli",
+            "--backend",
+            backend,
+            f"--{backend}.store",
+            store,
+            *BACKENDS[backend],
+            "--data-dir",
+            str(data_dir),
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own group: no orphans
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -97,15 +116,25 @@ def service(request: pytest.FixtureRequest, pg_server, tmp_path_factory: pytest.
         log.close()
 
 
-def _write(base: str, user: str, session: str, writer: int, count: int, acked: list[tuple[int, int, str]],
-           stop: threading.Event | None = None) -> None:
+def _write(
+    base: str,
+    user: str,
+    session: str,
+    writer: int,
+    count: int,
+    acked: list[tuple[int, int, str]],
+    stop: threading.Event | None = None,
+) -> None:
     with httpx.Client(base_url=base, timeout=60) as http:
         for i in range(count):
             if stop is not None and stop.is_set():
                 return
             text = f"I am writer {writer} and this is my note number {i} about topic w{writer}n{i}."
             try:
-                r = http.post(f"/v1/users/{user}/messages", json={"session_id": session, "messages": [{"role": "user", "content": text}]})
+                r = http.post(
+                    f"/v1/users/{user}/messages",
+                    json={"session_id": session, "messages": [{"role": "user", "content": text}]},
+                )
             except httpx.HTTPError:
                 continue  # the worker died under this request: not acknowledged
             if r.status_code == 201:
@@ -122,7 +151,7 @@ def _check(base: str, user: str, session: str, acked: list[tuple[int, int, str]]
     by_text: dict[str, list[int]] = {}
     for turn, text in turns:
         by_text.setdefault(text, []).append(turn)
-    for writer, first_turn, text in acked:
+    for _writer, first_turn, text in acked:
         assert by_text.get(text) == [first_turn], (text, by_text.get(text), first_turn)
     for writer in {w for w, _, _ in acked}:
         mine = [t for w, t, _ in acked if w == writer]

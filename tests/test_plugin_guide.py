@@ -38,7 +38,10 @@ def guide_files(tmp_path: Path) -> Path:
 def run_pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", *args],
-        cwd=folder, capture_output=True, text=True, timeout=300,
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -122,8 +125,15 @@ def test_load_plugin_from_a_file_registers_backend_and_reader(guide_files: Path)
         assert {f["name"]: f["default"] for f in shown["config"]} == {"top_k": 10, "min_overlap": 1}
         memory = backends.get("keyword")({"top_k": 2})
         memory.ingest(Session(id="s1", messages=[Message(role="user", content="I keep bees in Lisbon.")]), user_id="u")
-        question = Question(id="q", type="recall", text="What do I keep?", context_id="c", end_index=1, answer=1,
-                            options=["(a) goats", "(b) bees in Lisbon", "(c) a boat", "(d) nothing"])
+        question = Question(
+            id="q",
+            type="recall",
+            text="What do I keep?",
+            context_id="c",
+            end_index=1,
+            answer=1,
+            options=["(a) goats", "(b) bees in Lisbon", "(c) a boat", "(d) nothing"],
+        )
         answer = readers.get("overlap")().answer(question, memory.retrieve(question.text, user_id="u"))
         assert answer.choice == 1 and len(answer.scores) == 4
     finally:
@@ -181,23 +191,64 @@ def test_guide_commands_show_and_run_an_unpackaged_plugin(guide_files: Path, tmp
     """The guide's two commands, as a user types them: --show, then a run with --plugin."""
     plugin = f"{guide_files / 'keyword_memory.py'}:KeywordMemory"
     env_cmd = [sys.executable, "-m", "memlab.cli"]
-    shown = subprocess.run([*env_cmd, "backends", "--plugin", plugin, "--show", "keyword"],
-                           capture_output=True, text=True, timeout=300)
+    shown = subprocess.run(
+        [*env_cmd, "backends", "--plugin", plugin, "--show", "keyword"], capture_output=True, text=True, timeout=300
+    )
     assert shown.returncode == 0, shown.stderr
     assert "capabilities: delete, list, persist" in shown.stdout
     assert "min-overlap: int, default 1" in shown.stdout and "query words a turn must share" in shown.stdout
     out = tmp_path / "run"
-    ran = subprocess.run([*env_cmd, "run", "--plugin", plugin, "--dataset", "synthetic:personas=1,sessions=4",
-                          "--backends", "keyword", "--reader", "longest_option", "--out", str(out),
-                          "--no-plots", "--no-progress"], capture_output=True, text=True, timeout=600)
+    ran = subprocess.run(
+        [
+            *env_cmd,
+            "run",
+            "--plugin",
+            plugin,
+            "--dataset",
+            "synthetic:personas=1,sessions=4",
+            "--backends",
+            "keyword",
+            "--reader",
+            "longest_option",
+            "--out",
+            str(out),
+            "--no-plots",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert ran.returncode == 0, ran.stderr[-2000:]
     rows = json.loads((out / "summary.json").read_text())["rows"]
     assert any(row["backend"] == "keyword" and row["questions"] > 0 for row in rows), rows
     # A process worker has not seen the driver's registration: the job loads the file itself.
-    ran = subprocess.run([*env_cmd, "run", "--plugin", plugin, "--dataset", "synthetic:personas=1,sessions=4",
-                          "--backends", "keyword", "--reader", "longest_option", "--out", str(tmp_path / "proc"),
-                          "--executor", "process", "--workers", "1", "--no-controls", "--no-plots", "--no-progress"],
-                         capture_output=True, text=True, timeout=600)
+    ran = subprocess.run(
+        [
+            *env_cmd,
+            "run",
+            "--plugin",
+            plugin,
+            "--dataset",
+            "synthetic:personas=1,sessions=4",
+            "--backends",
+            "keyword",
+            "--reader",
+            "longest_option",
+            "--out",
+            str(tmp_path / "proc"),
+            "--executor",
+            "process",
+            "--workers",
+            "1",
+            "--no-controls",
+            "--no-plots",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert ran.returncode == 0, ran.stderr[-2000:]
     unknown = subprocess.run([*env_cmd, "backends", "--show", "keywrd"], capture_output=True, text=True, timeout=300)
     assert unknown.returncode == 2 and "memlab: error:" in unknown.stderr and "keyword" not in unknown.stderr

@@ -53,9 +53,15 @@ def test_stance_cues_handle_negation_and_curly_apostrophes() -> None:
     assert stance_of("I really enjoyed the pottery class") is Stance.LIKES
     assert stance_of("I didn't enjoy the pottery class at all") is Stance.DISLIKES
     assert stance_of("I didn’t enjoy the pottery class at all") is Stance.DISLIKES
-    assert aspect_of("Attending that community music therapy workshop was truly incredible.") == "community music therapy workshop"
+    assert (
+        aspect_of("Attending that community music therapy workshop was truly incredible.")
+        == "community music therapy workshop"
+    )
     assert aspect_of("My aunt keeps bees on the roof.") == "aunt"
-    assert aspect_of("I used to collect souvenirs during my travels, but they felt empty.") == "collect souvenirs during my travels"
+    assert (
+        aspect_of("I used to collect souvenirs during my travels, but they felt empty.")
+        == "collect souvenirs during my travels"
+    )
 
 
 # ---------------------------------------------------------------------- operation semantics
@@ -66,7 +72,9 @@ def _ops(mem: ProfileMemory, user: str = "u") -> list[tuple[OpType, str | None]]
 def test_flip_updates_and_closes_old_version() -> None:
     mem = make()
     mem.ingest(session("s1", ("user", "I love pottery classes, they are so relaxing.")), user_id="u")
-    mem.ingest(session("s2", ("user", "Honestly, I hate pottery classes now because the clay hurts my hands.")), user_id="u")
+    mem.ingest(
+        session("s2", ("user", "Honestly, I hate pottery classes now because the clay hurts my hands.")), user_id="u"
+    )
     ops = _ops(mem)
     assert [o for o, _ in ops] == [OpType.ADD, OpType.UPDATE]
     entry_id = ops[0][1]
@@ -108,7 +116,10 @@ def test_no_longer_closes_entry_and_revisit_reopens_it() -> None:
 
 def test_retrieval_items_carry_sources_and_respect_k() -> None:
     mem = make()
-    mem.ingest(session("s1", ("assistant", "Hi!"), ("user", "I love jazz concerts."), ("user", "I adopted a dog named Rex.")), user_id="u")
+    mem.ingest(
+        session("s1", ("assistant", "Hi!"), ("user", "I love jazz concerts."), ("user", "I adopted a dog named Rex.")),
+        user_id="u",
+    )
     result = mem.retrieve("jazz concerts", user_id="u", k=1)
     assert len(result.items) == 1
     item = result.items[0]
@@ -118,7 +129,10 @@ def test_retrieval_items_carry_sources_and_respect_k() -> None:
 
 def test_supporting_turns_are_added() -> None:
     mem = make(supporting_turns=1)
-    mem.ingest(session("s1", ("user", "I love jazz concerts."), ("user", "Weather was grey and wet all week long.")), user_id="u")
+    mem.ingest(
+        session("s1", ("user", "I love jazz concerts."), ("user", "Weather was grey and wet all week long.")),
+        user_id="u",
+    )
     result = mem.retrieve("grey wet weather all week", user_id="u", k=2)
     kinds = [i.metadata["kind"] for i in result.items]
     assert "turn" in kinds and "Supporting turns" in result.context
@@ -138,7 +152,13 @@ def test_session_time_is_recorded_on_versions() -> None:
 # ---------------------------------------------------------------------- API
 def test_update_delete_history_export_import(tmp_path: Path) -> None:
     mem = make()
-    assert {Capability.LIST, Capability.UPDATE, Capability.DELETE, Capability.HISTORY, Capability.PERSIST} <= mem.capabilities
+    assert {
+        Capability.LIST,
+        Capability.UPDATE,
+        Capability.DELETE,
+        Capability.HISTORY,
+        Capability.PERSIST,
+    } <= mem.capabilities
     mem.ingest(session("s1", ("user", "I love sushi, it is my favourite food.")), user_id="u")
     item, turn = mem.list_memories(user_id="u")
     assert item.metadata["kind"] == "profile_entry" and (turn.id, turn.metadata["kind"]) == ("s1#0", "turn")
@@ -193,7 +213,9 @@ def test_add_cannot_take_another_users_entry_id() -> None:
 
 def test_entry_ids_with_a_dot_v_are_found() -> None:
     mem = make()
-    op = Operation(op=OpType.ADD, entry_id="my.vinyl", aspect="vinyl", value="collects vinyl records", stance=Stance.LIKES)
+    op = Operation(
+        op=OpType.ADD, entry_id="my.vinyl", aspect="vinyl", value="collects vinyl records", stance=Stance.LIKES
+    )
     mem.apply([op], user_id="u")
     assert len(mem.history("my.vinyl", user_id="u")) == 1
     assert len(mem.history("my.vinyl.v1", user_id="u")) == 1
@@ -275,7 +297,9 @@ CRASH_SCRIPT = textwrap.dedent(
 
 def test_crash_between_sessions_loses_nothing(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    proc = subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(tmp_path)], env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", CRASH_SCRIPT, str(tmp_path)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 17, proc.stderr
     with make(tmp_path) as mem:
         profile = mem.get_profile("u", include_closed=True)
@@ -325,7 +349,10 @@ def test_change_cue_families(text: str, aspect: str, stance: Stance, change: str
     ("text", "pairs"),
     [
         ("I switched from coffee to tea.", [("coffee", Stance.DISLIKES, "stop"), ("tea", Stance.LIKES, "start")]),
-        ("I replaced my morning coffee with green tea.", [("morning coffee", Stance.DISLIKES, "stop"), ("green tea", Stance.LIKES, "start")]),
+        (
+            "I replaced my morning coffee with green tea.",
+            [("morning coffee", Stance.DISLIKES, "stop"), ("green tea", Stance.LIKES, "start")],
+        ),
         ("These days I prefer tea over coffee.", [("tea", Stance.LIKES, "start"), ("coffee", Stance.DISLIKES, "away")]),
         ("I prefer cats to dogs.", [("cats", Stance.LIKES, "none"), ("dogs", Stance.DISLIKES, "none")]),
         (
@@ -393,8 +420,10 @@ def test_reason_splitting_leaves_non_reasons_alone() -> None:
     assert ex.turn_statements("I might switch from coffee to tea.", 0) == []
     assert [s.change for s in ex.turn_statements("I'm considering quitting my book club.", 0)] != ["stop"]
     # "prefer sticking to X" is not "prefer A to B"; "Italian" is not the pronoun "it".
-    assert all(s.aspect != "family recipes" or s.stance is not Stance.DISLIKES
-               for s in ex.turn_statements("I much prefer sticking to family recipes.", 0))
+    assert all(
+        s.aspect != "family recipes" or s.stance is not Stance.DISLIKES
+        for s in ex.turn_statements("I much prefer sticking to family recipes.", 0)
+    )
     assert aspect_of("I love Italian food.") == "Italian food"
 
 
@@ -407,12 +436,37 @@ def _chain(mem: ProfileMemory, aspect: str, user: str = "u") -> list:  # type: i
     [
         ("I love pizza.", "I've gone gluten-free, so no more pizza for me.", Stance.DISLIKES, "I've gone gluten-free"),
         ("I love pizza.", "Since my stomach surgery, I'm off pizza.", Stance.DISLIKES, "my stomach surgery"),
-        ("I love pizza.", "I can't stand pizza anymore because it makes me sleepy.", Stance.DISLIKES, "it makes me sleepy"),
+        (
+            "I love pizza.",
+            "I can't stand pizza anymore because it makes me sleepy.",
+            Stance.DISLIKES,
+            "it makes me sleepy",
+        ),
         ("I love pizza.", "I'm done with pizza after that food poisoning.", Stance.DISLIKES, "that food poisoning"),
-        ("I love pizza.", "Pizza isn't for me anymore, as my cholesterol is high.", Stance.DISLIKES, "my cholesterol is high"),
-        ("I love pizza.", "My doctor was worried, so I'm no longer a fan of pizza.", Stance.DISLIKES, "My doctor was worried"),
-        ("I can't stand opera.", "Ever since my trip to Vienna, I've grown to love opera.", Stance.LIKES, "my trip to Vienna"),
-        ("I really don't enjoy opera.", "I'm into opera now due to my new partner's influence.", Stance.LIKES, "my new partner's influence"),
+        (
+            "I love pizza.",
+            "Pizza isn't for me anymore, as my cholesterol is high.",
+            Stance.DISLIKES,
+            "my cholesterol is high",
+        ),
+        (
+            "I love pizza.",
+            "My doctor was worried, so I'm no longer a fan of pizza.",
+            Stance.DISLIKES,
+            "My doctor was worried",
+        ),
+        (
+            "I can't stand opera.",
+            "Ever since my trip to Vienna, I've grown to love opera.",
+            Stance.LIKES,
+            "my trip to Vienna",
+        ),
+        (
+            "I really don't enjoy opera.",
+            "I'm into opera now due to my new partner's influence.",
+            Stance.LIKES,
+            "my new partner's influence",
+        ),
     ],
 )
 def test_change_updates_and_closes_the_old_version(first: str, change: str, new_stance: Stance, reason: str) -> None:
@@ -488,7 +542,9 @@ def test_mission_example_through_memory_client(tmp_path: Path) -> None:
     client.remember("alice", [("user", "I love pizza.")], session_id="s1")
     client.remember("alice", [("user", "I've gone gluten-free, so no more pizza for me.")], session_id="s2")
     texts = [i.text for i in client.memories("alice")]
-    assert any(t.startswith("pizza: dislikes") and "changed from likes because: I've gone gluten-free" in t for t in texts)
+    assert any(
+        t.startswith("pizza: dislikes") and "changed from likes because: I've gone gluten-free" in t for t in texts
+    )
     assert any(t.startswith("gluten-free: fact") for t in texts)
     mem = client.memory
     assert isinstance(mem, ProfileMemory)

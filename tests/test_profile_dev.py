@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from memlab.datasets import load_dataset
-from memlab.registry import create_backend
 from memlab.eval.retrieval import item_message_indexes
+from memlab.registry import create_backend
 
 pytestmark = pytest.mark.data
 

@@ -60,7 +60,9 @@ def test_latest_value_is_current_and_old_one_closed() -> None:
     assert [(e.aspect, e.value) for e in mem.get_profile("u") if e.kind == "attribute"] == [("lives in", "Berlin")]
     paris = next(e for e in mem.get_profile("u", include_closed=True) if e.value == "Paris")
     assert paris.valid_to == 1 and paris.closed_reason == "my new job"
-    item = next(i for i in mem.retrieve("where does the user live", user_id="u").items if i.metadata.get("aspect") == "lives in")
+    item = next(
+        i for i in mem.retrieve("where does the user live", user_id="u").items if i.metadata.get("aspect") == "lives in"
+    )
     assert item.text.startswith("lives in: Berlin") and "changed from Paris because: my new job" in item.text
 
 

@@ -46,22 +46,51 @@ class RuleChatModel(LLM):
             if m := _STOP.search(text):
                 aspect = m.group(1)
                 if aspect in current:
-                    ops.append({"op": "DELETE", "entry_id": current[aspect]["entry_id"], "reason": "stopped", "turn_index": index})
+                    ops.append(
+                        {
+                            "op": "DELETE",
+                            "entry_id": current[aspect]["entry_id"],
+                            "reason": "stopped",
+                            "turn_index": index,
+                        }
+                    )
             elif m := _HATE.search(text):
                 aspect, reason = m.group(1), m.group(2)
                 if aspect in current:
-                    ops.append({"op": "UPDATE", "entry_id": current[aspect]["entry_id"], "stance": "dislikes",
-                                "value": f"dislikes {aspect}", "reason": reason, "turn_index": index})
+                    ops.append(
+                        {
+                            "op": "UPDATE",
+                            "entry_id": current[aspect]["entry_id"],
+                            "stance": "dislikes",
+                            "value": f"dislikes {aspect}",
+                            "reason": reason,
+                            "turn_index": index,
+                        }
+                    )
                 else:
-                    ops.append({"op": "ADD", "aspect": aspect, "value": f"dislikes {aspect}", "stance": "dislikes",
-                                "turn_index": index})
+                    ops.append(
+                        {
+                            "op": "ADD",
+                            "aspect": aspect,
+                            "value": f"dislikes {aspect}",
+                            "stance": "dislikes",
+                            "turn_index": index,
+                        }
+                    )
             elif m := _LIKE.search(text):
                 aspect = m.group(1)
                 if aspect in current and current[aspect]["stance"] == "likes":
                     ops.append({"op": "NOOP", "entry_id": current[aspect]["entry_id"], "turn_index": index})
                 else:
-                    ops.append({"op": "ADD", "aspect": aspect, "value": f"likes {aspect}", "stance": "likes",
-                                "turn_index": index})
+                    ops.append(
+                        {
+                            "op": "ADD",
+                            "aspect": aspect,
+                            "value": f"likes {aspect}",
+                            "stance": "likes",
+                            "turn_index": index,
+                        }
+                    )
         return LLMResponse(text=json.dumps({"operations": ops}), prompt_tokens=100, completion_tokens=20)
 
 
@@ -73,8 +102,12 @@ def make(llm: LLM, **extra):  # type: ignore[no-untyped-def]
 def test_llm_ops_add_update_noop_delete() -> None:
     llm = RuleChatModel()
     mem = make(llm)
-    mem.ingest(session("s1", ("user", "I love jazz."), ("assistant", "Nice!"), ("user", "I enjoy hiking.")), user_id="u")
-    mem.ingest(session("s2", ("user", "I hate jazz now because it got too loud."), ("user", "I like hiking.")), user_id="u")
+    mem.ingest(
+        session("s1", ("user", "I love jazz."), ("assistant", "Nice!"), ("user", "I enjoy hiking.")), user_id="u"
+    )
+    mem.ingest(
+        session("s2", ("user", "I hate jazz now because it got too loud."), ("user", "I like hiking.")), user_id="u"
+    )
     mem.ingest(session("s3", ("user", "I quit hiking.")), user_id="u")
     assert [o.op for o in mem.operations("u")] == [OpType.ADD, OpType.ADD, OpType.UPDATE, OpType.NOOP, OpType.DELETE]
     assert all(o.source == "llm" for o in mem.operations("u"))
@@ -98,11 +131,17 @@ def test_invalid_json_is_retried_once() -> None:
 
 
 def test_half_valid_batch_is_never_applied() -> None:
-    half_valid = json.dumps({"operations": [
-        {"op": "ADD", "aspect": "tea", "value": "likes tea", "stance": "likes", "turn_index": 0},
-        {"op": "UPDATE", "entry_id": "p_invented", "stance": "dislikes", "turn_index": 0},
-    ]})
-    wrong_turn = json.dumps({"operations": [{"op": "ADD", "aspect": "tea", "value": "v", "stance": "likes", "turn_index": 9}]})
+    half_valid = json.dumps(
+        {
+            "operations": [
+                {"op": "ADD", "aspect": "tea", "value": "likes tea", "stance": "likes", "turn_index": 0},
+                {"op": "UPDATE", "entry_id": "p_invented", "stance": "dislikes", "turn_index": 0},
+            ]
+        }
+    )
+    wrong_turn = json.dumps(
+        {"operations": [{"op": "ADD", "aspect": "tea", "value": "v", "stance": "likes", "turn_index": 9}]}
+    )
     mem = make(RuleChatModel(bad_replies=[half_valid, wrong_turn]))
     mem.ingest(session("s1", ("user", "I love jazz.")), user_id="u")
     assert mem.get_profile("u") == [], "both replies were invalid: nothing from this session is applied"

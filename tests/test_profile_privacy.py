@@ -41,7 +41,9 @@ def _secret_session() -> Session:
 
 
 def _secret_entry(mem: ProfileMemory, user: str) -> str:
-    (entry,) = [i for i in mem.list_memories(user_id=user) if i.metadata["kind"] == "profile_entry" and SECRET in i.text]
+    (entry,) = [
+        i for i in mem.list_memories(user_id=user) if i.metadata["kind"] == "profile_entry" and SECRET in i.text
+    ]
     return entry.id
 
 
@@ -138,7 +140,9 @@ def test_supporting_turns_carry_and_render_their_dates() -> None:
     mem = make()
     when = datetime(2023, 5, 8, 13, 56)
     mem.ingest(
-        Session(id="s1", messages=[Message(role="user", content="Biscuit chewed the sofa today, haha.", timestamp=when)]),
+        Session(
+            id="s1", messages=[Message(role="user", content="Biscuit chewed the sofa today, haha.", timestamp=when)]
+        ),
         user_id="u",
     )
     retrieval = mem.retrieve("Biscuit chewed the sofa", user_id="u")
@@ -183,8 +187,19 @@ def _profile_shape(mem: ProfileMemory, user: str) -> list[tuple[object, ...]]:
         ids.setdefault(op.entry_id or "", len(ids))
     entries = sorted(mem.get_profile(user, include_closed=True), key=lambda e: (ids[e.id], e.version))
     return [
-        (ids[e.id], e.version, e.aspect, e.value, e.stance, e.valid_from, e.valid_to, e.valid_from_time,
-         e.valid_to_time, e.reason, e.closed_reason)
+        (
+            ids[e.id],
+            e.version,
+            e.aspect,
+            e.value,
+            e.stance,
+            e.valid_from,
+            e.valid_to,
+            e.valid_from_time,
+            e.valid_to_time,
+            e.reason,
+            e.closed_reason,
+        )
         for e in entries
     ] + [(o.op, ids[o.entry_id or ""], o.version, o.reason, o.evidence) for o in mem.operations(user)]
 

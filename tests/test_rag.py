@@ -87,7 +87,9 @@ def test_sparse_needs_bge_m3() -> None:
     with pytest.raises(MemlabError):
         RagMemory.parse_config({"embedder": "bge-m3", "scoring": "bm25"})
     with pytest.raises(MemlabError, match="weights must not all be zero"):
-        RagMemory.parse_config({"embedder": "bge-m3", "scoring": "hybrid", "weights": {"dense": 0, "sparse": 0, "colbert": 0}})
+        RagMemory.parse_config(
+            {"embedder": "bge-m3", "scoring": "hybrid", "weights": {"dense": 0, "sparse": 0, "colbert": 0}}
+        )
 
 
 def test_hybrid_skips_outputs_with_zero_weight() -> None:
@@ -174,7 +176,11 @@ def test_window_chunking_overlaps_and_covers_everything() -> None:
     assert all(count_tokens(c.text) <= 10 for c in chunks)
     assert chunks[0].text.startswith("user: I started") and transcript.endswith(chunks[-1].text)
     for a, b in zip(chunks, chunks[1:]):
-        shared = count_tokens(a.text) + count_tokens(b.text) - count_tokens(transcript[transcript.index(a.text):transcript.index(b.text) + len(b.text)])
+        shared = (
+            count_tokens(a.text)
+            + count_tokens(b.text)
+            - count_tokens(transcript[transcript.index(a.text) : transcript.index(b.text) + len(b.text)])
+        )
         assert shared == 3 or b is chunks[-1]
     # Each window names the turns it overlaps, in order.
     assert chunks[0].source["turns"][0]["turn_index"] == 1
@@ -186,7 +192,9 @@ def test_window_chunking_overlaps_and_covers_everything() -> None:
 
 
 def test_window_chunks_are_retrieved_with_their_turns(tiny_dir: Path) -> None:
-    memory = create_backend("rag", m3_config(tiny_dir, chunking="window", window_tokens=12, window_overlap=4, scoring="hybrid"))
+    memory = create_backend(
+        "rag", m3_config(tiny_dir, chunking="window", window_tokens=12, window_overlap=4, scoring="hybrid")
+    )
     memory.ingest(facts_session(), user_id="u")
     result = memory.retrieve("bees on the roof", user_id="u", k=2)
     assert len(result.items) == 2 and result.context
@@ -389,8 +397,14 @@ class TestRagBGEM3Hybrid(MemoryConformance):
 
 class TestRagWindowHNSW(MemoryConformance):
     def make_memory(self, data_dir: Path) -> Memory:
-        config = {"embedder": "hashing", "chunking": "window", "window_tokens": 16, "window_overlap": 4,
-                  "index": "hnsw", "top_k": 3}
+        config = {
+            "embedder": "hashing",
+            "chunking": "window",
+            "window_tokens": 16,
+            "window_overlap": 4,
+            "index": "hnsw",
+            "top_k": 3,
+        }
         return create_backend("rag", config, data_dir=data_dir)
 
 
@@ -423,12 +437,32 @@ def test_memlab_run_with_bge_m3_end_to_end(tiny_dir: Path, tmp_path: Path) -> No
 
     readers.register("test_recording", RecordingReader)
     try:
-        code = main([
-            "run", "--dataset", "synthetic", "--backends", "rag", "--reader", "test_recording",
-            "--rag.embedder", "bge-m3", "--rag.model", str(tiny_dir), "--rag.scoring", "hybrid",
-            "--rag.top-k", "4", "--out", str(tmp_path / "run"), "--max-questions", "3",
-            "--no-controls", "--no-plots", "--no-progress",
-        ])
+        code = main(
+            [
+                "run",
+                "--dataset",
+                "synthetic",
+                "--backends",
+                "rag",
+                "--reader",
+                "test_recording",
+                "--rag.embedder",
+                "bge-m3",
+                "--rag.model",
+                str(tiny_dir),
+                "--rag.scoring",
+                "hybrid",
+                "--rag.top-k",
+                "4",
+                "--out",
+                str(tmp_path / "run"),
+                "--max-questions",
+                "3",
+                "--no-controls",
+                "--no-plots",
+                "--no-progress",
+            ]
+        )
     finally:
         from memlab.embedders import set_default_cache_dir
 
@@ -485,9 +519,13 @@ def test_a_second_process_on_the_data_dir_is_refused(tmp_path: Path) -> None:
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
-        second = subprocess.run([sys.executable, "-c", OPENER, str(tmp_path)], capture_output=True, text=True, timeout=120)
+        second = subprocess.run(
+            [sys.executable, "-c", OPENER, str(tmp_path)], capture_output=True, text=True, timeout=120
+        )
         assert second.returncode == 3, second.stdout + second.stderr
-        assert "in use" in second.stdout and "memlab rag backend" in second.stdout and f"pid {holder.pid}" in second.stdout
+        assert (
+            "in use" in second.stdout and "memlab rag backend" in second.stdout and f"pid {holder.pid}" in second.stdout
+        )
     finally:
         holder.kill()
         holder.wait()
@@ -587,11 +625,14 @@ def _dated_session() -> Session:
     from datetime import datetime
 
     may, june = datetime(2023, 5, 8, 13, 56), datetime(2023, 6, 1)
-    return Session(id="d1", messages=[
-        Message(role="user", content="I went hiking yesterday.", timestamp=may),
-        Message(role="assistant", content="Where did you go?", timestamp=may),
-        Message(role="user", content="To the Alps, and I am going again next week.", timestamp=june),
-    ])
+    return Session(
+        id="d1",
+        messages=[
+            Message(role="user", content="I went hiking yesterday.", timestamp=may),
+            Message(role="assistant", content="Where did you go?", timestamp=may),
+            Message(role="user", content="To the Alps, and I am going again next week.", timestamp=june),
+        ],
+    )
 
 
 def test_turn_chunks_keep_timestamps_and_render_date_headers() -> None:
@@ -616,7 +657,9 @@ def test_transcript_chunks_carry_their_date(chunking: str) -> None:
     assert chunks[0].text.startswith("DATE: 8 May 2023, 13:56\nuser: I went")
     assert "DATE: 1 June 2023" in "\n".join(c.text for c in chunks)
     assert chunks[0].source["turns"][0]["timestamp"] == "2023-05-08T13:56:00"
-    memory = create_backend("rag", {"embedder": "hashing", "chunking": chunking, "window_tokens": 12, "window_overlap": 2})
+    memory = create_backend(
+        "rag", {"embedder": "hashing", "chunking": chunking, "window_tokens": 12, "window_overlap": 2}
+    )
     memory.ingest(_dated_session(), user_id="u")
     assert memory.retrieve("hiking", user_id="u").context.startswith("DATE: ")
 
@@ -647,7 +690,10 @@ def test_non_default_model_settings_never_bypass_the_factory(monkeypatch: pytest
     monkeypatch.setattr(rag_module, "get_embedder", fake_get_embedder)
     RagMemory({"embedder": "minilm", "batch_size": 8, "device": "cuda:0"})
     RagMemory({"embedder": "minilm"}, cache_dir="/tmp/c")
-    assert calls == [("minilm", None, None, {"batch_size": 8, "device": "cuda:0"}), ("minilm", None, Path("/tmp/c"), {})]
+    assert calls == [
+        ("minilm", None, None, {"batch_size": 8, "device": "cuda:0"}),
+        ("minilm", None, Path("/tmp/c"), {}),
+    ]
 
 
 # ----------------------------------------------------------------------------- hybrid retrieval
@@ -691,7 +737,9 @@ def test_neighbour_expansion_adds_the_turns_around_a_hit() -> None:
 
 
 def test_the_weighted_fusion_and_its_settings_validate() -> None:
-    memory = create_backend("rag", {"embedder": "hashing", "lexical": "bm25", "fusion": "weighted", "lexical_weight": 0.5})
+    memory = create_backend(
+        "rag", {"embedder": "hashing", "lexical": "bm25", "fusion": "weighted", "lexical_weight": 0.5}
+    )
     memory.ingest(session("s1", *[("user", f) for f in LEXICAL_FACTS]), user_id="u")
     top = memory.retrieve("Zorblatt Quartet band", user_id="u", k=1).items[0]
     assert top.source["turn_index"] == 1 and top.score == pytest.approx(1.5)  # best on both: 1 + 0.5

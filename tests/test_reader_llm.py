@@ -69,7 +69,9 @@ class Replies(LLM):
         return LLMResponse(text=self.replies.pop(0), prompt_tokens=40, completion_tokens=3)
 
 
-QUESTION = Question(id="q", type="t", text="User: Any plans for me?", options=OPTIONS, answer=1, context_id="c", end_index=2)
+QUESTION = Question(
+    id="q", type="t", text="User: Any plans for me?", options=OPTIONS, answer=1, context_id="c", end_index=2
+)
 
 
 def test_prompt_holds_memory_question_and_relabelled_options(tmp_path):
@@ -95,7 +97,10 @@ def test_describe_does_not_build_the_llm():
     reader = LLMReader({"llm": {"base_url": "http://127.0.0.1:9/v1", "model": "qwen2.5-7b"}})
     assert reader.describe() == "llm:openai:qwen2.5-7b:lenient"
     assert reader._llm is None
-    assert LLMReader({"llm": {"model": "/models/smollm.gguf"}, "parser": "official"}).describe() == "llm:hf:smollm.gguf:official"
+    assert (
+        LLMReader({"llm": {"model": "/models/smollm.gguf"}, "parser": "official"}).describe()
+        == "llm:hf:smollm.gguf:official"
+    )
 
 
 @pytest.mark.parametrize(
@@ -110,7 +115,9 @@ def test_system_prompt_template_is_checked_at_config_time(prompt, match):
         LLMReader({"system_prompt": prompt})
     with pytest.raises(MemlabError, match=match):
         LogprobReader({"system_prompt": prompt})
-    escaped = LLMReader({"llm": {"cache": False}, "system_prompt": 'Reply as {{"a": 1}}.\n{memory}'}, llm=Replies(["(a)"]))
+    escaped = LLMReader(
+        {"llm": {"cache": False}, "system_prompt": 'Reply as {{"a": 1}}.\n{memory}'}, llm=Replies(["(a)"])
+    )
     assert escaped.messages(QUESTION, Retrieval(context="x"))[0].content == 'Reply as {"a": 1}.\nx'
 
 

@@ -30,18 +30,36 @@ class RecordingLLM(LLM):
         self.requests: list[dict] = []
         self._lock = threading.Lock()
 
-    def _chat(self, messages: list[ChatMessage], *, json_mode: bool, temperature: float,
-              max_tokens: int | None) -> LLMResponse:
+    def _chat(
+        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float, max_tokens: int | None
+    ) -> LLMResponse:
         with self._lock:
-            self.requests.append({"messages": [m.model_dump() for m in messages], "temperature": temperature,
-                                  "max_tokens": max_tokens, "json_mode": json_mode})
-        return LLMResponse(text=self.reply if self.reply is not None else " Miso \n", prompt_tokens=50, completion_tokens=2)
+            self.requests.append(
+                {
+                    "messages": [m.model_dump() for m in messages],
+                    "temperature": temperature,
+                    "max_tokens": max_tokens,
+                    "json_mode": json_mode,
+                }
+            )
+        return LLMResponse(
+            text=self.reply if self.reply is not None else " Miso \n", prompt_tokens=50, completion_tokens=2
+        )
 
 
-def _question(category: int, *, qid: str = "conv-x:q0", answer: str = "Miso", text: str = "What is the cat called?") -> Question:
+def _question(
+    category: int, *, qid: str = "conv-x:q0", answer: str = "Miso", text: str = "What is the cat called?"
+) -> Question:
     names = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-    return Question(id=qid, type=names[category], text=text, answer_text=answer, context_id="conv-x",
-                    end_index=3, metadata={"category": category, "speakers": ["Ann", "Bob"]})
+    return Question(
+        id=qid,
+        type=names[category],
+        text=text,
+        answer_text=answer,
+        context_id="conv-x",
+        end_index=3,
+        metadata={"category": category, "speakers": ["Ann", "Bob"]},
+    )
 
 
 CONTEXT = "DATE: 3 January 2024, 09:05\nuser: Ann: I adopted a cat named Miso."
@@ -116,7 +134,10 @@ def test_adversarial_mapping_follows_get_cat_5_answer() -> None:
     assert map_adversarial_reply("(a)", options) == "tomatoes"
     assert map_adversarial_reply("(b)", options) == NOT_MENTIONED
     # longer replies are kept (lower-cased), and scored by LoCoMo's phrase test
-    assert map_adversarial_reply("(a) Not mentioned in the conversation", options) == "(a) not mentioned in the conversation"
+    assert (
+        map_adversarial_reply("(a) Not mentioned in the conversation", options)
+        == "(a) not mentioned in the conversation"
+    )
 
 
 def test_no_speakers_no_start_prompt_and_empty_memory(tmp_path: Path) -> None:
@@ -129,8 +150,9 @@ def test_no_speakers_no_start_prompt_and_empty_memory(tmp_path: Path) -> None:
 
 
 def test_multiple_choice_is_a_setup_error(tmp_path: Path) -> None:
-    mc = Question(id="q", type="t", text="?", options=["(a) x", "(b) y", "(c) z", "(d) w"], answer=0,
-                  context_id="c", end_index=0)
+    mc = Question(
+        id="q", type="t", text="?", options=["(a) x", "(b) y", "(c) z", "(d) w"], answer=0, context_id="c", end_index=0
+    )
     with pytest.raises(ConfigurationError, match="open questions"):
         _reader(RecordingLLM(), tmp_path).answer(mc, Retrieval())
 

@@ -8,7 +8,6 @@ from memlab.errors import MemlabError
 from memlab.readers.logprob import LogprobReader
 from memlab.types import Question, Retrieval
 
-
 QUESTION = Question(
     id="q",
     type="recall_user_shared_facts",
@@ -30,7 +29,9 @@ def test_config_rules_and_lazy_describe():
     reader = LogprobReader({"llm": {"model": "/nowhere/model.gguf"}})
     assert reader.describe() == "logprob:hf:model.gguf:sum:raw" and reader._model is None  # the paper's variant
     assert reader.config.max_context_tokens is None  # nothing cut unless asked
-    old = LogprobReader({"llm": {"model": "/nowhere/model.gguf"}, "normalize": "mean", "template": "chat", "max_context_tokens": 2048})
+    old = LogprobReader(
+        {"llm": {"model": "/nowhere/model.gguf"}, "normalize": "mean", "template": "chat", "max_context_tokens": 2048}
+    )
     assert old.describe() == "logprob:hf:model.gguf:mean:chat"
     assert LogprobReader({"llm": {"model": "HuggingFaceTB/SmolLM2-135M-Instruct"}}).config.llm.provider == "hf"
     with pytest.raises(MemlabError, match="local model"):
@@ -42,8 +43,12 @@ def test_config_rules_and_lazy_describe():
 @pytest.mark.slow
 def test_logprob_reader_scores_options_and_caches(tmp_path, smollm2_gguf):
     # memlab's earlier variant, kept as named options: mean log-prob, chat template, 2048-token memory.
-    config = {"llm": {"model": str(smollm2_gguf), "device": "cpu", "cache_dir": str(tmp_path)},
-              "normalize": "mean", "template": "chat", "max_context_tokens": 2048}
+    config = {
+        "llm": {"model": str(smollm2_gguf), "device": "cpu", "cache_dir": str(tmp_path)},
+        "normalize": "mean",
+        "template": "chat",
+        "max_context_tokens": 2048,
+    }
     reader = LogprobReader(config)
     answer = reader.answer(QUESTION, MEMORY)
     meta = answer.metadata
@@ -57,15 +62,28 @@ def test_logprob_reader_scores_options_and_caches(tmp_path, smollm2_gguf):
     assert meta["mean_logprob"][1] - blind.metadata["mean_logprob"][1] > 0
     # A rerun reads the scores from the cache without touching the model.
     rerun = LogprobReader(config)
-    rerun._model = type("NoModel", (), {"name": reader.model.name, "cache_identity": reader.model.cache_identity, "score_continuations": None})()
+    rerun._model = type(
+        "NoModel",
+        (),
+        {"name": reader.model.name, "cache_identity": reader.model.cache_identity, "score_continuations": None},
+    )()
     rerun._cache = reader._cache
     assert rerun.answer(QUESTION, MEMORY).scores == answer.scores
 
 
 @pytest.mark.slow
 def test_logprob_reader_answers_open_questions_by_generation(tmp_path, smollm2_gguf):
-    reader = LogprobReader({"llm": {"model": str(smollm2_gguf), "device": "cpu", "cache_dir": str(tmp_path)}, "open_max_tokens": 12})
-    open_q = Question(id="o", type="single_hop", text="What city does the user live in?", answer_text="Paris", context_id="c", end_index=1)
+    reader = LogprobReader(
+        {"llm": {"model": str(smollm2_gguf), "device": "cpu", "cache_dir": str(tmp_path)}, "open_max_tokens": 12}
+    )
+    open_q = Question(
+        id="o",
+        type="single_hop",
+        text="What city does the user live in?",
+        answer_text="Paris",
+        context_id="c",
+        end_index=1,
+    )
     answer = reader.answer(open_q, Retrieval(context="User: I live in Paris, near the Louvre."))
     assert answer.error is None and answer.text and answer.completion_tokens <= 12
 
@@ -100,7 +118,9 @@ def test_paper_variant_sums_option_logprobs_after_the_raw_text(tmp_path, smollm2
         assert answer.metadata["sum_logprob"][i] == pytest.approx(expected, abs=1e-3)
     assert answer.scores == answer.metadata["sum_logprob"]
     assert answer.choice == max(range(4), key=lambda i: answer.scores[i])
-    mean = LogprobReader({"llm": {"model": str(smollm2_gguf), "device": "cpu", "cache_dir": str(tmp_path)}, "normalize": "mean"})
+    mean = LogprobReader(
+        {"llm": {"model": str(smollm2_gguf), "device": "cpu", "cache_dir": str(tmp_path)}, "normalize": "mean"}
+    )
     by_mean = mean.answer(QUESTION, MEMORY)
     assert by_mean.scores == by_mean.metadata["mean_logprob"]
     assert by_mean.metadata["sum_logprob"] == answer.metadata["sum_logprob"]  # same scores, other rule

@@ -85,7 +85,9 @@ def test_long_context_request_is_the_reference_layout(dev_data, tmp_path, model,
     if merged:  # the reference converts system turns whenever the model name holds an 'o'
         expected = _reference_conversion(expected)
     with RecordingServer(_reply_always("<final_answer> (b)")) as server:
-        reader = create_reader("personamem", {"llm": {"base_url": server.base_url, "model": model, "cache_dir": str(tmp_path)}})
+        reader = create_reader(
+            "personamem", {"llm": {"base_url": server.base_url, "model": model, "cache_dir": str(tmp_path)}}
+        )
         answer = reader.answer(question, _full_context_retrieval(dataset, question))
         reader.close()
     (body,) = server.requests
@@ -107,7 +109,10 @@ def test_long_context_sends_decoding_only_when_set(dev_data, tmp_path):
     question = dataset.questions[0]
     retrieval = _full_context_retrieval(dataset, question)
     with RecordingServer(_reply_always("(a)")) as server:
-        config = {"llm": {"base_url": server.base_url, "model": "m", "temperature": 0.0, "cache": False}, "max_tokens": 50}
+        config = {
+            "llm": {"base_url": server.base_url, "model": "m", "temperature": 0.0, "cache": False},
+            "max_tokens": 50,
+        }
         create_reader("personamem", config).answer(question, retrieval)
     body = server.requests[0]
     assert body["temperature"] == 0.0 and body["max_tokens"] == 50
@@ -150,7 +155,9 @@ def test_baseline_request_is_the_reference_layout_for_rag(dev_data, tmp_path):
     options = "\n".join(ast.literal_eval(row["all_options"]))  # as baselines/data_loader.py parses it
     prompt = f"# 5 most similar contexts to the question: \n{contexts}\n\n# Question: {row['question']}\n\n# Choices: \n{options}"
     with RecordingServer(_reply_always('{"answer": "C"}')) as server:
-        reader = create_reader("personamem_baseline", {"llm": {"base_url": server.base_url, "model": "gpt-4o-mini", "cache": False}})
+        reader = create_reader(
+            "personamem_baseline", {"llm": {"base_url": server.base_url, "model": "gpt-4o-mini", "cache": False}}
+        )
         answer = reader.answer(question, retrieval)
     (body,) = server.requests
     assert set(body) == {"model", "messages", "temperature", "response_format"}
@@ -168,11 +175,24 @@ def test_baseline_facts_heading_and_answer_parsing():
     from memlab.readers.personamem import parse_baseline_answer
     from memlab.types import MemoryItem
 
-    question = Question(id="q", type="t", text="Plans?", options=["(a) x", "(b) y", "(c) z", "(d) w"], answer=1, context_id="c", end_index=3)
-    facts = Retrieval(items=[MemoryItem(id="1", text="Likes jazz", source={"turns": []}), MemoryItem(id="2", text="Hates rain")])
+    question = Question(
+        id="q",
+        type="t",
+        text="Plans?",
+        options=["(a) x", "(b) y", "(c) z", "(d) w"],
+        answer=1,
+        context_id="c",
+        end_index=3,
+    )
+    facts = Retrieval(
+        items=[MemoryItem(id="1", text="Likes jazz", source={"turns": []}), MemoryItem(id="2", text="Hates rain")]
+    )
     reader = create_reader("personamem_baseline", {"llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}})
     user = reader.messages(question, facts)[1].content
-    assert user == "# User facts: \nLikes jazz\nHates rain\n\n# Question: Plans?\n\n# Choices: \n(a) x\n(b) y\n(c) z\n(d) w"
+    assert (
+        user
+        == "# User facts: \nLikes jazz\nHates rain\n\n# Question: Plans?\n\n# Choices: \n(a) x\n(b) y\n(c) z\n(d) w"
+    )
     assert reader.messages(question, Retrieval())[1].content.startswith("# Question: Plans?")
     assert parse_baseline_answer('{"answer": "B"}') == 1 and parse_baseline_answer('{"answer": "b"}') == 1
     assert parse_baseline_answer("B") is None and parse_baseline_answer('{"answer": "E"}') is None
@@ -199,7 +219,7 @@ def scripted_reply(body: dict[str, Any]) -> str:
     last = body["messages"][-1]["content"]
     if body["messages"][0]["content"].startswith("You are an AI that answers only"):
         template, letter = _pick(last)
-        return '{"answer": "%s"}' % letter.upper() if template else "not json"
+        return json.dumps({"answer": letter.upper()}) if template else "not json"
     template, letter = _pick(last[-2000:])
     return REPLY_TEMPLATES[template].format(x=letter, X=letter.upper())
 
@@ -208,8 +228,24 @@ def _run(dev: Path, out: Path, server: RecordingServer, backends: str, reader: s
     from memlab.cli import main
     from memlab.results import RunSummary
 
-    argv = ["run", "--dataset", str(dev), "--backends", backends, "--reader", reader, "--out", str(out),
-            "--llm.base-url", server.base_url, "--llm.model", "gpt-4o", "--no-progress", "--no-plots", *extra]
+    argv = [
+        "run",
+        "--dataset",
+        str(dev),
+        "--backends",
+        backends,
+        "--reader",
+        reader,
+        "--out",
+        str(out),
+        "--llm.base-url",
+        server.base_url,
+        "--llm.model",
+        "gpt-4o",
+        "--no-progress",
+        "--no-plots",
+        *extra,
+    ]
     main(argv)
     return RunSummary.load(out)
 
@@ -224,7 +260,9 @@ def _expected(server: RecordingServer, rows: list[dict[str, str]], *, baseline: 
     """(correct, n) over the recorded requests of one row, scored the reference's way."""
     correct = n = 0
     for body, reply in zip(server.requests, server.replies):
-        has_memory = len(body["messages"]) > 2 if not baseline else "most similar contexts" in body["messages"][1]["content"]
+        has_memory = (
+            len(body["messages"]) > 2 if not baseline else "most similar contexts" in body["messages"][1]["content"]
+        )
         if has_memory is not memory:
             continue
         last = body["messages"][-1]["content"]
@@ -245,8 +283,14 @@ def _expected(server: RecordingServer, rows: list[dict[str, str]], *, baseline: 
 def test_run_long_context_accuracy_is_the_official_extractors(personamem_dev: Path, tmp_path: Path):
     rows, _ = _raw(personamem_dev)
     with RecordingServer(scripted_reply) as server:
-        summary = _run(personamem_dev, tmp_path / "run", server, "full_context,rag", "personamem",
-                       ["--max-questions", "6", "--rag.embedder", "hashing"])
+        summary = _run(
+            personamem_dev,
+            tmp_path / "run",
+            server,
+            "full_context,rag",
+            "personamem",
+            ["--max-questions", "6", "--rag.embedder", "hashing"],
+        )
     full = summary.row("full_context", "personamem:openai:gpt-4o")
     blind = summary.row("none", "personamem:openai:gpt-4o")
     assert full.questions == 6 and full.errors == 0 and blind.questions == 6
@@ -261,8 +305,14 @@ def test_run_long_context_accuracy_is_the_official_extractors(personamem_dev: Pa
 def test_run_baseline_accuracy_is_the_references(personamem_dev: Path, tmp_path: Path):
     rows, _ = _raw(personamem_dev)
     with RecordingServer(scripted_reply) as server:
-        summary = _run(personamem_dev, tmp_path / "run", server, "rag", "personamem_baseline",
-                       ["--max-questions", "8", "--rag.embedder", "hashing"])
+        summary = _run(
+            personamem_dev,
+            tmp_path / "run",
+            server,
+            "rag",
+            "personamem_baseline",
+            ["--max-questions", "8", "--rag.embedder", "hashing"],
+        )
     rag = summary.row("rag", "personamem_baseline:openai:gpt-4o")
     assert rag.questions == 8 and rag.errors == 0
     assert (rag.accuracy.correct, rag.accuracy.n) == _expected(server, rows, baseline=True, memory=True)
@@ -276,11 +326,18 @@ def test_answer_many_keeps_order_and_builds_one_llm():
 
         def _chat(self, messages, *, json_mode, temperature, max_tokens):
             letter = messages[-1].content.split("Plans ")[1][0]
-            return LLMResponse(text='{"answer": "%s"}' % letter.upper())
+            return LLMResponse(text=json.dumps({"answer": letter.upper()}))
 
     questions = [
-        Question(id=f"q{i}", type="t", text=f"Plans {letter}?", options=["(a) x", "(b) y", "(c) z", "(d) w"],
-                 answer=i, context_id="c", end_index=0)
+        Question(
+            id=f"q{i}",
+            type="t",
+            text=f"Plans {letter}?",
+            options=["(a) x", "(b) y", "(c) z", "(d) w"],
+            answer=i,
+            context_id="c",
+            end_index=0,
+        )
         for i, letter in enumerate("abcd")
     ]
     reader = create_reader("personamem_baseline", {"llm": {"cache": False, "max_concurrency": 3}}, llm=Echo())
@@ -291,16 +348,32 @@ def test_answer_many_keeps_order_and_builds_one_llm():
 
 @pytest.mark.parametrize(
     ("model", "mode"),
-    [("gpt-4o", "merge"), ("gpt-4o-mini", "merge"), ("o3-mini", "merge"), ("gpt-4.1", "keep"),
-     ("claude-3-7-sonnet-20250219", "merge"), ("gemini-2.0-flash", "drop"), ("Llama-3.3-70B-Instruct", "keep"),
-     ("DeepSeek-R1", "keep")],
+    [
+        ("gpt-4o", "merge"),
+        ("gpt-4o-mini", "merge"),
+        ("o3-mini", "merge"),
+        ("gpt-4.1", "keep"),
+        ("claude-3-7-sonnet-20250219", "merge"),
+        ("gemini-2.0-flash", "drop"),
+        ("Llama-3.3-70B-Instruct", "keep"),
+        ("DeepSeek-R1", "keep"),
+    ],
 )
 def test_system_turns_follow_the_references_routing(model, mode):
     from memlab.readers.personamem import merge_system_turns, reference_system_mode
 
     assert reference_system_mode(model) == mode
-    merged = merge_system_turns([{"role": "system", "content": "P"}, {"role": "user", "content": "u1"},
-                                 {"role": "assistant", "content": "a"}, {"role": "user", "content": "u2"},
-                                 {"role": "user", "content": "q"}])
-    assert merged == [{"role": "user", "content": "[System]: P\nu1"}, {"role": "assistant", "content": "a"},
-                      {"role": "user", "content": "u2\nq"}]
+    merged = merge_system_turns(
+        [
+            {"role": "system", "content": "P"},
+            {"role": "user", "content": "u1"},
+            {"role": "assistant", "content": "a"},
+            {"role": "user", "content": "u2"},
+            {"role": "user", "content": "q"},
+        ]
+    )
+    assert merged == [
+        {"role": "user", "content": "[System]: P\nu1"},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": "u2\nq"},
+    ]

@@ -23,7 +23,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 def quickstart_block() -> str:
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Memory for a chatbot"):]
+    section = text[text.index("## Memory for a chatbot") :]
     blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
     found = [b for b in blocks if "memlab serve" in b]
     assert found, "README.md's chatbot section has no bash block that starts memlab serve"
@@ -49,12 +49,11 @@ def test_readme_rest_quickstart_works_as_written(tmp_path: Path) -> None:
     block = quickstart_block()
     assert "Content-Type: application/json" in block and "8080" in block
     port = str(free_port())
-    script = "set -e\n" + block.replace("8080", port) + '\necho; kill %1; wait %1 || true\n'
+    script = "set -e\n" + block.replace("8080", port) + "\necho; kill %1; wait %1 || true\n"
     env = {k: v for k, v in os.environ.items() if k not in ("MEMLAB_API_KEYS", "MEMLAB_API_KEYS_FILE")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["NO_PROXY"] = env["no_proxy"] = "*"
-    result = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=240)
+    result = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr
     bodies = json_documents(result.stdout)  # curl prints bodies without newlines between them
     assert {"status": "ok"} in bodies, result.stdout

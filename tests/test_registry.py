@@ -134,8 +134,11 @@ def test_broken_plugins_are_listed_not_fatal(fake_module: str, monkeypatch: pyte
 
     broken.__getattr__ = explode  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "fake_broken_plugin", broken)
-    reg = registry(ep("good", f"{fake_module}:GoodMemory"), ep("typo", f"{fake_module}:NoSuchClass"),
-                   ep("crash", "fake_broken_plugin:Anything"))
+    reg = registry(
+        ep("good", f"{fake_module}:GoodMemory"),
+        ep("typo", f"{fake_module}:NoSuchClass"),
+        ep("crash", "fake_broken_plugin:Anything"),
+    )
     with pytest.raises(PluginValidationError, match="NoSuchClass does not exist"):
         reg.get("typo")
     info = {row.name: row for row in reg.info()}

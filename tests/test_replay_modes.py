@@ -91,9 +91,17 @@ def fresh_replay_states(spy: type[SessionChunkSpy]) -> dict[str, list[str]]:
 
 def seen_states(spy: type[SessionChunkSpy], tmp_path: Path, replay: str) -> dict[str, list[str]]:
     spy.seen, spy.built = [], 0
-    summary = run(RunConfig(dataset=DATASET, backends=[BackendSpec(name=spy.name)], controls=False,
-                            reader=ReaderSpec(name="embedding", config={"embedder": "hashing"}),
-                            out=tmp_path / replay, replay=replay, progress=False))  # type: ignore[arg-type]
+    summary = run(
+        RunConfig(
+            dataset=DATASET,
+            backends=[BackendSpec(name=spy.name)],
+            controls=False,
+            reader=ReaderSpec(name="embedding", config={"embedder": "hashing"}),
+            out=tmp_path / replay,
+            replay=replay,
+            progress=False,
+        )
+    )  # type: ignore[arg-type]
     assert not summary.failed_jobs and summary.rows[0].settings["replay"] == replay
     out: dict[str, list[str]] = {}
     for user_id, state in spy.seen:
@@ -129,7 +137,15 @@ def test_replay_mode_is_part_of_the_fingerprint_and_the_report(tmp_path: Path) -
 
     seen_states(TurnSpy, tmp_path, "once")
     with pytest.raises(SettingsChangedError, match='replay: "once" -> "rebuild"'):
-        run(RunConfig(dataset=DATASET, backends=[BackendSpec(name=TurnSpy.name)], controls=False, replay="rebuild",
-                      reader=ReaderSpec(name="embedding", config={"embedder": "hashing"}), out=tmp_path / "once",
-                      progress=False))
+        run(
+            RunConfig(
+                dataset=DATASET,
+                backends=[BackendSpec(name=TurnSpy.name)],
+                controls=False,
+                replay="rebuild",
+                reader=ReaderSpec(name="embedding", config={"embedder": "hashing"}),
+                out=tmp_path / "once",
+                progress=False,
+            )
+        )
     assert "replay: once" in render_report(RunSummary.load(tmp_path / "once"))

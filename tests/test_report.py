@@ -40,8 +40,15 @@ FACTS, IDEAS = "recall_user_shared_facts", "suggest_new_ideas"
 
 def pred(backend: str, reader: str, qid: str, qtype: str, correct: bool | None, **extra) -> Prediction:
     return Prediction(
-        backend=backend, reader=reader, question_id=qid, context_id="ctx", question_type=qtype,
-        answer=0, chosen=0 if correct else 1, correct=correct, **extra,
+        backend=backend,
+        reader=reader,
+        question_id=qid,
+        context_id="ctx",
+        question_type=qtype,
+        answer=0,
+        chosen=0 if correct else 1,
+        correct=correct,
+        **extra,
     )
 
 
@@ -96,7 +103,8 @@ def test_load_run_rebuilds_summary_from_predictions_when_missing(run_dir: Path) 
     assert rag.per_type[FACTS].accuracy == 0.75
     # controls come from the rule (backend none or reader longest_option)
     assert {(r.backend, r.reader) for r in summary.rows if r.control} == {
-        ("none", "embedding"), ("full_context", "longest_option")
+        ("none", "embedding"),
+        ("full_context", "longest_option"),
     }
     assert not rag.control
 
@@ -188,8 +196,22 @@ def test_terminal_table_has_same_content_aligned(run_dir: Path) -> None:
     lines = text.splitlines()
     header, rule, *body = lines
     assert "|" not in text
-    assert header.split() == ["Backend", "Reader", "Accuracy", "%", "[95%", "CI]", "Recall", "facts", "New",
-                              "ideas", "n", "Ctx", "tokens", "Errors"]
+    assert header.split() == [
+        "Backend",
+        "Reader",
+        "Accuracy",
+        "%",
+        "[95%",
+        "CI]",
+        "Recall",
+        "facts",
+        "New",
+        "ideas",
+        "n",
+        "Ctx",
+        "tokens",
+        "Errors",
+    ]
     assert set(rule.replace(" ", "")) == {"-"}
     assert body[0].split() == ["rag", "embedding", "66.7", "[30.0,", "90.3]", "75.0", "50.0", "7", "1,500", "1"]
     assert body[1].split()[:3] == ["full_context", "(control)", "longest_option"]
@@ -234,11 +256,15 @@ def test_metrics_table(tmp_path: Path) -> None:
 
 def test_type_labels_short_unique_and_readable() -> None:
     labels = type_labels(["track_full_preference_evolution", "recalling_the_latest_user_preferences", "category_3"])
-    assert labels == {"track_full_preference_evolution": "Preference evolution",
-                      "recalling_the_latest_user_preferences": "Latest prefs", "category_3": "Category 3"}
+    assert labels == {
+        "track_full_preference_evolution": "Preference evolution",
+        "recalling_the_latest_user_preferences": "Latest prefs",
+        "category_3": "Category 3",
+    }
     # an unknown name that would print like a known one falls back to the raw names
     assert type_labels(["suggest_new_ideas", "new_ideas"]) == {
-        "suggest_new_ideas": "suggest_new_ideas", "new_ideas": "new_ideas"
+        "suggest_new_ideas": "suggest_new_ideas",
+        "new_ideas": "new_ideas",
     }
 
 
@@ -306,16 +332,26 @@ def test_report_on_real_personamem_questions(personamem_dev: Path, tmp_path: Pat
     for row in rows:
         answer = "abcd".index(row["correct_answer"].strip()[1])
         question = Question(
-            id=row["question_id"], type=row["question_type"], text=row["question"], answer=answer,
-            options=ast.literal_eval(row["all_options"]), context_id=row["shared_context_id"],
+            id=row["question_id"],
+            type=row["question_type"],
+            text=row["question"],
+            answer=answer,
+            options=ast.literal_eval(row["all_options"]),
+            context_id=row["shared_context_id"],
             end_index=int(row["end_index_in_shared_context"]),
         )
         chosen = reader.answer(question, Retrieval()).choice
         preds.append(
             Prediction(
-                backend="none", reader="longest_option", question_id=question.id, context_id=question.context_id,
-                question_type=canonical[question.type], distance_tokens=int(row["distance_to_ref_in_tokens"]),
-                answer=answer, chosen=chosen, correct=chosen == answer,
+                backend="none",
+                reader="longest_option",
+                question_id=question.id,
+                context_id=question.context_id,
+                question_type=canonical[question.type],
+                distance_tokens=int(row["distance_to_ref_in_tokens"]),
+                answer=answer,
+                chosen=chosen,
+                correct=chosen == answer,
             )
         )
     run = write_run(tmp_path / "real", preds)

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 import run_helpers
+
 from memlab.cli import main
 from memlab.locks import DirectoryLock
 from memlab.results import PREDICTIONS_FILE, REJECTS_FILE, RunSummary, read_predictions
@@ -40,14 +40,16 @@ def _plugins() -> Iterator[None]:
 def memlab(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """``memlab ARGS`` in a fresh interpreter (with the test plugins registered)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False"}
-    return subprocess.run([sys.executable, str(HELPERS), *args], capture_output=True, text=True, timeout=timeout,
-                          env=env)
+    return subprocess.run(
+        [sys.executable, str(HELPERS), *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def start_memlab(*args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False"}
-    return subprocess.Popen([sys.executable, str(HELPERS), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, str(HELPERS), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
 
 
 def wait_for_lines(path: Path, n: int, timeout: float = 60) -> None:
@@ -60,9 +62,14 @@ def wait_for_lines(path: Path, n: int, timeout: float = 60) -> None:
 
 
 def rag_config(out: Path, **rag: object) -> RunConfig:
-    return RunConfig(dataset=DATASET, backends=[BackendSpec(name="rag", config={"embedder": "hashing", **rag})],
-                     reader=ReaderSpec(name="embedding", config={"embedder": "hashing"}), out=out, progress=False,
-                     cache_dir=out.parent / "cache")
+    return RunConfig(
+        dataset=DATASET,
+        backends=[BackendSpec(name="rag", config={"embedder": "hashing", **rag})],
+        reader=ReaderSpec(name="embedding", config={"embedder": "hashing"}),
+        out=out,
+        progress=False,
+        cache_dir=out.parent / "cache",
+    )
 
 
 # --------------------------------------------------------------------------- fingerprints and resume
@@ -79,8 +86,14 @@ def test_resume_with_changed_backend_settings_is_refused_naming_them(tmp_path: P
     assert json.loads((out / "config.json").read_text())["backends"][0]["config"] == {"embedder": "hashing"}
     # A distinct label puts both configurations side by side in one run directory.
     both = rag_config(out)
-    both = both.model_copy(update={"backends": [*both.backends, BackendSpec(name="rag", label="rag-top3",
-                                                                             config={"embedder": "hashing", "top_k": 3})]})
+    both = both.model_copy(
+        update={
+            "backends": [
+                *both.backends,
+                BackendSpec(name="rag", label="rag-top3", config={"embedder": "hashing", "top_k": 3}),
+            ]
+        }
+    )
     summary = run(both)
     assert {r.backend for r in summary.rows if not r.control} == {"rag", "rag-top3"}
     fingerprints = {(r.backend, r.reader): r.fingerprint for r in summary.rows}
@@ -90,8 +103,22 @@ def test_resume_with_changed_backend_settings_is_refused_naming_them(tmp_path: P
 
 def test_resume_with_changed_reader_or_dataset_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    base = ["run", "--dataset", "synthetic:personas=1,sessions=8", "--backends", "full_context", "--out", str(out),
-            "--no-controls", "--reader", "embedding", "--reader.embedder", "hashing", "--no-progress", "--no-plots"]
+    base = [
+        "run",
+        "--dataset",
+        "synthetic:personas=1,sessions=8",
+        "--backends",
+        "full_context",
+        "--out",
+        str(out),
+        "--no-controls",
+        "--reader",
+        "embedding",
+        "--reader.embedder",
+        "hashing",
+        "--no-progress",
+        "--no-plots",
+    ]
     assert main(base) == 0
     changed_dataset = [*base]
     changed_dataset[2] = "synthetic:personas=1,sessions=6"
@@ -121,8 +148,9 @@ def test_summary_rows_come_from_the_current_config_only(tmp_path: Path) -> None:
     assert any(p.backend == "full_context" for p in read_predictions(out)), "its answers are kept"
     described = json.loads((out / "fingerprints.json").read_text())
     assert {key.split("|")[0] for key in described} >= {"rag", "full_context", "none"}
-    assert summary.plugins.get("memlab") and all(r.settings["backend"]["package"].startswith("memlab ")
-                                                 for r in summary.rows)
+    assert summary.plugins.get("memlab") and all(
+        r.settings["backend"]["package"].startswith("memlab ") for r in summary.rows
+    )
 
 
 def test_concurrency_settings_do_not_change_the_fingerprint(tmp_path: Path) -> None:
@@ -130,8 +158,13 @@ def test_concurrency_settings_do_not_change_the_fingerprint(tmp_path: Path) -> N
     from memlab.run.job import cached_dataset
 
     def fingerprint(llm: dict) -> str:
-        config = RunConfig(dataset=DATASET, backends=[BackendSpec(name="none")], controls=False, out=tmp_path,
-                           reader=ReaderSpec(name="llm", config={"llm": llm}))
+        config = RunConfig(
+            dataset=DATASET,
+            backends=[BackendSpec(name="none")],
+            controls=False,
+            out=tmp_path,
+            reader=ReaderSpec(name="llm", config={"llm": llm}),
+        )
         return plan_rows(config, cached_dataset(DATASET))[0].fingerprint
 
     base = {"base_url": "http://127.0.0.1:9/v1", "model": "m"}
@@ -157,22 +190,74 @@ def test_second_run_on_the_same_directory_stops_at_once(tmp_path: Path, capsys: 
 
 def test_two_concurrent_cli_runs_one_refused_and_stale_lock_ignored(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    first = start_memlab("run", "--dataset", DATASET, "--backends", "none", "--reader", "slow", "--no-controls",
-                         "--out", str(out), "--no-progress", "--no-plots")
+    first = start_memlab(
+        "run",
+        "--dataset",
+        DATASET,
+        "--backends",
+        "none",
+        "--reader",
+        "slow",
+        "--no-controls",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--no-plots",
+    )
     try:
         wait_for_lines(out / PREDICTIONS_FILE, 1)
-        second = memlab("run", "--dataset", DATASET, "--backends", "none", "--reader", "slow", "--no-controls",
-                        "--out", str(out), "--no-progress", "--no-plots")
+        second = memlab(
+            "run",
+            "--dataset",
+            DATASET,
+            "--backends",
+            "none",
+            "--reader",
+            "slow",
+            "--no-controls",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--no-plots",
+        )
         assert second.returncode == 2
         assert f"another memlab run (pid {first.pid}) is using {out}" in second.stderr
     finally:
         first.kill()  # SIGKILL: leaves a stale lock file behind
         first.communicate()
-    third = memlab("run", "--dataset", DATASET, "--backends", "none", "--reader", "slow", "--reader.delay", "0",
-                   "--no-controls", "--out", str(out), "--no-progress", "--no-plots")
+    third = memlab(
+        "run",
+        "--dataset",
+        DATASET,
+        "--backends",
+        "none",
+        "--reader",
+        "slow",
+        "--reader.delay",
+        "0",
+        "--no-controls",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--no-plots",
+    )
     assert third.returncode == 2 and "cannot resume" in third.stderr  # not blocked by the lock; delay changed
-    fourth = memlab("run", "--dataset", DATASET, "--backends", "none", "--reader", "slow", "--no-controls",
-                    "--out", str(out), "--no-progress", "--no-plots", "--reader.delay", "0.2")
+    fourth = memlab(
+        "run",
+        "--dataset",
+        DATASET,
+        "--backends",
+        "none",
+        "--reader",
+        "slow",
+        "--no-controls",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--no-plots",
+        "--reader.delay",
+        "0.2",
+    )
     assert fourth.returncode == 0, fourth.stderr
     keys = [json.loads(line)["question_id"] for line in (out / PREDICTIONS_FILE).read_text().splitlines()]
     assert len(keys) == len(set(keys)), "no question answered twice"
@@ -181,21 +266,32 @@ def test_two_concurrent_cli_runs_one_refused_and_stale_lock_ignored(tmp_path: Pa
 # --------------------------------------------------------------------------- exit status and errors.log
 def test_every_job_failing_exits_nonzero_with_tracebacks_in_errors_log(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    result = memlab("run", "--dataset", DATASET, "--backends", "broken_retrieve", "--no-controls", "--out", str(out),
-                    *FAST)
+    result = memlab(
+        "run", "--dataset", DATASET, "--backends", "broken_retrieve", "--no-controls", "--out", str(out), *FAST
+    )
     assert result.returncode == 1
     assert "job(s) failed" in result.stderr and "plugin bug in _retrieve" in result.stderr
     assert "Traceback" not in result.stderr and str(out / ERRORS_FILE) in result.stderr
     log = (out / ERRORS_FILE).read_text()
     assert "Traceback (most recent call last)" in log and "_retrieve" in log
-    verbose = memlab("run", "--dataset", DATASET, "--backends", "broken_retrieve", "--no-controls",
-                     "--out", str(out), *FAST, "-v")
+    verbose = memlab(
+        "run", "--dataset", DATASET, "--backends", "broken_retrieve", "--no-controls", "--out", str(out), *FAST, "-v"
+    )
     assert verbose.returncode == 1 and "Traceback (most recent call last)" in verbose.stderr
 
 
 def test_a_retrieve_that_returns_none_fails_the_job_visibly(tmp_path: Path) -> None:
-    result = memlab("run", "--dataset", DATASET, "--backends", "none_retrieve", "--no-controls",
-                    "--out", str(tmp_path / "run"), *FAST)
+    result = memlab(
+        "run",
+        "--dataset",
+        DATASET,
+        "--backends",
+        "none_retrieve",
+        "--no-controls",
+        "--out",
+        str(tmp_path / "run"),
+        *FAST,
+    )
     assert result.returncode == 1
     assert "none_retrieve" in result.stderr and "NoneType" in result.stderr
 
@@ -203,9 +299,28 @@ def test_a_retrieve_that_returns_none_fails_the_job_visibly(tmp_path: Path) -> N
 def test_question_errors_exit_nonzero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
     # The llm reader against a port nobody listens on: each question ends in an error.
-    code = main(["run", "--dataset", "synthetic:personas=1,questions=2", "--backends", "none", "--no-controls",
-                 "--reader", "llm", "--llm.base-url", "http://127.0.0.1:9/v1", "--llm.model", "m",
-                 "--llm.max-retries", "0", "--out", str(out), "--no-progress", "--no-plots"])
+    code = main(
+        [
+            "run",
+            "--dataset",
+            "synthetic:personas=1,questions=2",
+            "--backends",
+            "none",
+            "--no-controls",
+            "--reader",
+            "llm",
+            "--llm.base-url",
+            "http://127.0.0.1:9/v1",
+            "--llm.model",
+            "m",
+            "--llm.max-retries",
+            "0",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--no-plots",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 1, err
     assert "question(s) ended in an error" in err
@@ -222,19 +337,24 @@ def _bad_line_run(tmp_path: Path, bad: bytes) -> tuple[Path, list[str]]:
     return out, args
 
 
-@pytest.mark.parametrize("bad, problem", [
-    (b'{"backend": "none", "reader": "x"}\n', "not a valid prediction"),
-    (b'{"backend": "none\xff"}\n', "not UTF-8"),
-    (b'{"backend": "none", "reader"\n', "not a valid prediction"),
-])
-def test_unreadable_line_is_an_error_with_a_way_out(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                    bad: bytes, problem: str) -> None:
+@pytest.mark.parametrize(
+    "bad, problem",
+    [
+        (b'{"backend": "none", "reader": "x"}\n', "not a valid prediction"),
+        (b'{"backend": "none\xff"}\n', "not UTF-8"),
+        (b'{"backend": "none", "reader"\n', "not a valid prediction"),
+    ],
+)
+def test_unreadable_line_is_an_error_with_a_way_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: bytes, problem: str
+) -> None:
     out, args = _bad_line_run(tmp_path, bad)
     before = (out / PREDICTIONS_FILE).read_bytes()
     capsys.readouterr()
     assert main(args) == 2
-    _one_error_line(capsys.readouterr().err, f"{out / PREDICTIONS_FILE}, line 4: {problem}",
-                    f"memlab repair-predictions {out}")
+    _one_error_line(
+        capsys.readouterr().err, f"{out / PREDICTIONS_FILE}, line 4: {problem}", f"memlab repair-predictions {out}"
+    )
     assert (out / PREDICTIONS_FILE).read_bytes() == before, "nothing appended after the bad line"
     assert main(["report", str(out), "--no-plots"]) == 2  # the report refuses it the same way
     assert main(["repair-predictions", str(out)]) == 0
@@ -263,10 +383,13 @@ def _one_error_line(err: str, *needles: str) -> None:
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("dataset, needle", [
-    ("synthetic:personas=abc", "personas=abc"),
-    ("synthetic:foo=1", "foo"),
-])
+@pytest.mark.parametrize(
+    "dataset, needle",
+    [
+        ("synthetic:personas=abc", "personas=abc"),
+        ("synthetic:foo=1", "foo"),
+    ],
+)
 def test_bad_dataset_specs_are_one_error_line(tmp_path: Path, dataset: str, needle: str) -> None:
     result = memlab("run", "--dataset", dataset, "--backends", "none", "--out", str(tmp_path / "r"), *FAST)
     assert result.returncode == 2
@@ -289,8 +412,9 @@ def test_out_naming_a_file_is_one_error_line(tmp_path: Path) -> None:
     _one_error_line(result.stderr, str(path), "is a file")
 
 
-def test_a_failed_write_is_one_error_line_and_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_failed_write_is_one_error_line_and_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from memlab import results
 
     out = tmp_path / "run"
@@ -330,8 +454,20 @@ def test_a_failed_write_is_one_error_line_and_loses_nothing(tmp_path: Path, monk
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signals_stop_cleanly_and_the_rerun_resumes(tmp_path: Path, sig: signal.Signals, code: int) -> None:
     out = tmp_path / "run"
-    args = ["run", "--dataset", DATASET, "--backends", "none", "--reader", "slow", "--no-controls", "--out", str(out),
-            "--no-progress", "--no-plots"]
+    args = [
+        "run",
+        "--dataset",
+        DATASET,
+        "--backends",
+        "none",
+        "--reader",
+        "slow",
+        "--no-controls",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--no-plots",
+    ]
     process = start_memlab(*args)
     wait_for_lines(out / PREDICTIONS_FILE, 3)
     process.send_signal(sig)
@@ -376,17 +512,36 @@ def _descendants(pid: int) -> set[int]:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-@pytest.mark.parametrize("executor, sig", [
-    ("process", signal.SIGKILL),
-    ("process", signal.SIGTERM),
-    pytest.param("ray", signal.SIGKILL, marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "executor, sig",
+    [
+        ("process", signal.SIGKILL),
+        ("process", signal.SIGTERM),
+        pytest.param("ray", signal.SIGKILL, marks=pytest.mark.slow),
+    ],
+)
 def test_workers_end_with_the_driver(tmp_path: Path, executor: str, sig: signal.Signals) -> None:
     if executor == "ray":
         pytest.importorskip("ray")
     out = tmp_path / "run"
-    process = start_memlab("run", "--dataset", DATASET, "--backends", "none", "--reader", "slow", "--no-controls",
-                           "--executor", executor, "--workers", "2", "--out", str(out), "--no-progress", "--no-plots")
+    process = start_memlab(
+        "run",
+        "--dataset",
+        DATASET,
+        "--backends",
+        "none",
+        "--reader",
+        "slow",
+        "--no-controls",
+        "--executor",
+        executor,
+        "--workers",
+        "2",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--no-plots",
+    )
     try:
         wait_for_lines(out / PREDICTIONS_FILE, 2, timeout=120)
         workers = _descendants(process.pid)  # worker processes (for ray: its gcs, raylet, agents, actors)
@@ -408,9 +563,32 @@ def test_ctrl_c_in_a_terminal_stops_driver_and_workers_without_tracebacks(tmp_pa
     out = tmp_path / "run"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False"}
     process = subprocess.Popen(
-        [sys.executable, str(HELPERS), "run", "--dataset", DATASET, "--backends", "none", "--reader", "slow",
-         "--no-controls", "--executor", "process", "--workers", "2", "--out", str(out), "--no-progress", "--no-plots"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+        [
+            sys.executable,
+            str(HELPERS),
+            "run",
+            "--dataset",
+            DATASET,
+            "--backends",
+            "none",
+            "--reader",
+            "slow",
+            "--no-controls",
+            "--executor",
+            "process",
+            "--workers",
+            "2",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--no-plots",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     try:
         wait_for_lines(out / PREDICTIONS_FILE, 2, timeout=120)
         workers = _children(process.pid)
@@ -433,8 +611,14 @@ def test_ingest_cost_is_counted_once_across_a_resume(tmp_path: Path) -> None:
     dataset = cached_dataset(DATASET)
     expected = sum(max(q.end_index for q in dataset.questions_for(c)) for c in dataset.histories)
     out = tmp_path / "run"
-    config = RunConfig(dataset=DATASET, backends=[BackendSpec(name="metered")], controls=False, out=out,
-                       reader=ReaderSpec(name="embedding", config={"embedder": "hashing"}), progress=False)
+    config = RunConfig(
+        dataset=DATASET,
+        backends=[BackendSpec(name="metered")],
+        controls=False,
+        out=out,
+        reader=ReaderSpec(name="embedding", config={"embedder": "hashing"}),
+        progress=False,
+    )
     whole = run(config.model_copy(update={"out": tmp_path / "whole"}))
     assert whole.rows[0].ingest_prompt_tokens == expected
     run(config.model_copy(update={"max_questions": 2}))  # answers some questions of every history ...
@@ -451,11 +635,32 @@ def test_concurrent_answering_matches_sequential_and_resumes_across_settings(tmp
     llm = HashChoiceLLM(delay=0.05)
     server = serve(llm)
     try:
+
         def cli(out: Path, concurrency: int, *more: str) -> int:
-            return main(["run", "--dataset", DATASET, "--backends", "full_context", "--reader", "llm",
-                         "--llm.base-url", server.base_url, "--llm.model", "fake-model", "--llm.cache", "false",
-                         "--llm.max-concurrency", str(concurrency), "--out", str(out), "--no-progress", "--no-plots",
-                         *more])
+            return main(
+                [
+                    "run",
+                    "--dataset",
+                    DATASET,
+                    "--backends",
+                    "full_context",
+                    "--reader",
+                    "llm",
+                    "--llm.base-url",
+                    server.base_url,
+                    "--llm.model",
+                    "fake-model",
+                    "--llm.cache",
+                    "false",
+                    "--llm.max-concurrency",
+                    str(concurrency),
+                    "--out",
+                    str(out),
+                    "--no-progress",
+                    "--no-plots",
+                    *more,
+                ]
+            )
 
         assert cli(tmp_path / "seq", 1) == 0
         peak_sequential = llm.max_in_flight
@@ -478,10 +683,28 @@ def test_two_endpoints_with_one_model_name_never_share_cached_answers(tmp_path: 
     undecided = serve(HashChoiceLLM(reply=lambda messages: "I cannot decide."), model_id="same-model")
     decided = serve(HashChoiceLLM(reply=lambda messages: "<final_answer>(b)"), model_id="same-model")
     try:
+
         def cli(server, out: Path) -> int:  # type: ignore[no-untyped-def]
-            return main(["run", "--dataset", "synthetic:personas=1", "--backends", "none", "--no-controls",
-                         "--reader", "llm", "--llm.base-url", server.base_url, "--llm.model", "same-model",
-                         "--out", str(out), "--no-progress", "--no-plots"])
+            return main(
+                [
+                    "run",
+                    "--dataset",
+                    "synthetic:personas=1",
+                    "--backends",
+                    "none",
+                    "--no-controls",
+                    "--reader",
+                    "llm",
+                    "--llm.base-url",
+                    server.base_url,
+                    "--llm.model",
+                    "same-model",
+                    "--out",
+                    str(out),
+                    "--no-progress",
+                    "--no-plots",
+                ]
+            )
 
         assert cli(undecided, tmp_path / "runs" / "a") == 0
         assert cli(decided, tmp_path / "runs" / "b") == 0  # same cache dir (runs/.memlab_cache)
@@ -494,8 +717,10 @@ def test_two_endpoints_with_one_model_name_never_share_cached_answers(tmp_path: 
 
 # --------------------------------------------------------------------------- shape
 def test_the_job_module_imports_no_executor() -> None:
-    code = ("import sys, memlab.run.job; "
-            "print(sorted(m for m in sys.modules if m.startswith('memlab.run') or m in ('ray', 'memlab.runner')))")
+    code = (
+        "import sys, memlab.run.job; "
+        "print(sorted(m for m in sys.modules if m.startswith('memlab.run') or m in ('ray', 'memlab.runner')))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     loaded = eval(result.stdout)

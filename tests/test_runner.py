@@ -93,8 +93,16 @@ def _register():
 
 
 def test_readers_own_metrics_reach_predictions_and_rows(tmp_path: Path) -> None:
-    summary = run(RunConfig(dataset=DATASET, backends=[BackendSpec(name="none")], reader=ReaderSpec(name="metric_reader"),
-                            out=tmp_path / "run", controls=False, progress=False))
+    summary = run(
+        RunConfig(
+            dataset=DATASET,
+            backends=[BackendSpec(name="none")],
+            reader=ReaderSpec(name="metric_reader"),
+            out=tmp_path / "run",
+            controls=False,
+            progress=False,
+        )
+    )
     predictions = read_predictions(tmp_path / "run")
     flagged = [p.metrics["lenient_only"] for p in predictions]
     assert set(flagged) == {0.0, 1.0}
@@ -104,8 +112,16 @@ def test_readers_own_metrics_reach_predictions_and_rows(tmp_path: Path) -> None:
 def test_replay_ingests_each_message_once_in_order(tmp_path: Path) -> None:
     RecordingMemory.log.clear()
     dataset = load_dataset(DATASET)
-    run(RunConfig(dataset=DATASET, backends=[BackendSpec(name="recording")], reader=FAST_READER,
-                  out=tmp_path / "run", controls=False, progress=False))
+    run(
+        RunConfig(
+            dataset=DATASET,
+            backends=[BackendSpec(name="recording")],
+            reader=FAST_READER,
+            out=tmp_path / "run",
+            controls=False,
+            progress=False,
+        )
+    )
     for context_id, history in dataset.histories.items():
         events = [e for e in RecordingMemory.log if e[1] == user_id_for(context_id)]
         ingests = [e for e in events if e[0] == "ingest"]
@@ -124,8 +140,14 @@ def test_replay_ingests_each_message_once_in_order(tmp_path: Path) -> None:
 
 def test_resume_after_kill_answers_each_question_once(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    config = RunConfig(dataset=DATASET, backends=[BackendSpec(name="full_context")],
-                       reader=ReaderSpec(name="dying"), out=out, controls=False, progress=False)
+    config = RunConfig(
+        dataset=DATASET,
+        backends=[BackendSpec(name="full_context")],
+        reader=ReaderSpec(name="dying"),
+        out=out,
+        controls=False,
+        progress=False,
+    )
     total = len(load_dataset(DATASET).questions)
     DyingReader.calls, DyingReader.budget = 0, 7
     with pytest.raises(Killed):
@@ -143,8 +165,15 @@ def test_resume_after_kill_answers_each_question_once(tmp_path: Path) -> None:
 
 def test_summary_files_and_controls(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    summary = run(RunConfig(dataset=DATASET, backends=[BackendSpec(name="rag", config={"embedder": "hashing"})],
-                            reader=FAST_READER, out=out, progress=False))
+    summary = run(
+        RunConfig(
+            dataset=DATASET,
+            backends=[BackendSpec(name="rag", config={"embedder": "hashing"})],
+            reader=FAST_READER,
+            out=out,
+            progress=False,
+        )
+    )
     loaded = RunSummary.load(out)
     assert loaded.schema_version == SCHEMA_VERSION
     assert loaded.versions["pydantic"] and loaded.dataset["questions"] == len(load_dataset(DATASET).questions)
@@ -156,15 +185,33 @@ def test_summary_files_and_controls(tmp_path: Path) -> None:
     assert set(rag.per_type) == {q.type for q in load_dataset(DATASET).questions}
     assert rag.mean_context_tokens > 0 and rows[("none", "longest_option")].mean_context_tokens == 0
     line = json.loads((out / "predictions.jsonl").read_text().splitlines()[0])
-    for field in ("backend", "reader", "question_id", "question_type", "chosen", "correct", "scores",
-                  "context_tokens", "ingest_seconds", "retrieve_seconds"):
+    for field in (
+        "backend",
+        "reader",
+        "question_id",
+        "question_type",
+        "chosen",
+        "correct",
+        "scores",
+        "context_tokens",
+        "ingest_seconds",
+        "retrieve_seconds",
+    ):
         assert field in line
     assert summary.model_dump() == loaded.model_dump()
 
 
 def test_failed_answers_are_errors_not_wrong_answers(tmp_path: Path) -> None:
-    summary = run(RunConfig(dataset=DATASET, backends=[BackendSpec(name="none")], reader=ReaderSpec(name="failing"),
-                            out=tmp_path / "run", controls=False, progress=False))
+    summary = run(
+        RunConfig(
+            dataset=DATASET,
+            backends=[BackendSpec(name="none")],
+            reader=ReaderSpec(name="failing"),
+            out=tmp_path / "run",
+            controls=False,
+            progress=False,
+        )
+    )
     row = summary.rows[0]
     assert row.errors == row.questions and row.accuracy is None
     assert all("provider down" in p.error for p in read_predictions(tmp_path / "run"))
@@ -181,7 +228,9 @@ def test_unknown_backend_fails_before_any_work(tmp_path: Path) -> None:
 def test_secrets_never_reach_result_files() -> None:
     from memlab.run.spec import config_for_files
 
-    config = RunConfig(dataset=DATASET, reader=ReaderSpec(name="llm", config={"llm": {"api_key": "sk-secret", "model": "m"}}))
+    config = RunConfig(
+        dataset=DATASET, reader=ReaderSpec(name="llm", config={"llm": {"api_key": "sk-secret", "model": "m"}})
+    )
     dumped = json.dumps(config_for_files(config))
     assert "sk-secret" not in dumped and '"model": "m"' in dumped and '"api_key": "***"' in dumped
 
@@ -189,9 +238,14 @@ def test_secrets_never_reach_result_files() -> None:
 def test_redaction_covers_header_and_token_spellings() -> None:
     from memlab.run.spec import redact
 
-    config = {"llm": {"extra_params": {"extra_headers": {"Authorization": "Bearer sk-1", "x-api-key": "sk-2"}},
-                      "langchain_kwargs": {"openai_api_key": "sk-3", "hf_token": "hf-4"}, "max_tokens": 64},
-              "full_context": {"max_tokens": 1000, "token": "tok-5"}}
+    config = {
+        "llm": {
+            "extra_params": {"extra_headers": {"Authorization": "Bearer sk-1", "x-api-key": "sk-2"}},
+            "langchain_kwargs": {"openai_api_key": "sk-3", "hf_token": "hf-4"},
+            "max_tokens": 64,
+        },
+        "full_context": {"max_tokens": 1000, "token": "tok-5"},
+    }
     dumped = json.dumps(redact(config))
     for secret in ("sk-1", "sk-2", "sk-3", "hf-4", "tok-5"):
         assert secret not in dumped
@@ -226,7 +280,9 @@ def test_longest_option_control_is_skipped_for_open_questions(tmp_path: Path) ->
     from memlab.types import Message
 
     history = History(id="conv", messages=[Message(role="user", content="I live in Lisbon.")], session_starts=[0])
-    open_q = Question(id="q", type="single-hop", text="Where do I live?", answer_text="Lisbon", context_id="conv", end_index=1)
+    open_q = Question(
+        id="q", type="single-hop", text="Where do I live?", answer_text="Lisbon", context_id="conv", end_index=1
+    )
     dataset = Dataset(name="open", histories={"conv": history}, questions=[open_q])
     config = RunConfig(dataset="unused", backends=[BackendSpec(name="full_context")], reader=FAST_READER, out=tmp_path)
     jobs = plan_jobs(config, dataset, set())
@@ -237,8 +293,12 @@ def test_rows_are_compared_with_each_control_on_the_same_questions() -> None:
     from memlab.results import Prediction, mcnemar_exact, summarize_rows
 
     def preds(backend: str, reader: str, right: list[bool]) -> list[Prediction]:
-        return [Prediction(backend=backend, reader=reader, question_id=f"q{i}", context_id="c",
-                           question_type="t", correct=r) for i, r in enumerate(right)]
+        return [
+            Prediction(
+                backend=backend, reader=reader, question_id=f"q{i}", context_id="c", question_type="t", correct=r
+            )
+            for i, r in enumerate(right)
+        ]
 
     mine = preds("rag", "r", [True] * 8 + [False] * 2)
     control = preds("none", "longest_option", [True, False] * 5)

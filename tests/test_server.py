@@ -17,10 +17,10 @@ import subprocess
 import sys
 import time
 import uuid
-from urllib.parse import quote
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -68,8 +68,11 @@ class NotesMemory(Memory):
             tmp.replace(path)
 
     def _next_turn_index(self, user_id: str, session_id: str) -> int:
-        turns = [n["source"]["turn_index"] for n in self._state(user_id)["notes"].values()
-                 if n["source"]["session_id"] == session_id]
+        turns = [
+            n["source"]["turn_index"]
+            for n in self._state(user_id)["notes"].values()
+            if n["source"]["session_id"] == session_id
+        ]
         events = [e for e in self._state(user_id)["events"].values() if e and e[0].get("session_id") == session_id]
         return max([t + 1 for t in turns] + [e[0]["turn_index"] + 1 for e in events], default=0)
 
@@ -163,11 +166,26 @@ def start_server(tmp: Path, *args: str, keys: str | None = KEYS_ENV, ready_timeo
     if keys:
         env["MEMLAB_API_KEYS"] = keys
     log = tmp / f"server-{port}.log"
-    launcher = f"import sys; sys.path.insert(0, {str(TESTS)!r}); from test_server import serve; sys.exit(serve(sys.argv[1:]))"
+    launcher = (
+        f"import sys; sys.path.insert(0, {str(TESTS)!r}); from test_server import serve; sys.exit(serve(sys.argv[1:]))"
+    )
     with log.open("wb") as handle:
         process = subprocess.Popen(
-            [sys.executable, "-c", launcher, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", *args],
-            stdout=handle, stderr=subprocess.STDOUT, env=env,
+            [
+                sys.executable,
+                "-c",
+                launcher,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+                *args,
+            ],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            env=env,
         )
     server = Server(process, f"http://127.0.0.1:{port}", log)
     deadline = time.monotonic() + ready_timeout
@@ -208,8 +226,10 @@ def notes_server(tmp_path_factory: pytest.TempPathFactory) -> Server:
 
 
 def add(client: httpx.Client, user: str, *texts: str, session_id: str = "s1") -> httpx.Response:
-    return client.post(f"/v1/users/{user}/messages",
-                       json={"session_id": session_id, "messages": [{"role": "user", "content": t} for t in texts]})
+    return client.post(
+        f"/v1/users/{user}/messages",
+        json={"session_id": session_id, "messages": [{"role": "user", "content": t} for t in texts]},
+    )
 
 
 # ---------------------------------------------------------------------- tests
@@ -266,7 +286,10 @@ def test_user_cannot_reach_another_users_memories_by_id(notes_server: Server) ->
         # dave's memory is untouched, and dave can manage it himself.
         item = admin.get(f"/v1/users/dave/memories/{dave_id}").json()
         assert item["text"] == BEES
-        assert admin.patch(f"/v1/users/dave/memories/{dave_id}", json={"text": "I keep bees."}).json()["text"] == "I keep bees."
+        assert (
+            admin.patch(f"/v1/users/dave/memories/{dave_id}", json={"text": "I keep bees."}).json()["text"]
+            == "I keep bees."
+        )
         assert admin.delete(f"/v1/users/dave/memories/{dave_id}").status_code == 204
         events = admin.get(f"/v1/users/dave/memories/{dave_id}/history").json()["events"]
         assert [e["event"] for e in events] == ["ADD", "UPDATE", "DELETE"]
@@ -289,7 +312,9 @@ def test_oversized_and_malformed_bodies_get_4xx_with_a_message(notes_server: Ser
         chunked = admin.post("/v1/users/alice/search", content=chunks(), headers={"content-type": "application/json"})
         assert chunked.status_code == 413 and error_of(chunked)["code"] == "payload_too_large"
 
-        malformed = admin.post("/v1/users/alice/search", content=b'{"query": "cat"', headers={"content-type": "application/json"})
+        malformed = admin.post(
+            "/v1/users/alice/search", content=b'{"query": "cat"', headers={"content-type": "application/json"}
+        )
         assert malformed.status_code == 422 and error_of(malformed)["code"] == "malformed_json"
 
         cases = [
@@ -352,11 +377,12 @@ def test_restart_keeps_data_and_unsupported_capability_is_405(tmp_path: Path) ->
         server.stop()
 
 
-def test_refuses_unsafe_configurations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from memlab.server.cli import main
-
+def test_refuses_unsafe_configurations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import uvicorn
+
+    from memlab.server.cli import main
 
     monkeypatch.delenv("MEMLAB_API_KEYS", raising=False)
 
@@ -389,8 +415,9 @@ def test_settings_key_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ADMIN_KEY not in repr(settings), "keys never appear in reprs or logs"
 
 
-def test_rejected_keys_are_not_echoed_in_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_rejected_keys_are_not_echoed_in_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     # A rejected key is often a real one mistyped; `memlab serve` prints validation errors to stderr.
     from pydantic import ValidationError
 
@@ -434,13 +461,33 @@ def test_schemathesis_finds_no_server_errors(tmp_path: Path) -> None:
         with http(server) as admin:  # some data, so id lookups also meet existing memories
             add(admin, "alice", PIXEL, BEES)
         command = [
-            str(Path(sys.executable).with_name("schemathesis")), "run", f"{server.url}/openapi.json",
-            "--header", f"Authorization: Bearer {ADMIN_KEY}",
-            "--checks", "all", "--max-examples", "15", "--seed", "1", "--workers", "1",
-            "--phases", "examples,coverage,fuzzing,stateful", "--request-timeout", "10", "--no-shrink",
+            str(Path(sys.executable).with_name("schemathesis")),
+            "run",
+            f"{server.url}/openapi.json",
+            "--header",
+            f"Authorization: Bearer {ADMIN_KEY}",
+            "--checks",
+            "all",
+            "--max-examples",
+            "15",
+            "--seed",
+            "1",
+            "--workers",
+            "1",
+            "--phases",
+            "examples,coverage,fuzzing,stateful",
+            "--request-timeout",
+            "10",
+            "--no-shrink",
         ]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=tmp_path,  # its cache dir
-                                env={**os.environ, "NO_COLOR": "1", "SCHEMATHESIS_TELEMETRY": "false"})
+        result = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            cwd=tmp_path,  # its cache dir
+            env={**os.environ, "NO_COLOR": "1", "SCHEMATHESIS_TELEMETRY": "false"},
+        )
         report = result.stdout[-6000:] + result.stderr[-2000:]
         assert result.returncode == 0, report
         # --checks all includes not_a_server_error: exit code 0 means no 5xx (and no schema violations).
@@ -455,10 +502,22 @@ def test_settings_from_file_flags_and_backend_options(tmp_path: Path, monkeypatc
 
     monkeypatch.delenv("MEMLAB_API_KEYS", raising=False)
     config = tmp_path / "serve.yaml"
-    config.write_text(f"backend: full_context\nport: 9000\napi_keys: ['{ADMIN_KEY}']\n"
-                      "backend_config: {max_tokens: 100, top_k: 3}\n")
-    settings = build_settings(["--config", str(config), "--port", "9001", "--full_context.max-tokens", "500",
-                               "--full_context.include_system=false", "--api-key", f"{ALICE_KEY}:alice"])
+    config.write_text(
+        f"backend: full_context\nport: 9000\napi_keys: ['{ADMIN_KEY}']\nbackend_config: {{max_tokens: 100, top_k: 3}}\n"
+    )
+    settings = build_settings(
+        [
+            "--config",
+            str(config),
+            "--port",
+            "9001",
+            "--full_context.max-tokens",
+            "500",
+            "--full_context.include_system=false",
+            "--api-key",
+            f"{ALICE_KEY}:alice",
+        ]
+    )
     assert settings.port == 9001  # the flag beats the file
     assert settings.backend_config == {"max_tokens": 500, "top_k": 3, "include_system": False}
     assert [k.users for k in settings.api_keys] == [(), ("alice",)]
@@ -481,8 +540,11 @@ def test_export_and_missing_content_type_hint(notes_server: Server) -> None:
         assert [i["text"] for i in body["items"]] == [PIXEL]
         assert admin.get("/v1/users/nobody-yet/export").json()["items"] == []
         # curl -d without -H 'Content-Type: application/json' sends form encoding: say what to send.
-        raw = admin.post("/v1/users/erin/search", content=b'{"query": "cat"}',
-                         headers={"content-type": "application/x-www-form-urlencoded"})
+        raw = admin.post(
+            "/v1/users/erin/search",
+            content=b'{"query": "cat"}',
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
         assert raw.status_code == 422
         assert "Content-Type: application/json" in error_of(raw)["message"]
         missing = admin.post("/v1/users/erin/search", content=b'{"query": "cat"}')
@@ -492,11 +554,12 @@ def test_export_and_missing_content_type_hint(notes_server: Server) -> None:
         assert alice.get("/v1/users/erin/export").status_code == 403
 
 
-def test_key_configuration_fails_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
-    from memlab.server.cli import main
-
+def test_key_configuration_fails_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import uvicorn
+
+    from memlab.server.cli import main
 
     monkeypatch.setattr(uvicorn, "run", lambda *a, **k: pytest.fail("a bad key configuration was served"))
     monkeypatch.delenv("MEMLAB_API_KEYS", raising=False)
@@ -528,9 +591,18 @@ def test_keys_rotate_without_a_restart(tmp_path: Path) -> None:
     new_key = "rotated-key-0123456789abcdef"
     keyfile = tmp_path / "keys.txt"
     keyfile.write_text(f"{ALICE_KEY}:alice\n")
-    server = start_server(tmp_path, "--backend", "full_context", "--data-dir", str(tmp_path / "data"),
-                          "--api-keys-file", str(keyfile), keys=None)
+    server = start_server(
+        tmp_path,
+        "--backend",
+        "full_context",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--api-keys-file",
+        str(keyfile),
+        keys=None,
+    )
     try:
+
         def status(key: str) -> int:
             with http(server, key) as client:
                 return client.post("/v1/users/alice/search", json={"query": "x"}).status_code
@@ -565,8 +637,20 @@ def test_second_service_on_one_data_directory_is_refused(tmp_path: Path) -> None
     try:
         port = str(free_port())
         second = subprocess.run(
-            [sys.executable, "-m", "memlab.server.cli", "--backend", "full_context", "--data-dir", str(data),
-             "--port", port], capture_output=True, text=True, timeout=60,
+            [
+                sys.executable,
+                "-m",
+                "memlab.server.cli",
+                "--backend",
+                "full_context",
+                "--data-dir",
+                str(data),
+                "--port",
+                port,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
             env={k: v for k, v in os.environ.items() if k != "MEMLAB_API_KEYS"},
         )
         assert second.returncode == 2
@@ -581,8 +665,12 @@ def test_second_service_on_one_data_directory_is_refused(tmp_path: Path) -> None
 def test_damaged_user_files_never_leak_their_text(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
-    good = [json.dumps({"id": f"s1#{i}", "text": f"fact {i}", "source": {"session_id": "s1", "turn_index": i,
-                                                                         "role": "user"}}) for i in range(2)]
+    good = [
+        json.dumps(
+            {"id": f"s1#{i}", "text": f"fact {i}", "source": {"session_id": "s1", "turn_index": i, "role": "user"}}
+        )
+        for i in range(2)
+    ]
     # alice: a torn last line (a write cut short by kill -9); bob: a damaged line in the middle.
     (data / "alice.jsonl").write_text("\n".join(good) + '\n{"id": "s1#2", "text": "SECRET-7788')
     (data / "bob.jsonl").write_text(good[0] + '\n{"id": "s1#1", "text": "SECRET-778899"}garbage\n' + good[1] + "\n")

@@ -23,7 +23,6 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-
 from test_server import ADMIN_KEY, Server, free_port, http, start_server
 
 BACKENDS: dict[str, list[str]] = {
@@ -32,8 +31,12 @@ BACKENDS: dict[str, list[str]] = {
     "profile": ["--profile.embedder", "hashing"],
     "mem0": ["--mem0.embedder", "hashing"],
 }
-BACKEND_CONFIG = {"full_context": {}, "rag": {"embedder": "hashing"}, "profile": {"embedder": "hashing"},
-                  "mem0": {"embedder": "hashing"}}
+BACKEND_CONFIG = {
+    "full_context": {},
+    "rag": {"embedder": "hashing"},
+    "profile": {"embedder": "hashing"},
+    "mem0": {"embedder": "hashing"},
+}
 USERS = ["ana", "ben", "cy"]
 WRITERS, PER_WRITER, TRIALS = 6, 30, 5
 SECRET = "My social security number is SECRET-778899"
@@ -123,12 +126,17 @@ def check_all_found(server: Server, acked: set[tuple[str, str]], trial: int) -> 
             wanted = sorted(t for u, t in acked if u == user)
             shown = stored_text(client, user, "note in my locker")
             for t in wanted:
-                if t not in shown and t not in client.post(
-                    f"/v1/users/{user}/search", json={"query": f"I put note {t} in my locker.", "k": 100}
-                ).text:
+                if (
+                    t not in shown
+                    and t
+                    not in client.post(
+                        f"/v1/users/{user}/search", json={"query": f"I put note {t} in my locker.", "k": 100}
+                    ).text
+                ):
                     missing.append((user, t))
-    assert not missing, (f"after kill {trial}: {len(missing)} of {len(acked)} acknowledged writes lost, "
-                         f"e.g. {missing[:5]}")
+    assert not missing, (
+        f"after kill {trial}: {len(missing)} of {len(acked)} acknowledged writes lost, e.g. {missing[:5]}"
+    )
 
 
 @pytest.mark.slow
@@ -139,17 +147,34 @@ def test_second_process_on_a_data_directory_is_refused(backend: str, tmp_path: P
     try:
         env = {k: v for k, v in os.environ.items() if k != "MEMLAB_API_KEYS"}
         second = subprocess.run(
-            [sys.executable, "-m", "memlab.server.cli", "--backend", backend, "--data-dir", str(data),
-             "--port", str(free_port()), *BACKENDS[backend]],
-            capture_output=True, text=True, timeout=120, env=env)
+            [
+                sys.executable,
+                "-m",
+                "memlab.server.cli",
+                "--backend",
+                backend,
+                "--data-dir",
+                str(data),
+                "--port",
+                str(free_port()),
+                *BACKENDS[backend],
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
         assert second.returncode == 2 and second.stderr.startswith("memlab: error:"), second.stderr
         assert "in use" in second.stderr and f"pid {server.process.pid}" in second.stderr, second.stderr
         # A chatbot process opening the same directory with MemoryClient is refused by the backend's own lock.
-        opener = (f"from memlab.client import MemoryClient; "
-                  f"MemoryClient({backend!r}, {BACKEND_CONFIG[backend]!r}, data_dir={str(data)!r})")
+        opener = (
+            f"from memlab.client import MemoryClient; "
+            f"MemoryClient({backend!r}, {BACKEND_CONFIG[backend]!r}, data_dir={str(data)!r})"
+        )
         client = subprocess.run([sys.executable, "-c", opener], capture_output=True, text=True, timeout=120, env=env)
         assert client.returncode != 0 and "in use" in client.stderr, (
-            f"a second process opened {backend}'s data directory: rc={client.returncode} {client.stderr[-800:]}")
+            f"a second process opened {backend}'s data directory: rc={client.returncode} {client.stderr[-800:]}"
+        )
         with http(server) as admin:  # the first process is unharmed
             body = {"messages": [{"role": "user", "content": "I still work."}]}
             assert admin.post("/v1/users/ana/messages", json=body).status_code == 201
@@ -163,8 +188,10 @@ def files_holding(data: Path, needle: bytes) -> list[str]:
 
 def every_output(client: httpx.Client, user: str, ids: list[str]) -> str:
     """Every endpoint's answer about ``user``: search, list, export, each id, each id's history."""
-    out = [client.post(f"/v1/users/{user}/search", json={"query": q, "k": 100}).text
-           for q in ("social security number", SECRET, "what is my SSN?")]
+    out = [
+        client.post(f"/v1/users/{user}/search", json={"query": q, "k": 100}).text
+        for q in ("social security number", SECRET, "what is my SSN?")
+    ]
     out += [client.get(f"/v1/users/{user}/memories").text, client.get(f"/v1/users/{user}/export").text]
     for item_id in ids:
         out.append(client.get(f"/v1/users/{user}/memories/{quote(item_id, safe='')}").text)
@@ -179,8 +206,11 @@ def test_deleted_secret_leaves_no_trace(backend: str, tmp_path: Path) -> None:
     server = serve(tmp_path, backend, data)
     try:
         with http(server) as admin:
-            for user, text in (("ana", SECRET), ("ana", "I like green tea in the morning."),
-                               ("ben", "My cat is called Pixel.")):
+            for user, text in (
+                ("ana", SECRET),
+                ("ana", "I like green tea in the morning."),
+                ("ben", "My cat is called Pixel."),
+            ):
                 body = {"session_id": "s1", "messages": [{"role": "user", "content": text}]}
                 assert admin.post(f"/v1/users/{user}/messages", json=body).status_code == 201
             listed = admin.get("/v1/users/ana/memories")
@@ -190,8 +220,10 @@ def test_deleted_secret_leaves_no_trace(backend: str, tmp_path: Path) -> None:
             for item_id in holding:
                 deleted = admin.delete(f"/v1/users/ana/memories/{quote(item_id, safe='')}")
                 assert deleted.status_code == 204, deleted.text[:300]
-            leaks = {"endpoints": "778899" in every_output(admin, "ana", holding),
-                     "files": files_holding(data, SECRET_BYTES)}
+            leaks = {
+                "endpoints": "778899" in every_output(admin, "ana", holding),
+                "files": files_holding(data, SECRET_BYTES),
+            }
             assert not leaks["endpoints"] and not leaks["files"], f"after deleting the item: {leaks}"
             assert "green tea" in admin.post("/v1/users/ana/search", json={"query": "green tea"}).text
             assert admin.delete("/v1/users/ana").status_code == 204

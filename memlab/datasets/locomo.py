@@ -137,8 +137,11 @@ def _load_history(
     conv = sample.get("conversation")
     sample_id = sample.get("sample_id")
     if not isinstance(conv, dict) or not sample_id:
-        hint = (" - it looks like a LongMemEval file: use --dataset longmemeval:<file>"
-                if "haystack_sessions" in sample else "")
+        hint = (
+            " - it looks like a LongMemEval file: use --dataset longmemeval:<file>"
+            if "haystack_sessions" in sample
+            else ""
+        )
         raise DataFormatError(f"{file}, conversation {row}: needs 'sample_id' and a 'conversation' object{hint}")
     speakers = {conv.get("speaker_a"): SPEAKER_ROLES[0], conv.get("speaker_b"): SPEAKER_ROLES[1]}
     if None in speakers or len(speakers) != 2:
@@ -158,8 +161,12 @@ def _load_history(
         when = parse_locomo_datetime(raw_date) if raw_date else None
         if raw_date and when is None:
             issues.append(
-                DataIssue(file=file, row=row, field=f"session_{number}_date_time",
-                          message=f"{sample_id}: cannot parse date-time {raw_date!r}; timestamps left empty")
+                DataIssue(
+                    file=file,
+                    row=row,
+                    field=f"session_{number}_date_time",
+                    message=f"{sample_id}: cannot parse date-time {raw_date!r}; timestamps left empty",
+                )
             )
         starts.append(len(messages))
         session_meta.append({"session_number": number, "date_time": raw_date, "sample_id": sample_id})
@@ -173,8 +180,12 @@ def _load_history(
             if role is None:
                 # An unknown speaker would silently flip roles; keep the turn as the user's, named.
                 issues.append(
-                    DataIssue(file=file, row=row, field=f"session_{number}[{position}].speaker",
-                              message=f"{sample_id}: speaker {name!r} is neither speaker_a nor speaker_b")
+                    DataIssue(
+                        file=file,
+                        row=row,
+                        field=f"session_{number}[{position}].speaker",
+                        message=f"{sample_id}: speaker {name!r} is neither speaker_a nor speaker_b",
+                    )
                 )
                 role = SPEAKER_ROLES[0]
             dia_id = normalize_dia_id(str(turn.get("dia_id", ""))) or f"D{number}:{position + 1}"
@@ -198,38 +209,64 @@ def _load_history(
     return history, index_of
 
 
-def _evidence(raw: Any, known: dict[str, int], file: str, row: int, sample_id: str,
-              issues: list[DataIssue]) -> list[str]:
+def _evidence(
+    raw: Any, known: dict[str, int], file: str, row: int, sample_id: str, issues: list[DataIssue]
+) -> list[str]:
     """Evidence ids that exist in the history; the rest become data issues."""
     values = raw if isinstance(raw, list) else [raw] if raw else []
     found: list[str] = []
     for value in values:
         parts = [p for p in re.split(r"[;,\s]+", str(value)) if p]
         if len(parts) > 1:
-            issues.append(DataIssue(file=file, row=row, field="evidence",
-                                    message=f"{sample_id}: evidence {value!r} holds several ids; split"))
+            issues.append(
+                DataIssue(
+                    file=file,
+                    row=row,
+                    field="evidence",
+                    message=f"{sample_id}: evidence {value!r} holds several ids; split",
+                )
+            )
         for part in parts:
             dia_id = normalize_dia_id(part)
             if dia_id is None or dia_id not in known:
-                issues.append(DataIssue(file=file, row=row, field="evidence",
-                                        message=f"{sample_id}: evidence {part!r} names no turn of the conversation"))
+                issues.append(
+                    DataIssue(
+                        file=file,
+                        row=row,
+                        field="evidence",
+                        message=f"{sample_id}: evidence {part!r} names no turn of the conversation",
+                    )
+                )
             elif dia_id not in found:
                 found.append(dia_id)
     return found
 
 
-def _question(qa: dict[str, Any], history: History, known: dict[str, int], file: str, row: int,
-              issues: list[DataIssue]) -> Question | None:
+def _question(
+    qa: dict[str, Any], history: History, known: dict[str, int], file: str, row: int, issues: list[DataIssue]
+) -> Question | None:
     sample_id = history.id
     if not isinstance(qa, dict):
-        issues.append(DataIssue(file=file, row=row, field="qa",
-                                message=f"{sample_id}: question skipped (an object was expected, got {type(qa).__name__})"))
+        issues.append(
+            DataIssue(
+                file=file,
+                row=row,
+                field="qa",
+                message=f"{sample_id}: question skipped (an object was expected, got {type(qa).__name__})",
+            )
+        )
         return None
     text = str(qa.get("question", "")).strip()
     category = qa.get("category")
     if not text or category not in CATEGORIES:
-        issues.append(DataIssue(file=file, row=row, field="question" if not text else "category",
-                                message=f"{sample_id}: question skipped (text {text[:40]!r}, category {category!r})"))
+        issues.append(
+            DataIssue(
+                file=file,
+                row=row,
+                field="question" if not text else "category",
+                message=f"{sample_id}: question skipped (text {text[:40]!r}, category {category!r})",
+            )
+        )
         return None
     metadata: dict[str, Any] = {
         "category": category,
@@ -248,8 +285,9 @@ def _question(qa: dict[str, Any], history: History, known: dict[str, int], file:
     else:
         answer = qa.get("answer")
     if answer is None:
-        issues.append(DataIssue(file=file, row=row, field="answer",
-                                message=f"{sample_id}: question has no answer; skipped"))
+        issues.append(
+            DataIssue(file=file, row=row, field="answer", message=f"{sample_id}: question has no answer; skipped")
+        )
         return None
     return Question(
         id=f"{sample_id}:q{row}",

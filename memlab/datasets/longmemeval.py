@@ -51,8 +51,15 @@ QUESTION_TYPES = (
     "knowledge-update",
 )
 ABSTENTION_SUFFIX = "_abs"
-REQUIRED = ("question_id", "question_type", "question", "answer", "haystack_sessions", "haystack_dates",
-            "haystack_session_ids")
+REQUIRED = (
+    "question_id",
+    "question_type",
+    "question",
+    "answer",
+    "haystack_sessions",
+    "haystack_dates",
+    "haystack_session_ids",
+)
 ROLES = ("user", "assistant")
 
 
@@ -80,7 +87,9 @@ def download_longmemeval(variant: str, target: Path | None = None) -> Path:
     """
     key = variant.strip().lower()
     if key not in FILES:
-        raise MemlabError(f"unknown LongMemEval variant {variant!r}; expected one of {', '.join(FILES)} or a .json path")
+        raise MemlabError(
+            f"unknown LongMemEval variant {variant!r}; expected one of {', '.join(FILES)} or a .json path"
+        )
     target = Path(target) if target is not None else default_data_dir()
     for name in FILES[key]:
         if (target / name).is_file():
@@ -157,12 +166,18 @@ class _Entry:
         by_session: dict[str, list[int]] = {}
         for when, raw_date, session_id, turns in self.sessions():
             if not isinstance(turns, list):
-                raise DataFormatError(f"{self.file}, entry {self.row} ({self.qid}): session {session_id!r} must be a list of turns")
+                raise DataFormatError(
+                    f"{self.file}, entry {self.row} ({self.qid}): session {session_id!r} must be a list of turns"
+                )
             kept: list[Message] = []
             indexes: list[int] = []
             for position, turn in enumerate(turns):
                 where = f"haystack_sessions[{session_id}][{position}]"
-                if not isinstance(turn, dict) or turn.get("role") not in ROLES or not isinstance(turn.get("content"), str):
+                if (
+                    not isinstance(turn, dict)
+                    or turn.get("role") not in ROLES
+                    or not isinstance(turn.get("content"), str)
+                ):
                     self.issue(where, "turn skipped (needs role user/assistant and text content)")
                     continue
                 index = len(messages) + len(kept)
@@ -249,12 +264,22 @@ def load_longmemeval(spec: str | Path | None = None) -> Dataset:
     issues: list[DataIssue] = []
     for row, raw in enumerate(data):
         if not isinstance(raw, dict):
-            issues.append(DataIssue(file=file, row=row, message=f"entry skipped (an object was expected, got {type(raw).__name__})"))
+            issues.append(
+                DataIssue(
+                    file=file, row=row, message=f"entry skipped (an object was expected, got {type(raw).__name__})"
+                )
+            )
             continue
         missing = [key for key in REQUIRED if key not in raw]
         if missing:
-            issues.append(DataIssue(file=file, row=row, field=missing[0],
-                                    message=f"{raw.get('question_id', '?')}: entry skipped (missing {', '.join(missing)})"))
+            issues.append(
+                DataIssue(
+                    file=file,
+                    row=row,
+                    field=missing[0],
+                    message=f"{raw.get('question_id', '?')}: entry skipped (missing {', '.join(missing)})",
+                )
+            )
             continue
         entry = _Entry(raw, file, row, issues)
         if entry.qid in histories:

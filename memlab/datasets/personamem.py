@@ -271,9 +271,7 @@ def _optional_metadata(record: dict[str | None, Any], number: int, reader: _Read
     return meta
 
 
-def _parse_row(
-    number: int, record: dict[str | None, Any], text_column: str, reader: _Reader
-) -> _Row | None:
+def _parse_row(number: int, record: dict[str | None, Any], text_column: str, reader: _Reader) -> _Row | None:
     if record.get(None):
         reader.issue(number, None, f"row has {len(record[None])} more field(s) than the header; row skipped")
         return None
@@ -302,7 +300,10 @@ def _parse_row(
         reader.issue(number, "end_index_in_shared_context", f"bad end index: {exc}; row skipped")
         return None
     distances: dict[str, int | None] = {}
-    for key, column in (("distance_blocks", "distance_to_ref_in_blocks"), ("distance_tokens", "distance_to_ref_in_tokens")):
+    for key, column in (
+        ("distance_blocks", "distance_to_ref_in_blocks"),
+        ("distance_tokens", "distance_to_ref_in_tokens"),
+    ):
         raw = (record.get(column) or "").strip()
         distances[key] = None
         if raw:
@@ -384,7 +385,10 @@ def _history(context_id: str, raw: Any, path: Path, line: int, issues: list[Data
         if role not in ROLES or not isinstance(content, str):
             # Dropped, not replaced: question end indexes are shifted to match (see load_personamem).
             what = f"role {role!r}" if role not in ROLES else f"content of type {type(content).__name__}"
-            issue(f"context {context_id!r}, message {index}: {what}; message dropped", "role" if role not in ROLES else "content")
+            issue(
+                f"context {context_id!r}, message {index}: {what}; message dropped",
+                "role" if role not in ROLES else "content",
+            )
             dropped.append(index)
             continue
         messages.append(Message(role=role, content=content))
@@ -449,7 +453,9 @@ def read_contexts(path: Path, wanted: set[str] | None = None) -> tuple[dict[str,
                 if wanted is not None and context_id not in wanted:
                     continue
                 if context_id in first_line:
-                    issue(line, f"context {context_id!r} already defined on line {first_line[context_id]}; kept the first")
+                    issue(
+                        line, f"context {context_id!r} already defined on line {first_line[context_id]}; kept the first"
+                    )
                     continue
                 first_line[context_id] = line
                 history = _history(context_id, raw, path, line, issues)
@@ -484,33 +490,41 @@ def _attach(
         raw_length = history.metadata.get("raw_length", len(history.messages))
         row = question.metadata.get("row")
         if question.end_index > raw_length:
-            issues.append(DataIssue(
-                file=file, row=row, field="end_index_in_shared_context",
-                message=f"end index {question.end_index} is past the end of context {_short(question.context_id)} "
-                        f"({raw_length} messages); question skipped {CSV_ROW_NOTE}",
-            ))
+            issues.append(
+                DataIssue(
+                    file=file,
+                    row=row,
+                    field="end_index_in_shared_context",
+                    message=f"end index {question.end_index} is past the end of context {_short(question.context_id)} "
+                    f"({raw_length} messages); question skipped {CSV_ROW_NOTE}",
+                )
+            )
             continue
         dropped = history.metadata.get("dropped_messages", [])
         shift = sum(1 for index in dropped if index < question.end_index)
         if shift:
-            question = question.model_copy(update={
-                "end_index": question.end_index - shift,
-                "metadata": {**question.metadata, "raw_end_index": question.end_index},
-            })
+            question = question.model_copy(
+                update={
+                    "end_index": question.end_index - shift,
+                    "metadata": {**question.metadata, "raw_end_index": question.end_index},
+                }
+            )
         kept.append(question)
     for context_id, about in missing.items():
         where = f"{contexts.name} has no such context" if have_file else f"no contexts file ({contexts} not found)"
-        issues.append(DataIssue(
-            file=file, row=about[0].metadata.get("row"), field="shared_context_id",
-            message=f"history {_short(context_id)} unavailable: {where}; its {len(about)} question(s) "
-                    f"are loaded questions-only (blind readers only) {CSV_ROW_NOTE}",
-        ))
+        issues.append(
+            DataIssue(
+                file=file,
+                row=about[0].metadata.get("row"),
+                field="shared_context_id",
+                message=f"history {_short(context_id)} unavailable: {where}; its {len(about)} question(s) "
+                f"are loaded questions-only (blind readers only) {CSV_ROW_NOTE}",
+            )
+        )
     return kept, issues
 
 
-def load_personamem(
-    source: str | Path = "32k", *, size: str | None = None, require_histories: bool = False
-) -> Dataset:
+def load_personamem(source: str | Path = "32k", *, size: str | None = None, require_histories: bool = False) -> Dataset:
     """Load PersonaMem from a size name, a folder or a questions CSV (see the module docstring).
 
     ``size`` picks one size in a folder that holds several. ``require_histories`` turns a missing
@@ -529,4 +543,6 @@ def load_personamem(
         )
     questions, join_issues = _attach(questions, histories, resolved.contexts, have_contexts, str(resolved.questions))
     issues.extend(join_issues)
-    return Dataset(name=resolved.name, histories=histories, questions=questions, issues=issues, source=str(resolved.questions))
+    return Dataset(
+        name=resolved.name, histories=histories, questions=questions, issues=issues, source=str(resolved.questions)
+    )

@@ -60,7 +60,9 @@ def get_embedder(
     ``cache_dir`` if given (else under the default set by ``set_default_cache_dir``; the hashing
     embedder is never cached). ``device``, ``batch_size`` and ``max_length`` default to the model's own."""
     cache_dir = cache_dir or (_default_cache_dir if kind != "hashing" else None)
-    options = {k: v for k, v in (("device", device), ("batch_size", batch_size), ("max_length", max_length)) if v is not None}
+    options = {
+        k: v for k, v in (("device", device), ("batch_size", batch_size), ("max_length", max_length)) if v is not None
+    }
     settings = tuple(sorted(options.items()))
     key = (kind, model, settings, str(cache_dir) if cache_dir else None)
     with _lock:

@@ -77,7 +77,11 @@ def resolve_model_dir(model: str) -> str:
             ignore_patterns=["flax_model.msgpack", "rust_model.ot", "tf_model.h5", "onnx/*", "*.onnx"],
         )
     except Exception as exc:  # offline cache miss, no network, unknown repo...
-        where = "is not in the local Hugging Face cache and HF_HUB_OFFLINE is set" if _offline() else "could not be downloaded"
+        where = (
+            "is not in the local Hugging Face cache and HF_HUB_OFFLINE is set"
+            if _offline()
+            else "could not be downloaded"
+        )
         raise ModelUnavailableError(
             f"BGE-M3 model {model!r} (config key `rag.model`) {where}: {type(exc).__name__}: {exc}\n{GET_WEIGHTS_HINT}"
         ) from exc
@@ -120,7 +124,9 @@ class BGEM3Embedder(Embedder):
                 passage_max_length=max_length,
             )
         except Exception as exc:
-            raise ModelUnavailableError(f"could not load BGE-M3 from {self.model_dir}: {exc}\n{GET_WEIGHTS_HINT}") from exc
+            raise ModelUnavailableError(
+                f"could not load BGE-M3 from {self.model_dir}: {exc}\n{GET_WEIGHTS_HINT}"
+            ) from exc
         hf_model = self.model.model.model
         self.dim = int(hf_model.config.hidden_size)
         self.colbert_dim = int(self.model.model.colbert_linear.out_features)
@@ -185,8 +191,12 @@ class BGEM3Embedder(Embedder):
 
         tokenizer, net = self.model.tokenizer, self.model.model
         batch = tokenizer(
-            texts, padding=True, truncation=True, max_length=self.max_length,
-            return_token_type_ids=False, return_tensors="pt",
+            texts,
+            padding=True,
+            truncation=True,
+            max_length=self.max_length,
+            return_token_type_ids=False,
+            return_tensors="pt",
         ).to(self.device)
         with torch.no_grad():
             out = net(batch, return_dense=True, return_sparse=sparse, return_colbert_vecs=colbert)
@@ -214,9 +224,7 @@ class BGEM3Embedder(Embedder):
 # ----------------------------------------------------------------------------- scoring
 def sparse_scores(query: dict[int, float], docs: Sequence[dict[int, float]]) -> np.ndarray:
     """Lexical matching score: sum over shared tokens of query weight x document weight."""
-    return np.array(
-        [sum(w * doc[t] for t, w in query.items() if t in doc) for doc in docs], dtype=np.float32
-    )
+    return np.array([sum(w * doc[t] for t, w in query.items() if t in doc) for doc in docs], dtype=np.float32)
 
 
 def colbert_scores(query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:

@@ -113,8 +113,11 @@ def _bleu_parts() -> tuple[Any, Any, Any, Any]:
 def bleu_tokens(text: str) -> list[str]:
     """Lower-cased NLTK word tokens (Treebank tokenizer per Punkt sentence, untrained parameters)."""
     sentences, word_tokenize, _, _ = _bleu_parts()
-    return [token for sentence in sentences.tokenize(str(text).lower())
-            for token in word_tokenize(sentence, preserve_line=True)]
+    return [
+        token
+        for sentence in sentences.tokenize(str(text).lower())
+        for token in word_tokenize(sentence, preserve_line=True)
+    ]
 
 
 def bleu1(prediction: str, gold: str) -> float:

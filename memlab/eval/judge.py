@@ -64,29 +64,29 @@ CACHE_FILE = "judge_cache.sqlite"
 # before evaluation/ moved out of that repository; the first versions wrote "it’s" with a curly
 # apostrophe in "Now it's time"). Published prompt text is data: do not edit, not even whitespace.
 ACCURACY_PROMPT = (
-    '\n'
-    'Your task is to label an answer to a question as ’CORRECT’ or ’WRONG’. You will be given the following data:\n'
-    '    (1) a question (posed by one user to another user), \n'
-    '    (2) a ’gold’ (ground truth) answer, \n'
-    '    (3) a generated answer\n'
-    'which you will score as CORRECT/WRONG.\n'
-    '\n'
-    'The point of the question is to ask about something one user should know about the other user based on their prior conversations.\n'
-    'The gold answer will usually be a concise and short answer that includes the referenced topic, for example:\n'
-    'Question: Do you remember what I got the last time I went to Hawaii?\n'
-    'Gold answer: A shell necklace\n'
-    'The generated answer might be much longer, but you should be generous with your grading - as long as it touches on the same topic as the gold answer, it should be counted as CORRECT. \n'
-    '\n'
+    "\n"
+    "Your task is to label an answer to a question as ’CORRECT’ or ’WRONG’. You will be given the following data:\n"
+    "    (1) a question (posed by one user to another user), \n"
+    "    (2) a ’gold’ (ground truth) answer, \n"
+    "    (3) a generated answer\n"
+    "which you will score as CORRECT/WRONG.\n"
+    "\n"
+    "The point of the question is to ask about something one user should know about the other user based on their prior conversations.\n"
+    "The gold answer will usually be a concise and short answer that includes the referenced topic, for example:\n"
+    "Question: Do you remember what I got the last time I went to Hawaii?\n"
+    "Gold answer: A shell necklace\n"
+    "The generated answer might be much longer, but you should be generous with your grading - as long as it touches on the same topic as the gold answer, it should be counted as CORRECT. \n"
+    "\n"
     'For time related questions, the gold answer will be a specific date, month, year, etc. The generated answer might be much longer or use relative time references (like "last Tuesday" or "next month"), but you should be generous with your grading - as long as it refers to the same date or time period as the gold answer, it should be counted as CORRECT. Even if the format differs (e.g., "May 7th" vs "7 May"), consider it CORRECT if it\'s the same date.\n'
-    '\n'
+    "\n"
     "Now it's time for the real question:\n"
-    'Question: {question}\n'
-    'Gold answer: {gold_answer}\n'
-    'Generated answer: {generated_answer}\n'
-    '\n'
-    'First, provide a short (one sentence) explanation of your reasoning, then finish with CORRECT or WRONG. \n'
-    'Do NOT include both CORRECT and WRONG in your response, or it will break the evaluation script.\n'
-    '\n'
+    "Question: {question}\n"
+    "Gold answer: {gold_answer}\n"
+    "Generated answer: {generated_answer}\n"
+    "\n"
+    "First, provide a short (one sentence) explanation of your reasoning, then finish with CORRECT or WRONG. \n"
+    "Do NOT include both CORRECT and WRONG in your response, or it will break the evaluation script.\n"
+    "\n"
     'Just return the label CORRECT or WRONG in a json format with the key as "label".\n'
 )
 
@@ -94,59 +94,59 @@ ACCURACY_PROMPT = (
 # Verbatim from xiaowu0162/LongMemEval src/evaluation/evaluate_qa.py, get_anscheck_prompt
 # (positional fields: question, answer - or rubric / explanation -, model response).
 LONGMEMEVAL_STANDARD = (
-    'I will give you a question, a correct answer, and a response from a model. Please answer yes if the response contains the correct answer. Otherwise, answer no. If the response is equivalent to the correct answer or contains all the intermediate steps to get the correct answer, you should also answer yes. If the response only contains a subset of the information required by the answer, answer no. \n'
-    '\n'
-    'Question: {}\n'
-    '\n'
-    'Correct Answer: {}\n'
-    '\n'
-    'Model Response: {}\n'
-    '\n'
-    'Is the model response correct? Answer yes or no only.'
+    "I will give you a question, a correct answer, and a response from a model. Please answer yes if the response contains the correct answer. Otherwise, answer no. If the response is equivalent to the correct answer or contains all the intermediate steps to get the correct answer, you should also answer yes. If the response only contains a subset of the information required by the answer, answer no. \n"
+    "\n"
+    "Question: {}\n"
+    "\n"
+    "Correct Answer: {}\n"
+    "\n"
+    "Model Response: {}\n"
+    "\n"
+    "Is the model response correct? Answer yes or no only."
 )
 LONGMEMEVAL_TEMPORAL = (
     "I will give you a question, a correct answer, and a response from a model. Please answer yes if the response contains the correct answer. Otherwise, answer no. If the response is equivalent to the correct answer or contains all the intermediate steps to get the correct answer, you should also answer yes. If the response only contains a subset of the information required by the answer, answer no. In addition, do not penalize off-by-one errors for the number of days. If the question asks for the number of days/weeks/months, etc., and the model makes off-by-one errors (e.g., predicting 19 days when the answer is 18), the model's response is still correct. \n"
-    '\n'
-    'Question: {}\n'
-    '\n'
-    'Correct Answer: {}\n'
-    '\n'
-    'Model Response: {}\n'
-    '\n'
-    'Is the model response correct? Answer yes or no only.'
+    "\n"
+    "Question: {}\n"
+    "\n"
+    "Correct Answer: {}\n"
+    "\n"
+    "Model Response: {}\n"
+    "\n"
+    "Is the model response correct? Answer yes or no only."
 )
 LONGMEMEVAL_KNOWLEDGE_UPDATE = (
-    'I will give you a question, a correct answer, and a response from a model. Please answer yes if the response contains the correct answer. Otherwise, answer no. If the response contains some previous information along with an updated answer, the response should be considered as correct as long as the updated answer is the required answer.\n'
-    '\n'
-    'Question: {}\n'
-    '\n'
-    'Correct Answer: {}\n'
-    '\n'
-    'Model Response: {}\n'
-    '\n'
-    'Is the model response correct? Answer yes or no only.'
+    "I will give you a question, a correct answer, and a response from a model. Please answer yes if the response contains the correct answer. Otherwise, answer no. If the response contains some previous information along with an updated answer, the response should be considered as correct as long as the updated answer is the required answer.\n"
+    "\n"
+    "Question: {}\n"
+    "\n"
+    "Correct Answer: {}\n"
+    "\n"
+    "Model Response: {}\n"
+    "\n"
+    "Is the model response correct? Answer yes or no only."
 )
 LONGMEMEVAL_PREFERENCE = (
     "I will give you a question, a rubric for desired personalized response, and a response from a model. Please answer yes if the response satisfies the desired response. Otherwise, answer no. The model does not need to reflect all the points in the rubric. The response is correct as long as it recalls and utilizes the user's personal information correctly.\n"
-    '\n'
-    'Question: {}\n'
-    '\n'
-    'Rubric: {}\n'
-    '\n'
-    'Model Response: {}\n'
-    '\n'
-    'Is the model response correct? Answer yes or no only.'
+    "\n"
+    "Question: {}\n"
+    "\n"
+    "Rubric: {}\n"
+    "\n"
+    "Model Response: {}\n"
+    "\n"
+    "Is the model response correct? Answer yes or no only."
 )
 LONGMEMEVAL_ABSTENTION = (
-    'I will give you an unanswerable question, an explanation, and a response from a model. Please answer yes if the model correctly identifies the question as unanswerable. The model could say that the information is incomplete, or some other information is given but the asked information is not.\n'
-    '\n'
-    'Question: {}\n'
-    '\n'
-    'Explanation: {}\n'
-    '\n'
-    'Model Response: {}\n'
-    '\n'
-    'Does the model correctly identify the question as unanswerable? Answer yes or no only.'
+    "I will give you an unanswerable question, an explanation, and a response from a model. Please answer yes if the model correctly identifies the question as unanswerable. The model could say that the information is incomplete, or some other information is given but the asked information is not.\n"
+    "\n"
+    "Question: {}\n"
+    "\n"
+    "Explanation: {}\n"
+    "\n"
+    "Model Response: {}\n"
+    "\n"
+    "Does the model correctly identify the question as unanswerable? Answer yes or no only."
 )
 
 LONGMEMEVAL_TYPES: dict[str, str] = {
@@ -344,8 +344,14 @@ def _without_response_cache(llm: LLM) -> LLM:
     from memlab.llm.managed import ManagedLLM
 
     if isinstance(llm, ManagedLLM) and llm.cache is not None:
-        return ManagedLLM(llm.inner, cache=None, retry=llm.retry, max_concurrency=llm.max_concurrency,
-                          price=llm.price, params=llm.params)
+        return ManagedLLM(
+            llm.inner,
+            cache=None,
+            retry=llm.retry,
+            max_concurrency=llm.max_concurrency,
+            price=llm.price,
+            params=llm.params,
+        )
     return llm
 
 
@@ -388,8 +394,12 @@ class LLMJudge:
         return self.llm.name
 
     def describe(self) -> dict[str, Any]:
-        return {"prompt": self.prompt_name, "model": self.model_name, "max_tokens": self.max_tokens,
-                "temperature": self.temperature}
+        return {
+            "prompt": self.prompt_name,
+            "model": self.model_name,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+        }
 
     def applies_to(self, question: Question) -> bool:
         """Whether this judge scores the question at all (mem0 leaves category 5 out; LongMemEval
@@ -410,8 +420,10 @@ class LLMJudge:
             return [ChatMessage(role="user", content=mem0_prompt(question, answer))], self._client.supports_json_mode
         if self.prompt == "longmemeval":
             return [ChatMessage(role="user", content=longmemeval_prompt(question, answer))], False
-        return [ChatMessage(role="system", content=_SYSTEM),
-                ChatMessage(role="user", content=judge_prompt(question, answer))], self._client.supports_json_mode
+        return [
+            ChatMessage(role="system", content=_SYSTEM),
+            ChatMessage(role="user", content=judge_prompt(question, answer)),
+        ], self._client.supports_json_mode
 
     def request_messages(self, question: Question, answer: str | None) -> list[ChatMessage]:
         """What the judge sends for this answer (for inspection and tests)."""
@@ -428,8 +440,15 @@ class LLMJudge:
         provider = getattr(self.llm, "inner", self.llm)  # a managed LLM keys its cache by its provider
         identity = getattr(provider, "cache_identity", self.llm.name)
         payload = json.dumps(
-            [self.prompt_name, identity, run, self.temperature, self.max_tokens, json_mode,
-             [m.model_dump() for m in messages]],
+            [
+                self.prompt_name,
+                identity,
+                run,
+                self.temperature,
+                self.max_tokens,
+                json_mode,
+                [m.model_dump() for m in messages],
+            ],
             ensure_ascii=False,
         )
         return hashlib.sha256(payload.encode()).hexdigest()
@@ -448,11 +467,15 @@ class LLMJudge:
         hit = self._cache.get(key)
         cached = hit is not None
         if hit is None:
-            response = self._client.chat(messages, json_mode=json_mode, temperature=self.temperature,
-                                         max_tokens=self.max_tokens)
-            hit = {"raw": response.text, "prompt_tokens": response.prompt_tokens,
-                   "completion_tokens": response.completion_tokens,
-                   "cost_usd": float(response.metadata.get("cost_usd", 0.0))}
+            response = self._client.chat(
+                messages, json_mode=json_mode, temperature=self.temperature, max_tokens=self.max_tokens
+            )
+            hit = {
+                "raw": response.text,
+                "prompt_tokens": response.prompt_tokens,
+                "completion_tokens": response.completion_tokens,
+                "cost_usd": float(response.metadata.get("cost_usd", 0.0)),
+            }
             self._cache.put(key, hit)
         correct, reason = self._parse(hit["raw"])
         return {

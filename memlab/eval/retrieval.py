@@ -164,8 +164,9 @@ def retrieval_metrics(
     return metrics
 
 
-def score_retrieval(history: History, question: Question, retrieval: Retrieval,
-                    ks: Sequence[int] = DEFAULT_KS) -> dict[str, float]:
+def score_retrieval(
+    history: History, question: Question, retrieval: Retrieval, ks: Sequence[int] = DEFAULT_KS
+) -> dict[str, float]:
     """All of the above for one answered question: ``{}`` when there is no evidence or the
     backend cannot say where its items came from."""
     if not question.evidence:

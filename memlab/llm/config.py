@@ -55,7 +55,9 @@ class LLMConfig(BaseModel):
     max_backoff: float = Field(default=60.0, ge=0)
     max_concurrency: int = Field(default=4, ge=1, description="requests in flight at once")
     cache: bool = Field(default=True, description="persistent response cache (reruns cost nothing)")
-    cache_dir: str | None = Field(default=None, description="default: the run's cache dir, $MEMLAB_CACHE_DIR or ~/.cache/memlab")
+    cache_dir: str | None = Field(
+        default=None, description="default: the run's cache dir, $MEMLAB_CACHE_DIR or ~/.cache/memlab"
+    )
     price: Price | None = Field(default=None, description="price of this model; default: looked up in prices")
     prices: dict[str, Price] = Field(default_factory=dict, description="extra/overriding price table entries")
 

@@ -138,7 +138,7 @@ class HFLocalLLM(LLM):
                 top_k=None,
                 **sampling,
             )
-        generated = output[0, len(ids):].tolist()
+        generated = output[0, len(ids) :].tolist()
         text = self.tokenizer.decode(generated, skip_special_tokens=True)
         finish = "stop" if generated and generated[-1] == self.tokenizer.eos_token_id else "length"
         return LLMResponse(
@@ -149,7 +149,9 @@ class HFLocalLLM(LLM):
         )
 
     # ----------------------------------------------------------------- scoring
-    def score_continuations(self, messages: list[ChatMessage], continuations: list[str]) -> tuple[list[ContinuationScore], int]:
+    def score_continuations(
+        self, messages: list[ChatMessage], continuations: list[str]
+    ) -> tuple[list[ContinuationScore], int]:
         """Log-probability of each continuation as the assistant's reply to ``messages``.
 
         Returns the scores and the prompt length in tokens. The prompt is run once; its KV cache
@@ -178,7 +180,9 @@ class HFLocalLLM(LLM):
             croppable = hasattr(cache, "crop")
             for ids in conts:
                 past = cache if croppable else copy.deepcopy(cache)
-                step = self.model_obj(input_ids=torch.tensor([ids], device=self.device), past_key_values=past, use_cache=True)
+                step = self.model_obj(
+                    input_ids=torch.tensor([ids], device=self.device), past_key_values=past, use_cache=True
+                )
                 total = first[ids[0]]
                 if len(ids) > 1:
                     logprobs = torch.log_softmax(step.logits[0, :-1].float(), dim=-1)

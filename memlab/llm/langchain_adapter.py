@@ -71,7 +71,9 @@ class LangChainLLM(LLM):
             prompt_tokens = sum(count_tokens(m.content) for m in messages)
             completion_tokens = count_tokens(text)
             metadata["usage_estimated"] = True
-        return LLMResponse(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, metadata=metadata)
+        return LLMResponse(
+            text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, metadata=metadata
+        )
 
 
 def _text_of(message: BaseMessage) -> str:

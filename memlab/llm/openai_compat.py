@@ -91,7 +91,9 @@ class OpenAICompatLLM(LLM):
             raise LLMConfigError(f"{self.name} at {self.base_url or 'api.openai.com'}: {_brief(exc)}") from exc
         except openai.APIStatusError as exc:
             if exc.status_code >= 500 or exc.status_code in (408, 409):
-                raise TransientLLMError(f"server error {exc.status_code}: {_brief(exc)}", retry_after=_retry_after(exc)) from exc
+                raise TransientLLMError(
+                    f"server error {exc.status_code}: {_brief(exc)}", retry_after=_retry_after(exc)
+                ) from exc
             raise LLMError(f"request rejected ({exc.status_code}): {_brief(exc)}") from exc
         except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError) as exc:
             raise TransientLLMError(f"malformed response body: {exc}") from exc
@@ -107,7 +109,10 @@ class OpenAICompatLLM(LLM):
         if not isinstance(text, str):
             raise TransientLLMError(f"malformed response body: message content is {type(text).__name__}")
         usage = getattr(completion, "usage", None)
-        metadata: dict[str, Any] = {"finish_reason": choices[0].finish_reason, "model": getattr(completion, "model", None)}
+        metadata: dict[str, Any] = {
+            "finish_reason": choices[0].finish_reason,
+            "model": getattr(completion, "model", None),
+        }
         if usage is not None and usage.prompt_tokens is not None:
             prompt_tokens, completion_tokens = int(usage.prompt_tokens), int(usage.completion_tokens or 0)
         else:
@@ -115,7 +120,9 @@ class OpenAICompatLLM(LLM):
             prompt_tokens = sum(count_tokens(m.content) for m in messages)
             completion_tokens = count_tokens(text)
             metadata["usage_estimated"] = True
-        return LLMResponse(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, metadata=metadata)
+        return LLMResponse(
+            text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, metadata=metadata
+        )
 
     def close(self) -> None:
         self._client.close()

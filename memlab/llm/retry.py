@@ -30,7 +30,9 @@ class RetryPolicy(BaseModel):
         base = min(self.max_backoff, self.initial_backoff * self.multiplier**attempt)
         return base * (1 + self.jitter * random.random())
 
-    def call(self, fn: Callable[[], T], *, what: str = "LLM request", sleep: Callable[[float], None] = time.sleep) -> tuple[T, int]:
+    def call(
+        self, fn: Callable[[], T], *, what: str = "LLM request", sleep: Callable[[float], None] = time.sleep
+    ) -> tuple[T, int]:
         """Run ``fn``, retrying on ``TransientLLMError``; returns (result, attempts made)."""
         for attempt in range(self.max_retries + 1):
             try:

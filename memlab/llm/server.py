@@ -24,7 +24,7 @@ from memlab.llm.errors import LLMError
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: "OpenAICompatServer"
+    server: OpenAICompatServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet by default
         if self.server.verbose:
@@ -43,7 +43,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - http.server naming
         if self.path.rstrip("/") == "/v1/models":
-            self._send(200, {"object": "list", "data": [{"id": self.server.model_id, "object": "model", "owned_by": "memlab"}]})
+            self._send(
+                200, {"object": "list", "data": [{"id": self.server.model_id, "object": "model", "owned_by": "memlab"}]}
+            )
         else:
             self._error(404, f"no route {self.path}")
 
@@ -68,7 +70,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             with self.server.lock:
-                response = self.server.llm.chat(messages, json_mode=json_mode, temperature=temperature, max_tokens=max_tokens)
+                response = self.server.llm.chat(
+                    messages, json_mode=json_mode, temperature=temperature, max_tokens=max_tokens
+                )
         except LLMError as exc:
             self._error(500, str(exc), "server_error")
             return
@@ -111,7 +115,9 @@ class OpenAICompatServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, llm: LLM, *, host: str = "127.0.0.1", port: int = 0, model_id: str | None = None, verbose: bool = False) -> None:
+    def __init__(
+        self, llm: LLM, *, host: str = "127.0.0.1", port: int = 0, model_id: str | None = None, verbose: bool = False
+    ) -> None:
         super().__init__((host, port), _Handler)
         self.llm = llm
         self.model_id = model_id or llm.name
@@ -124,7 +130,7 @@ class OpenAICompatServer(ThreadingHTTPServer):
         host, port = self.server_address[:2]
         return f"http://{host}:{port}/v1"
 
-    def start(self) -> "OpenAICompatServer":
+    def start(self) -> OpenAICompatServer:
         self._thread = threading.Thread(target=self.serve_forever, name="memlab-llm-server", daemon=True)
         self._thread.start()
         return self

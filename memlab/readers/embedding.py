@@ -51,9 +51,14 @@ NO_ANSWER = "No information available."
 
 # Wordings of a request for something the user has not done yet (case-insensitive regexes).
 NOVELTY_CUES = (
-    r"\bsomething new\b", r"\bnew (idea|ideas|thing|things|activity|activities|way|ways|approach)\b",
-    r"\bfresh (idea|ideas|take|way|ways)\b", r"\bhaven'?t (tried|done|heard)\b", r"\bnever (tried|done)\b",
-    r"\bnot tried\b", r"\btry next\b", r"\bsomething different\b",
+    r"\bsomething new\b",
+    r"\bnew (idea|ideas|thing|things|activity|activities|way|ways|approach)\b",
+    r"\bfresh (idea|ideas|take|way|ways)\b",
+    r"\bhaven'?t (tried|done|heard)\b",
+    r"\bnever (tried|done)\b",
+    r"\bnot tried\b",
+    r"\btry next\b",
+    r"\bsomething different\b",
 )
 
 
@@ -63,11 +68,15 @@ class EmbeddingReaderConfig(ReaderConfig):
     relevance_weight: float = Field(default=0.5, ge=0.0, description="weight of question-item relevance")
     max_items: int = Field(default=4000, ge=1, description="at most this many items are read (newest kept)")
     max_item_chars: int = Field(default=2000, ge=50)
-    novelty_weight: float = Field(default=0.6, ge=0.0, description="how much an option already held by memory loses, "
-                                  "for questions that ask for something new")
+    novelty_weight: float = Field(
+        default=0.6,
+        ge=0.0,
+        description="how much an option already held by memory loses, for questions that ask for something new",
+    )
     novelty_cues: list[str] = Field(
         default=list(NOVELTY_CUES),
-        description="regexes on the question text that ask for something the memory does not already hold")
+        description="regexes on the question text that ask for something the memory does not already hold",
+    )
 
 
 class EmbeddingReader(Reader):
@@ -76,8 +85,13 @@ class EmbeddingReader(Reader):
     Config = EmbeddingReaderConfig
     config: EmbeddingReaderConfig
 
-    def __init__(self, config=None, *, embedder: Embedder | None = None,  # type: ignore[no-untyped-def]
-                 cache_dir: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        config=None,
+        *,
+        embedder: Embedder | None = None,  # type: ignore[no-untyped-def]
+        cache_dir: str | Path | None = None,
+    ) -> None:
         super().__init__(config, cache_dir=cache_dir)
         self._embedder = embedder
         try:

@@ -28,7 +28,6 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from memlab.eval.personamem_extract import extract_official
-
 from memlab.llm.base import LLM, ChatMessage
 from memlab.llm.config import LLMConfig, make_llm
 from memlab.llm.errors import LLMConfigError, LLMError
@@ -127,6 +126,8 @@ def _after_final_tag(reply: str) -> str | None:
     """The text after the last opening final-answer tag, closing tags removed (None: no tag)."""
     parts = _FINAL.split(reply)
     return _FINAL_CLOSE.sub(" ", parts[-1]) if len(parts) > 1 else None
+
+
 _PAREN = re.compile(r"\(\s*([a-d])\s*\)", re.IGNORECASE)
 _MARKED = re.compile(
     r"(?:final\s+answer|answer|option|choice)\s*(?:is|would\s+be|:|-)?\s*[:\-]?\s*\**\s*\(?\s*([a-d])\s*\)?(?![a-z])",
@@ -171,7 +172,11 @@ def parse_choice(reply: str, options: Sequence[str], *, json_mode: bool = False)
         if len(letters) > 1:
             continue  # several options discussed, none chosen: ambiguous
         normalized = _norm(text)
-        hits = [i for i, o in enumerate(options) if _norm(strip_option_label(o)) and _norm(strip_option_label(o)) in normalized]
+        hits = [
+            i
+            for i, o in enumerate(options)
+            if _norm(strip_option_label(o)) and _norm(strip_option_label(o)) in normalized
+        ]
         if len(hits) == 1:
             return hits[0]
     return None

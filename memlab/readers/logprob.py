@@ -47,7 +47,8 @@ class LogprobReaderConfig(ReaderConfig):
         default="sum", description="sum: the option's joint log-prob (the paper's); mean: per option token"
     )
     template: Literal["raw", "chat"] = Field(
-        default="raw", description="raw: memory + message as plain text (the paper's eval_gen.py); chat: the chat template"
+        default="raw",
+        description="raw: memory + message as plain text (the paper's eval_gen.py); chat: the chat template",
     )
     max_context_tokens: int | None = Field(
         default=None, ge=1, description="keep only the newest part of the memory (approximate tokens); default: no cut"
@@ -123,7 +124,9 @@ class LogprobReader(Reader):
             key = cache_key(model.cache_identity, {"kind": "option_logprobs_raw"}, [text, options])
         else:
             messages = self.messages(question, retrieval)
-            key = cache_key(model.cache_identity, {"kind": "option_logprobs"}, [[m.model_dump() for m in messages], options])
+            key = cache_key(
+                model.cache_identity, {"kind": "option_logprobs"}, [[m.model_dump() for m in messages], options]
+            )
         cached = self._cache.get(key) if self._cache is not None else None
         if cached is None:
             try:

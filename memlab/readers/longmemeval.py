@@ -102,7 +102,8 @@ class LongMemEvalReader(Reader):
             )
         try:
             response = self.llm.chat(
-                self.messages(question, retrieval), temperature=self.config.llm.temperature,
+                self.messages(question, retrieval),
+                temperature=self.config.llm.temperature,
                 max_tokens=self.answer_tokens,
             )
         except LLMConfigError:

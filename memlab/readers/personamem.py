@@ -212,7 +212,9 @@ def history_messages(question: Question, retrieval: Retrieval, reader: str) -> l
 
 class PersonaMemReader(_LLMReader):
     name = "personamem"
-    description = "PersonaMem's official long-context protocol (native chat history, official extractor); needs full_context"
+    description = (
+        "PersonaMem's official long-context protocol (native chat history, official extractor); needs full_context"
+    )
     Config = PersonaMemReaderConfig
     config: PersonaMemReaderConfig
 
@@ -260,8 +262,12 @@ class PersonaMemReader(_LLMReader):
         )
         scores = [1.0 if i == choice else 0.0 for i in range(len(question.options))] if choice is not None else []
         return Answer(
-            choice=choice, scores=scores, text=response.text.strip(), metadata=metadata,
-            prompt_tokens=response.prompt_tokens, completion_tokens=response.completion_tokens,
+            choice=choice,
+            scores=scores,
+            text=response.text.strip(),
+            metadata=metadata,
+            prompt_tokens=response.prompt_tokens,
+            completion_tokens=response.completion_tokens,
         )
 
 
@@ -327,7 +333,11 @@ class PersonaMemBaselineReader(_LLMReader):
 
     def _build_config(self) -> LLMConfig:
         config = super()._build_config()
-        if not self.config.json_schema or config.resolved_provider() != "openai" or "response_format" in config.extra_params:
+        if (
+            not self.config.json_schema
+            or config.resolved_provider() != "openai"
+            or "response_format" in config.extra_params
+        ):
             return config
         response_format = {"type": "json_schema", "json_schema": BASELINE_JSON_SCHEMA}
         return config.model_copy(update={"extra_params": {**config.extra_params, "response_format": response_format}})
@@ -367,6 +377,10 @@ class PersonaMemBaselineReader(_LLMReader):
         )
         scores = [1.0 if i == choice else 0.0 for i in range(len(question.options))] if choice is not None else []
         return Answer(
-            choice=choice, scores=scores, text=response.text.strip(), metadata=metadata,
-            prompt_tokens=response.prompt_tokens, completion_tokens=response.completion_tokens,
+            choice=choice,
+            scores=scores,
+            text=response.text.strip(),
+            metadata=metadata,
+            prompt_tokens=response.prompt_tokens,
+            completion_tokens=response.completion_tokens,
         )

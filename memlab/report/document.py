@@ -53,13 +53,19 @@ def render_report(summary: RunSummary, images: Sequence[Path] = ()) -> str:
         "Against the blind controls",
         paired_table(summary) + "\n\nwins = questions this row answered right and the control wrong, losses the "
         "reverse; p = exact two-sided McNemar test on those discordant questions."
-        if paired_table(summary) else "",
+        if paired_table(summary)
+        else "",
     )
     out += _section("Accuracy by distance to the evidence", distance_table(summary))
     out += _section("Metrics (retrieval, answer scores, judge)", metrics_table(summary))
     out += _section("Time, tokens and cost", resources_table(summary))
-    out += _section("Row settings", settings_table(summary) + "\n\nA row resumes only when its fingerprint "
-                    "(a hash of these settings, the reader's and the dataset's) matches." if settings_table(summary) else "")
+    out += _section(
+        "Row settings",
+        settings_table(summary) + "\n\nA row resumes only when its fingerprint "
+        "(a hash of these settings, the reader's and the dataset's) matches."
+        if settings_table(summary)
+        else "",
+    )
     if images:
         out += ["## Plots", ""] + [f"![{p.stem.replace('_', ' ')}]({p.name})" for p in images] + [""]
     if summary.data_issues:

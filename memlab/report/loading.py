@@ -49,5 +49,3 @@ def load_run(run_dir: str | Path) -> RunSummary:
 
 def _summary_of(run: str | Path | RunSummary) -> RunSummary:
     return run if isinstance(run, RunSummary) else load_run(run)
-
-

@@ -56,15 +56,28 @@ def _plot_types(summary: RunSummary, path: Path) -> Path | None:
         err_lo = [max(0.0, 100 * (s.accuracy - s.low)) if s and s.n else 0.0 for s in scores]
         err_hi = [max(0.0, 100 * (s.high - s.accuracy)) if s and s.n else 0.0 for s in scores]
         ax.bar(
-            xs, acc, width * 0.95, label=row_label(row), color=style["color"], hatch=style["hatch"],
-            edgecolor="#333333" if style["hatch"] else style["color"], linewidth=0.6,
-            yerr=[err_lo, err_hi], error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#222222"},
+            xs,
+            acc,
+            width * 0.95,
+            label=row_label(row),
+            color=style["color"],
+            hatch=style["hatch"],
+            edgecolor="#333333" if style["hatch"] else style["color"],
+            linewidth=0.6,
+            yerr=[err_lo, err_hi],
+            error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#222222"},
         )
         if label_bars:
             for x, value in zip(xs, acc):
                 if value == value:  # not NaN
                     ax.text(
-                        x, 1.5, f"{value:.0f}", rotation=90, ha="center", va="bottom", fontsize=7,
+                        x,
+                        1.5,
+                        f"{value:.0f}",
+                        rotation=90,
+                        ha="center",
+                        va="bottom",
+                        fontsize=7,
                         bbox={"boxstyle": "square,pad=0.15", "facecolor": "white", "alpha": 0.7, "linewidth": 0},
                     )
     tilt = len(groups) > 4  # long type names side by side would overlap
@@ -123,5 +136,3 @@ def plot_run(run: str | Path | RunSummary, out_dir: str | Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = [_plot_types(summary, out / TYPE_PLOT), _plot_distance(summary, out / DISTANCE_PLOT)]
     return [p for p in written if p is not None]
-
-

@@ -29,8 +29,6 @@ TYPE_LABELS: dict[str, str] = {
 _TYPE_RANK = {name: i for i, name in enumerate((*CANONICAL_TYPES, *LOCOMO_TYPES))}
 
 
-
-
 # --------------------------------------------------------------------------- formatting helpers
 def ordered_rows(summary: RunSummary) -> list[RowSummary]:
     """Rows in summary order, controls last."""
@@ -215,8 +213,20 @@ def resources_table(summary: RunSummary) -> str:
     a backend makes while building memory, e.g. mem0's fact extraction)."""
     if not summary.rows:
         return ""
-    headers = ["Backend", "Reader", "Ingest s", "Retrieve s", "Answer s", "Read prompt tok", "Read completion tok",
-               "Read cost USD", "Ingest prompt tok", "Ingest completion tok", "Ingest cost USD", "Total cost USD"]
+    headers = [
+        "Backend",
+        "Reader",
+        "Ingest s",
+        "Retrieve s",
+        "Answer s",
+        "Read prompt tok",
+        "Read completion tok",
+        "Read cost USD",
+        "Ingest prompt tok",
+        "Ingest completion tok",
+        "Ingest cost USD",
+        "Total cost USD",
+    ]
     body = [
         [
             row.backend + (" (control)" if is_control(row) else ""),
@@ -248,6 +258,14 @@ def settings_table(summary: RunSummary) -> str:
         backend, reader = row.settings.get("backend", {}), row.settings.get("reader", {})
         config = json.dumps(backend.get("config", {}), sort_keys=True, separators=(", ", ": "))
         packages = "; ".join(dict.fromkeys(str(p) for p in (backend.get("package"), reader.get("package")) if p))
-        body.append([row.backend, row.reader, row.fingerprint or "–", str(row.settings.get("replay", "–")),
-                     f"`{config}`", packages])
+        body.append(
+            [
+                row.backend,
+                row.reader,
+                row.fingerprint or "–",
+                str(row.settings.get("replay", "–")),
+                f"`{config}`",
+                packages,
+            ]
+        )
     return _md(headers, body, set())

@@ -118,8 +118,14 @@ def plan_rows(config: RunConfig, dataset: Dataset, dataset_hash: str | None = No
         cache = json.dumps([reader.name, reader.config], sort_keys=True)
         if cache not in identities:
             identities[cache] = reader_identity(reader)
-        settings = row_settings(backend, reader, reader_identity=identities[cache], dataset_spec=config.dataset,
-                                dataset_hash=dataset_hash, replay=config.replay)
+        settings = row_settings(
+            backend,
+            reader,
+            reader_identity=identities[cache],
+            dataset_spec=config.dataset,
+            dataset_hash=dataset_hash,
+            replay=config.replay,
+        )
         rows.append(RowPlan(backend, reader, identities[cache], settings, fingerprint_of(settings)))
     return rows
 
@@ -195,15 +201,18 @@ def check_resumable(out: Path, rows: list[RowPlan], predictions: list[Prediction
         if None in theirs or "None" in stale:
             detail = ["  (predictions written by a memlab without fingerprints)"]
         elif old.get("fingerprint") in theirs and old.get("settings"):
-            detail = [f"  {line}" for line in differences(old["settings"], row.settings)] or ["  (no visible difference)"]
+            detail = [f"  {line}" for line in differences(old["settings"], row.settings)] or [
+                "  (no visible difference)"
+            ]
         else:
             detail = [f"  fingerprint {', '.join(stale)} -> {row.fingerprint} (old settings not recorded)"]
-        problems.append(f"row {_row_name(row.key)}: its answers in {out} were made with other settings:\n"
-                        + "\n".join(detail))
+        problems.append(
+            f"row {_row_name(row.key)}: its answers in {out} were made with other settings:\n" + "\n".join(detail)
+        )
     if problems:
         raise SettingsChangedError(
             "cannot resume: " + "\n".join(problems) + "\nNothing was run. Use a new --out for the new settings, "
-            "or give the backend a distinct label (a run config file with \"label\") so both rows live side by side."
+            'or give the backend a distinct label (a run config file with "label") so both rows live side by side.'
         )
 
 
@@ -221,8 +230,18 @@ def package_versions() -> dict[str, str]:
     import platform
 
     versions = {"python": platform.python_version()}
-    for package in ("memlab", "numpy", "pydantic", "torch", "transformers", "sentence-transformers",
-                    "FlagEmbedding", "faiss-cpu", "mem0ai", "langchain-core"):
+    for package in (
+        "memlab",
+        "numpy",
+        "pydantic",
+        "torch",
+        "transformers",
+        "sentence-transformers",
+        "FlagEmbedding",
+        "faiss-cpu",
+        "mem0ai",
+        "langchain-core",
+    ):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
@@ -267,7 +286,10 @@ def current_predictions(predictions: list[Prediction], rows: list[RowPlan]) -> l
 
 
 def write_summary(
-    config: RunConfig, dataset: Dataset, rows: list[RowPlan], failed: list[dict[str, Any]],
+    config: RunConfig,
+    dataset: Dataset,
+    rows: list[RowPlan],
+    failed: list[dict[str, Any]],
     predictions: list[Prediction] | None = None,
 ) -> RunSummary:
     predictions = current_predictions(read_predictions(config.out) if predictions is None else predictions, rows)
@@ -408,10 +430,13 @@ def _run_locked(config: RunConfig, out: Path, executor: Any | None) -> RunResult
     def emit(prediction: Prediction) -> None:
         writer.write(prediction)
         if prediction.error is not None:
-            errors.append(ErrorRecord(
-                f"question {prediction.question_id} ({prediction.backend} / {prediction.reader})",
-                prediction.error, prediction.traceback or "",
-            ))
+            errors.append(
+                ErrorRecord(
+                    f"question {prediction.question_id} ({prediction.backend} / {prediction.reader})",
+                    prediction.error,
+                    prediction.traceback or "",
+                )
+            )
 
     total = sum(len(j.question_ids) for j in jobs)
     bar = _progress(total, config.progress)
@@ -419,12 +444,26 @@ def _run_locked(config: RunConfig, out: Path, executor: Any | None) -> RunResult
         for job, outcome in executor.execute(jobs, emit, bar.update):
             if isinstance(outcome, BaseException):
                 error = outcome.error if isinstance(outcome, JobFailed) else outcome
-                trace = outcome.traceback if isinstance(outcome, JobFailed) else "".join(
-                    traceback.format_exception(type(outcome), outcome, outcome.__traceback__))
-                failed.append({"backend": job.backend.display, "reader": job.reader.name,
-                               "context_id": job.context_id, "error": f"{type(error).__name__}: {error}"})
-                errors.append(ErrorRecord(f"job {job.backend.display} / {job.reader.name} x {job.context_id}",
-                                          f"{type(error).__name__}: {error}", trace))
+                trace = (
+                    outcome.traceback
+                    if isinstance(outcome, JobFailed)
+                    else "".join(traceback.format_exception(type(outcome), outcome, outcome.__traceback__))
+                )
+                failed.append(
+                    {
+                        "backend": job.backend.display,
+                        "reader": job.reader.name,
+                        "context_id": job.context_id,
+                        "error": f"{type(error).__name__}: {error}",
+                    }
+                )
+                errors.append(
+                    ErrorRecord(
+                        f"job {job.backend.display} / {job.reader.name} x {job.context_id}",
+                        f"{type(error).__name__}: {error}",
+                        trace,
+                    )
+                )
             write_summary(config, dataset, rows, failed)
         if config.judge is not None:
             from memlab.run.judging import judge_run

@@ -21,10 +21,21 @@ from memlab.registry import backends, readers
 from memlab.run.spec import BackendSpec, ReaderSpec, ReplayMode, redact
 
 # Keys that never change an answer: left out of fingerprints wherever they appear.
-OPERATIONAL_KEYS = frozenset({
-    "max_concurrency", "timeout", "max_retries", "initial_backoff", "max_backoff", "cache", "cache_dir",
-    "price", "prices", "api_key", "progress",
-})
+OPERATIONAL_KEYS = frozenset(
+    {
+        "max_concurrency",
+        "timeout",
+        "max_retries",
+        "initial_backoff",
+        "max_backoff",
+        "cache",
+        "cache_dir",
+        "price",
+        "prices",
+        "api_key",
+        "progress",
+    }
+)
 
 
 def memlab_version() -> str:
@@ -73,8 +84,9 @@ def _llm_endpoint(config: dict[str, Any]) -> dict[str, Any] | None:
 
     parsed = LLMConfig.model_validate({k: v for k, v in llm.items() if k != "api_key"})
     provider = parsed.resolved_provider()
-    endpoint = parsed.base_url or (os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-                                   if provider == "openai" else None)
+    endpoint = parsed.base_url or (
+        os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1" if provider == "openai" else None
+    )
     return {"provider": provider, "base_url": endpoint}
 
 
@@ -92,7 +104,12 @@ def dataset_content_hash(dataset: Dataset) -> str:
 
 
 def row_settings(
-    backend: BackendSpec, reader: ReaderSpec, *, reader_identity: str, dataset_spec: str, dataset_hash: str,
+    backend: BackendSpec,
+    reader: ReaderSpec,
+    *,
+    reader_identity: str,
+    dataset_spec: str,
+    dataset_hash: str,
     replay: ReplayMode,
 ) -> dict[str, Any]:
     """What a row's fingerprint covers, as a JSON-ready document (shown when resume refuses)."""

@@ -185,14 +185,18 @@ def _answer(reader: Reader, question: Question, retrieval: Retrieval) -> tuple[A
 
 
 def _answer_and_score(
-    job: Job, reader: Reader, reader_name: str, history: History, question: Question, retrieval: Retrieval,
+    job: Job,
+    reader: Reader,
+    reader_name: str,
+    history: History,
+    question: Question,
+    retrieval: Retrieval,
     cost: _IngestCost,
 ) -> Prediction:
     """Answer one question and build its prediction (metrics included): all of it independent of
     other questions, so it runs on an answering thread while the replay goes on."""
     answer, seconds, trace = _answer(reader, question, retrieval)
-    return _prediction(job, reader_name, reader.uses_memory, history, question, retrieval, answer, seconds, cost,
-                       trace)
+    return _prediction(job, reader_name, reader.uses_memory, history, question, retrieval, answer, seconds, cost, trace)
 
 
 class _Replay:
@@ -205,7 +209,8 @@ class _Replay:
         self.position = 0
         cls = backends.get(job.backend.name)
         self.rebuild = (
-            reads_memory and job.replay == "rebuild"
+            reads_memory
+            and job.replay == "rebuild"
             and not cls.memory_depends_only_on_turns(cls.parse_config(job.backend.config))
         )
         self._built_for: int | None = None

@@ -78,8 +78,9 @@ def read_judgments(out: Path) -> list[Judgment]:
         try:
             found.append(Judgment.model_validate_json(raw))
         except ValueError as exc:
-            raise ResultsFileError(f"{path}, line {number}: not a valid judgment ({exc}); delete the line to "
-                                   "judge that answer again") from exc
+            raise ResultsFileError(
+                f"{path}, line {number}: not a valid judgment ({exc}); delete the line to judge that answer again"
+            ) from exc
     return found
 
 
@@ -113,10 +114,18 @@ def judge_run(config: RunConfig, rows: list[Any], predictions: list[Prediction],
         def one(item: tuple[Prediction, Any, int]) -> Judgment:
             p, question, run = item
             verdict = judge.judge(question, p.predicted_text, run=run)
-            return Judgment(backend=p.backend, reader=p.reader, fingerprint=p.fingerprint, question_id=p.question_id,
-                            question_type=p.question_type, run=run, judge=judge_id, correct=verdict.get("correct"),
-                            prompt_tokens=int(verdict.get("prompt_tokens", 0)),
-                            completion_tokens=int(verdict.get("completion_tokens", 0)))
+            return Judgment(
+                backend=p.backend,
+                reader=p.reader,
+                fingerprint=p.fingerprint,
+                question_id=p.question_id,
+                question_type=p.question_type,
+                run=run,
+                judge=judge_id,
+                correct=verdict.get("correct"),
+                prompt_tokens=int(verdict.get("prompt_tokens", 0)),
+                completion_tokens=int(verdict.get("completion_tokens", 0)),
+            )
 
         workers = max(1, int(spec.llm.get("max_concurrency", 4)))
         with path.open("a", encoding="utf-8") as handle, ThreadPoolExecutor(max_workers=workers) as pool:

@@ -41,8 +41,12 @@ from memlab.server.settings import ApiKey, ServerSettings
 from memlab.types import MemoryItem
 
 UserId = Annotated[str, Path(pattern=ID_PATTERN, description="the user whose memory this call reads or changes")]
-ItemId = Annotated[str, Path(min_length=1, max_length=512,
-                             description="a memory id from list or search, percent-encoded (e.g. '#' as %23)")]
+ItemId = Annotated[
+    str,
+    Path(
+        min_length=1, max_length=512, description="a memory id from list or search, percent-encoded (e.g. '#' as %23)"
+    ),
+]
 
 _ERRORS = {code: {"model": ErrorResponse} for code in (401, 403, 413, 422)}
 _ITEM_ERRORS = {**_ERRORS, 404: {"model": ErrorResponse}, 405: {"model": ErrorResponse}}
@@ -57,9 +61,16 @@ _RESOURCES = {
 
 # OpenAPI links: an id from a listing addresses the item endpoints (clients and fuzzers follow them).
 _ITEM_LINKS = {
-    name: {"operationId": op, "parameters": {"user_id": "$request.path.user_id", "item_id": "$response.body#/items/0/id"}}
-    for name, op in (("GetMemory", "get_memory"), ("UpdateMemory", "update_memory"),
-                     ("DeleteMemory", "delete_memory"), ("MemoryHistory", "memory_history"))
+    name: {
+        "operationId": op,
+        "parameters": {"user_id": "$request.path.user_id", "item_id": "$response.body#/items/0/id"},
+    }
+    for name, op in (
+        ("GetMemory", "get_memory"),
+        ("UpdateMemory", "update_memory"),
+        ("DeleteMemory", "delete_memory"),
+        ("MemoryHistory", "memory_history"),
+    )
 }
 
 
@@ -95,9 +106,13 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
             service_lock = hold_data_dir(settings.data_dir)
         try:
             client = MemoryClient(
-                settings.backend, settings.backend_config, data_dir=settings.data_dir,
-                require_persistence=not settings.allow_ephemeral, max_k=settings.max_k,
-                user_cache_size=settings.user_cache_size, batch_queries=settings.batch_queries,
+                settings.backend,
+                settings.backend_config,
+                data_dir=settings.data_dir,
+                require_persistence=not settings.allow_ephemeral,
+                max_k=settings.max_k,
+                user_cache_size=settings.user_cache_size,
+                batch_queries=settings.batch_queries,
             )
         except BaseException:
             if service_lock is not None:
@@ -161,33 +176,58 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
             "persistent": client.persistent,
             "auth": settings.auth_enabled,
             "limits": {
-                "max_body_bytes": settings.max_body_bytes, "max_messages": settings.max_messages,
-                "max_message_chars": settings.max_message_chars, "max_query_chars": settings.max_query_chars,
-                "max_k": settings.max_k, "user_cache_size": settings.user_cache_size,
+                "max_body_bytes": settings.max_body_bytes,
+                "max_messages": settings.max_messages,
+                "max_message_chars": settings.max_message_chars,
+                "max_query_chars": settings.max_query_chars,
+                "max_k": settings.max_k,
+                "user_cache_size": settings.user_cache_size,
             },
         }
 
-    @app.post("/v1/users/{user_id}/messages", response_model=IngestResponse, status_code=201,
-              responses=_ERRORS, tags=["memory"], operation_id="add_messages")
+    @app.post(
+        "/v1/users/{user_id}/messages",
+        response_model=IngestResponse,
+        status_code=201,
+        responses=_ERRORS,
+        tags=["memory"],
+        operation_id="add_messages",
+    )
     def add_messages(user_id: User, body: AddMessages) -> Any:  # type: ignore[valid-type]
         """Store messages as the next turns of a session of this user."""
         return client.remember(user_id, [m.model_dump() for m in body.messages], session_id=body.session_id)
 
-    @app.post("/v1/users/{user_id}/search", response_model=SearchResponse, responses=_ERRORS, tags=["memory"],
-              operation_id="search")
+    @app.post(
+        "/v1/users/{user_id}/search",
+        response_model=SearchResponse,
+        responses=_ERRORS,
+        tags=["memory"],
+        operation_id="search",
+    )
     def search(user_id: User, body: Search) -> Any:  # type: ignore[valid-type]
         """What this user's memory holds that is relevant to the query."""
         return client.recall(user_id, body.query, k=body.k)
 
-    @app.get("/v1/users/{user_id}/memories", response_model=MemoryList, responses=_ITEM_ERRORS, tags=["memory"],
-             openapi_extra={"responses": {"200": {"links": _ITEM_LINKS}}}, operation_id="list_memories")
+    @app.get(
+        "/v1/users/{user_id}/memories",
+        response_model=MemoryList,
+        responses=_ITEM_ERRORS,
+        tags=["memory"],
+        openapi_extra={"responses": {"200": {"links": _ITEM_LINKS}}},
+        operation_id="list_memories",
+    )
     def list_memories(user_id: User) -> Any:
         """All of this user's memories (backends with the 'list' capability)."""
         require("memories", "GET")
         return {"items": client.memories(user_id)}
 
-    @app.get("/v1/users/{user_id}/export", response_model=ExportResponse,
-             responses={**_ERRORS, 405: {"model": ErrorResponse}}, tags=["memory"], operation_id="export_user")
+    @app.get(
+        "/v1/users/{user_id}/export",
+        response_model=ExportResponse,
+        responses={**_ERRORS, 405: {"model": ErrorResponse}},
+        tags=["memory"],
+        operation_id="export_user",
+    )
     def export_user(user_id: User) -> Any:
         """Everything stored about this user, as one JSON document (backend, user_id, items, ...)."""
         return client.export(user_id)
@@ -198,29 +238,49 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
         client.forget(user_id)
         return Response(status_code=status.HTTP_204_NO_CONTENT)
 
-    @app.get("/v1/users/{user_id}/memories/{item_id}/history", response_model=HistoryResponse,
-             responses=_ITEM_ERRORS, tags=["memory"], operation_id="memory_history")
+    @app.get(
+        "/v1/users/{user_id}/memories/{item_id}/history",
+        response_model=HistoryResponse,
+        responses=_ITEM_ERRORS,
+        tags=["memory"],
+        operation_id="memory_history",
+    )
     def memory_history(user_id: User, item_id: ItemId) -> Any:
         """How one memory changed over time (backends with the 'history' capability)."""
         require("history", "GET")
         return {"item_id": item_id, "events": client.history(user_id, item_id)}
 
-    @app.get("/v1/users/{user_id}/memories/{item_id}", response_model=MemoryItem,
-             responses=_ITEM_ERRORS, tags=["memory"], operation_id="get_memory")
+    @app.get(
+        "/v1/users/{user_id}/memories/{item_id}",
+        response_model=MemoryItem,
+        responses=_ITEM_ERRORS,
+        tags=["memory"],
+        operation_id="get_memory",
+    )
     def get_memory(user_id: User, item_id: ItemId) -> Any:
         """One of this user's memories by id."""
         require("memory", "GET")
         return client.get(user_id, item_id)
 
-    @app.patch("/v1/users/{user_id}/memories/{item_id}", response_model=MemoryItem,
-               responses=_ITEM_ERRORS, tags=["memory"], operation_id="update_memory")
+    @app.patch(
+        "/v1/users/{user_id}/memories/{item_id}",
+        response_model=MemoryItem,
+        responses=_ITEM_ERRORS,
+        tags=["memory"],
+        operation_id="update_memory",
+    )
     def update_memory(user_id: User, item_id: ItemId, body: Update) -> Any:  # type: ignore[valid-type]
         """Replace the text of one of this user's memories."""
         require("memory", "PATCH")
         return client.update(user_id, item_id, body.text)
 
-    @app.delete("/v1/users/{user_id}/memories/{item_id}", status_code=204,
-                responses=_ITEM_ERRORS, tags=["memory"], operation_id="delete_memory")
+    @app.delete(
+        "/v1/users/{user_id}/memories/{item_id}",
+        status_code=204,
+        responses=_ITEM_ERRORS,
+        tags=["memory"],
+        operation_id="delete_memory",
+    )
     def delete_memory(user_id: User, item_id: ItemId) -> Response:
         """Delete one of this user's memories."""
         require("memory", "DELETE")

@@ -99,7 +99,8 @@ def authenticate(
     presented = header or (bearer.credentials if bearer else None)
     if not presented:
         raise HTTPException(
-            401, "missing API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
+            401,
+            "missing API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
             headers={"WWW-Authenticate": "Bearer"},
         )
     key = ring.find(presented)

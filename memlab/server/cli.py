@@ -35,25 +35,54 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", help="directory where the backend keeps its state")
     p.add_argument("--host", help="address to bind (default 127.0.0.1); non-loopback needs an API key")
     p.add_argument("--port", type=int, help="port (default 8000)")
-    p.add_argument("--api-key", action="append", default=[], metavar="KEY[:user1|user2]",
-                   help="accepted API key, optionally bound to users; repeatable (prefer MEMLAB_API_KEYS: "
-                        "command lines are visible to other local users)")
-    p.add_argument("--allow-ephemeral", action="store_true", default=None,
-                   help="serve a backend whose memories do not survive a restart")
-    p.add_argument("--api-keys-file", metavar="PATH",
-                   help="file of API key entries, one a line; re-read when it changes and on SIGHUP (key rotation)")
-    p.add_argument("--user-cache-size", type=int, metavar="N",
-                   help="users whose state is kept in RAM, least recently used dropped first (default 1024; "
-                        "env MEMLAB_USER_CACHE_SIZE)")
-    p.add_argument("--compute-threads", type=int, metavar="N",
-                   help="threads one request's model work may use (default 1: concurrent requests share the "
-                        "cores; env MEMLAB_COMPUTE_THREADS)")
-    p.add_argument("--no-batch-queries", dest="batch_queries", action="store_false", default=None,
-                   help="embed each search's query on its own (default: concurrent searches share a model call)")
+    p.add_argument(
+        "--api-key",
+        action="append",
+        default=[],
+        metavar="KEY[:user1|user2]",
+        help="accepted API key, optionally bound to users; repeatable (prefer MEMLAB_API_KEYS: "
+        "command lines are visible to other local users)",
+    )
+    p.add_argument(
+        "--allow-ephemeral",
+        action="store_true",
+        default=None,
+        help="serve a backend whose memories do not survive a restart",
+    )
+    p.add_argument(
+        "--api-keys-file",
+        metavar="PATH",
+        help="file of API key entries, one a line; re-read when it changes and on SIGHUP (key rotation)",
+    )
+    p.add_argument(
+        "--user-cache-size",
+        type=int,
+        metavar="N",
+        help="users whose state is kept in RAM, least recently used dropped first (default 1024; "
+        "env MEMLAB_USER_CACHE_SIZE)",
+    )
+    p.add_argument(
+        "--compute-threads",
+        type=int,
+        metavar="N",
+        help="threads one request's model work may use (default 1: concurrent requests share the "
+        "cores; env MEMLAB_COMPUTE_THREADS)",
+    )
+    p.add_argument(
+        "--no-batch-queries",
+        dest="batch_queries",
+        action="store_false",
+        default=None,
+        help="embed each search's query on its own (default: concurrent searches share a model call)",
+    )
     p.add_argument("--max-body-bytes", type=int, help="largest accepted request body (default 1 MiB)")
     p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])
-    p.add_argument("--workers", type=int, default=1,
-                   help="worker processes (N > 1 only with a database store: --<backend>.store postgresql://...)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes (N > 1 only with a database store: --<backend>.store postgresql://...)",
+    )
     return p
 
 
@@ -74,11 +103,19 @@ def build_settings(argv: list[str]) -> Any:
 
     args, extra = _parser().parse_known_args(argv)
     data: dict[str, Any] = load_settings_file(args.config) if args.config else {}
-    for field, value in (("backend", args.backend), ("data_dir", args.data_dir), ("host", args.host),
-                         ("port", args.port), ("allow_ephemeral", args.allow_ephemeral),
-                         ("max_body_bytes", args.max_body_bytes), ("log_level", args.log_level),
-                         ("api_keys_file", args.api_keys_file), ("user_cache_size", args.user_cache_size),
-                         ("compute_threads", args.compute_threads), ("batch_queries", args.batch_queries)):
+    for field, value in (
+        ("backend", args.backend),
+        ("data_dir", args.data_dir),
+        ("host", args.host),
+        ("port", args.port),
+        ("allow_ephemeral", args.allow_ephemeral),
+        ("max_body_bytes", args.max_body_bytes),
+        ("log_level", args.log_level),
+        ("api_keys_file", args.api_keys_file),
+        ("user_cache_size", args.user_cache_size),
+        ("compute_threads", args.compute_threads),
+        ("batch_queries", args.batch_queries),
+    ):
         if value is not None:
             data[field] = value
     if args.api_key:
@@ -143,22 +180,35 @@ def main(argv: list[str] | None = None) -> int:
         return fail(_describe(exc))
 
     if not settings.auth_enabled:
-        print(f"memlab serve: WARNING: no API key configured; serving without authentication on "
-              f"{settings.host} (loopback only)", file=sys.stderr)
+        print(
+            f"memlab serve: WARNING: no API key configured; serving without authentication on "
+            f"{settings.host} (loopback only)",
+            file=sys.stderr,
+        )
     if hasattr(signal, "SIGHUP"):
         # Key rotation without a restart: the next request re-reads the key file.
         signal.signal(signal.SIGHUP, lambda signum, frame: app.state.keys.request_reload())
     client = app.state.client
-    print(f"memlab serve: backend {client.backend!r}, data {settings.data_dir or 'in-process'} "
-          f"(persistent: {client.persistent}), http://{settings.host}:{settings.port}", file=sys.stderr, flush=True)
+    print(
+        f"memlab serve: backend {client.backend!r}, data {settings.data_dir or 'in-process'} "
+        f"(persistent: {client.persistent}), http://{settings.host}:{settings.port}",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         if workers > 1:
             from memlab.server.workers import export_settings
 
             client.close()  # each worker opens its own backend (this one only checked that it opens)
             export_settings(settings)
-            uvicorn.run("memlab.server.workers:app", factory=True, host=settings.host, port=settings.port,
-                        log_level=settings.log_level, workers=workers)
+            uvicorn.run(
+                "memlab.server.workers:app",
+                factory=True,
+                host=settings.host,
+                port=settings.port,
+                log_level=settings.log_level,
+                workers=workers,
+            )
         else:
             uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, workers=1)
     finally:

@@ -24,14 +24,29 @@ from memlab.errors import MemlabError, NotFoundError, UnsupportedCapabilityError
 log = logging.getLogger("memlab.server")
 
 _CODES = {
-    400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-    405: "capability_not_supported", 413: "payload_too_large", 422: "validation_error",
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "capability_not_supported",
+    413: "payload_too_large",
+    422: "validation_error",
 }
 
 
-def error_response(status: int, message: str, *, code: str | None = None,
-                   details: list[dict[str, Any]] | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
-    body: dict[str, Any] = {"status": status, "code": code or _CODES.get(status, HTTPStatus(status).phrase.lower().replace(" ", "_")), "message": message}
+def error_response(
+    status: int,
+    message: str,
+    *,
+    code: str | None = None,
+    details: list[dict[str, Any]] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    body: dict[str, Any] = {
+        "status": status,
+        "code": code or _CODES.get(status, HTTPStatus(status).phrase.lower().replace(" ", "_")),
+        "message": message,
+    }
     if details is not None:
         body["details"] = details
     return JSONResponse({"error": body}, status_code=status, headers=headers)
@@ -40,7 +55,11 @@ def error_response(status: int, message: str, *, code: str | None = None,
 def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
     # Keep what a client can act on; pydantic's ctx/input may hold values that are not JSON.
     return [
-        {"loc": [str(part) for part in err.get("loc", ())], "msg": str(err.get("msg", "")), "type": str(err.get("type", ""))}
+        {
+            "loc": [str(part) for part in err.get("loc", ())],
+            "msg": str(err.get("msg", "")),
+            "type": str(err.get("type", "")),
+        }
         for err in exc.errors()
     ]
 
@@ -74,9 +93,12 @@ def install_error_handlers(app: FastAPI) -> None:
             message = f"no such endpoint: {request.method} {request.url.path}"
         elif exc.status_code == 405 and exc.detail == "Method Not Allowed":
             allowed = _allowed_methods(request)
-            return error_response(405, f"method {request.method} is not allowed on {request.url.path} "
-                                  f"(allowed: {allowed or 'none'})", code="method_not_allowed",
-                                  headers={"Allow": allowed})
+            return error_response(
+                405,
+                f"method {request.method} is not allowed on {request.url.path} (allowed: {allowed or 'none'})",
+                code="method_not_allowed",
+                headers={"Allow": allowed},
+            )
         elif exc.status_code == 400 and exc.detail == "There was an error parsing the body":
             return error_response(422, "request body could not be read as JSON (is it UTF-8?)", code="malformed_json")
         return error_response(exc.status_code, message, headers=exc.headers)
@@ -107,10 +129,12 @@ def install_error_handlers(app: FastAPI) -> None:
             # Requests are validated before any endpoint runs, so this came from stored data that a
             # backend could not read; pydantic would quote that data (a user's text): say nothing of it.
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_input=False))
-            log.error("stored data failed validation on %s %s (%s): %s", request.method, request.url.path,
-                      exc.title, problems)
-            return error_response(500, "the memory backend could not read its stored data (see the server log)",
-                                  code="backend_error")
+            log.error(
+                "stored data failed validation on %s %s (%s): %s", request.method, request.url.path, exc.title, problems
+            )
+            return error_response(
+                500, "the memory backend could not read its stored data (see the server log)", code="backend_error"
+            )
         return error_response(422, str(exc), code="invalid_request")
 
     @app.exception_handler(MemlabError)

@@ -54,7 +54,9 @@ class BodySizeLimit:
                 return
             chunks.append(body)
             more = message.get("more_body", False)
-        await self.app(scope, _replay([{"type": "http.request", "body": b"".join(chunks), "more_body": False}], receive), send)
+        await self.app(
+            scope, _replay([{"type": "http.request", "body": b"".join(chunks), "more_body": False}], receive), send
+        )
 
     async def _refuse(self, send: Any) -> None:
         body = _error_body(self.max_bytes)
@@ -62,8 +64,11 @@ class BodySizeLimit:
             {
                 "type": "http.response.start",
                 "status": 413,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close")],
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
             }
         )
         await send({"type": "http.response.body", "body": body})

@@ -98,7 +98,8 @@ def request_models(settings: ServerSettings) -> RequestModels:
         model_config = ConfigDict(extra="forbid")
 
         session_id: str = Field(
-            default="default", pattern=ID_PATTERN,
+            default="default",
+            pattern=ID_PATTERN,
             description="conversation these messages continue; sent again, it continues that session",
         )
         messages: list[MessageIn] = Field(min_length=1, max_length=settings.max_messages)

@@ -48,7 +48,9 @@ class ApiKey(BaseModel):
     @classmethod
     def _strong(cls, value: str) -> str:
         if not _KEY.match(value):
-            raise ValueError("an API key must be 16-256 characters from A-Z a-z 0-9 _ - (e.g. secrets.token_urlsafe(32))")
+            raise ValueError(
+                "an API key must be 16-256 characters from A-Z a-z 0-9 _ - (e.g. secrets.token_urlsafe(32))"
+            )
         return value
 
     @field_validator("users")
@@ -59,13 +61,15 @@ class ApiKey(BaseModel):
         return value
 
     @classmethod
-    def parse(cls, entry: str) -> "ApiKey":
+    def parse(cls, entry: str) -> ApiKey:
         key, sep, users = entry.strip().partition(":")
         bound = tuple(u.strip() for u in users.split("|") if u.strip()) if sep else ()
         if sep and not bound:
             # "KEY:" reads as "bound to nobody" but would allow everybody: refuse the ambiguity.
-            raise ValueError(f"API key {redact(key)} has an empty user list after ':'; list its users "
-                             "(KEY:alice|bob) or drop the ':' to allow every user")
+            raise ValueError(
+                f"API key {redact(key)} has an empty user list after ':'; list its users "
+                "(KEY:alice|bob) or drop the ':' to allow every user"
+            )
         return cls(key=key, users=bound)
 
     @property
@@ -98,7 +102,8 @@ class ServerSettings(BaseModel):
         default=1024, ge=1, description=f"users whose state is kept in RAM (LRU); env {USER_CACHE_SIZE_ENV}"
     )
     compute_threads: int = Field(
-        default=1, ge=1,
+        default=1,
+        ge=1,
         description="threads one request's model and vector work may use (torch/OpenMP intra-op); 1 lets "
         f"concurrent requests share the cores instead of fighting over them; env {COMPUTE_THREADS_ENV}",
     )
@@ -128,7 +133,7 @@ class ServerSettings(BaseModel):
     def loopback(self) -> bool:
         return is_loopback(self.host)
 
-    def with_env_keys(self, environ: dict[str, str] | None = None) -> "ServerSettings":
+    def with_env_keys(self, environ: dict[str, str] | None = None) -> ServerSettings:
         """Add the keys listed in ``MEMLAB_API_KEYS`` (and the key file / cache size named in the environment)."""
         env = environ if environ is not None else os.environ
         raw = env.get(API_KEYS_ENV, "")

@@ -23,8 +23,14 @@ from memlab.llm.server import OpenAICompatServer
 class HashChoiceLLM(LLM):
     """Replies ``prefix + <final_answer>(letter)``, the letter a hash of the prompt; counts requests."""
 
-    def __init__(self, name: str = "fake-model", *, delay: float = 0.0, prefix: str = "",
-                 reply: Callable[[list[ChatMessage]], str] | None = None) -> None:
+    def __init__(
+        self,
+        name: str = "fake-model",
+        *,
+        delay: float = 0.0,
+        prefix: str = "",
+        reply: Callable[[list[ChatMessage]], str] | None = None,
+    ) -> None:
         self.name = name
         self.delay = delay
         self.prefix = prefix
@@ -70,7 +76,7 @@ def serve(llm: LLM, *, model_id: str | None = None) -> OpenAICompatServer:
     return server.start()
 
 
-def _serve_forever(delay: float, model_id: str, ready: "multiprocessing.Queue[str]") -> None:
+def _serve_forever(delay: float, model_id: str, ready: multiprocessing.Queue[str]) -> None:
     server = serve(HashChoiceLLM(model_id, delay=delay))
     ready.put(server.base_url)
     while True:

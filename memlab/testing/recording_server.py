@@ -46,14 +46,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.requests.append(body)
             self.server.replies.append(text)
         prompt = sum(len(str(m.get("content", ""))) // 4 for m in body.get("messages", []))
-        self._send(200, {
-            "id": "chatcmpl-recorded",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.get("model", self.server.model_id),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": 5, "total_tokens": prompt + 5},
-        })
+        self._send(
+            200,
+            {
+                "id": "chatcmpl-recorded",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", self.server.model_id),
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": 5, "total_tokens": prompt + 5},
+            },
+        )
 
 
 class RecordingServer(ThreadingHTTPServer):
@@ -79,8 +82,14 @@ class RecordingServer(ThreadingHTTPServer):
 
     def llm_settings(self, **extra: Any) -> dict[str, Any]:
         """``--llm.*`` settings that point a reader (or judge) at this server."""
-        return {"base_url": self.base_url, "model": "gpt-4o-mini", "api_key": "test-key", "timeout": 10,
-                "max_retries": 0, **extra}
+        return {
+            "base_url": self.base_url,
+            "model": "gpt-4o-mini",
+            "api_key": "test-key",
+            "timeout": 10,
+            "max_retries": 0,
+            **extra,
+        }
 
     def __enter__(self) -> RecordingServer:
         self._thread = threading.Thread(target=self.serve_forever, name="recording-llm-server", daemon=True)

@@ -21,9 +21,18 @@ from pathlib import Path
 _SUBJECTS = ["I", "my sister", "my friend", "the doctor", "our team", "my cat", "the neighbour", "my boss"]
 _VERBS = ["adopted", "visited", "cooked", "painted", "planned", "bought", "learned", "recommended"]
 _OBJECTS = [
-    "a grey cat named Pixel", "bees on the roof", "a trip to Lisbon", "a vegan curry", "an old guitar",
-    "a marathon in spring", "a course on pottery", "the jazz festival", "a budget spreadsheet",
-    "a podcast about history", "a hiking route in the mountains", "a new laptop for work",
+    "a grey cat named Pixel",
+    "bees on the roof",
+    "a trip to Lisbon",
+    "a vegan curry",
+    "an old guitar",
+    "a marathon in spring",
+    "a course on pottery",
+    "the jazz festival",
+    "a budget spreadsheet",
+    "a podcast about history",
+    "a hiking route in the mountains",
+    "a new laptop for work",
 ]
 _TIMES = ["last spring", "yesterday", "every weekend", "in 2021", "after work", "during the holidays"]
 
@@ -82,8 +91,13 @@ def build_tiny_bge_m3(
     )
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
-        bos_token="<s>", eos_token="</s>", cls_token="<s>", sep_token="</s>",
-        pad_token="<pad>", unk_token="<unk>", mask_token="<mask>",
+        bos_token="<s>",
+        eos_token="</s>",
+        cls_token="<s>",
+        sep_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        mask_token="<mask>",
         model_max_length=512,
     )
     fast.save_pretrained(out)
@@ -96,7 +110,9 @@ def build_tiny_bge_m3(
         intermediate_size=hidden_size * 2,
         max_position_embeddings=514,  # 512 tokens + XLM-R's padding offset of 2
         initializer_range=initializer_range,
-        pad_token_id=1, bos_token_id=0, eos_token_id=2,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
     )
     model = XLMRobertaModel(config)  # with the pooler, so AutoModel finds every weight
     model.eval()

@@ -308,8 +308,9 @@ class Mem0Memory(IngestMixin, Memory):
         for key in ("created_at", "updated_at", "attributed_to", "actor_id"):
             if record.get(key):
                 meta[key] = record[key]
-        return MemoryItem(id=str(record["id"]), text=record.get("memory", ""), score=record.get("score"),
-                          source=source, metadata=meta)
+        return MemoryItem(
+            id=str(record["id"]), text=record.get("memory", ""), score=record.get("score"), source=source, metadata=meta
+        )
 
     # ------------------------------------------------------------------ capabilities
     def _owned(self, item_id: str, user_id: str) -> dict[str, Any]:
@@ -369,9 +370,12 @@ class Mem0Memory(IngestMixin, Memory):
         memory_ids = set(self.ledger.memory_ids(user_id))
         entities = self._entity_store()  # opened, so mem0's deletes also unlink entities
         for mem0_id in mem0_ids:
-            memory_ids |= {str(r["id"]) for r in self._mem.get_all(filters={"user_id": mem0_id},
-                                                                     top_k=self.ledger.live_count(mem0_id) + 100)
-                           .get("results", [])}
+            memory_ids |= {
+                str(r["id"])
+                for r in self._mem.get_all(
+                    filters={"user_id": mem0_id}, top_k=self.ledger.live_count(mem0_id) + 100
+                ).get("results", [])
+            }
             if self._mem.get_all(filters={"user_id": mem0_id}, top_k=1).get("results"):
                 self._mem.delete_all(user_id=mem0_id)
             for row in _rows(entities.list(filters={"user_id": mem0_id}, top_k=100_000)):
@@ -391,8 +395,10 @@ class Mem0Memory(IngestMixin, Memory):
             "history": {memory_id: [dict(h) for h in self._mem.history(memory_id)] for memory_id in memory_ids},
             "recent_messages": erasure.messages_of(self._mem.db, self._scopes(user_id)),
             "sessions": self.ledger.sessions(user_id),
-            "speakers": {role: {"name": name, "mem0_user_id": mem0_id}
-                         for role, (name, mem0_id) in self.ledger.speakers(user_id).items()},
+            "speakers": {
+                role: {"name": name, "mem0_user_id": mem0_id}
+                for role, (name, mem0_id) in self.ledger.speakers(user_id).items()
+            },
         }
 
     # ------------------------------------------------------------------ turns and lifetime

@@ -103,12 +103,16 @@ class Mem0Config(BackendConfig):
     def _apply_preset(cls, data: Any) -> Any:
         """A preset fills defaults; keys the user sets explicitly still win."""
         if isinstance(data, dict) and data.get("preset") == "locomo-eval":
-            data = {"top_k": LOCOMO_EVAL_TOP_K, "custom_instructions": LOCOMO_EVAL_CUSTOM_INSTRUCTIONS,
-                    "infer_window": 2, **data}
+            data = {
+                "top_k": LOCOMO_EVAL_TOP_K,
+                "custom_instructions": LOCOMO_EVAL_CUSTOM_INSTRUCTIONS,
+                "infer_window": 2,
+                **data,
+            }
         return data
 
     @model_validator(mode="after")
-    def _check(self) -> "Mem0Config":
+    def _check(self) -> Mem0Config:
         if isinstance(self.embedder, str) and self.embedder not in (DEFAULT_EMBEDDER, *MEMLAB_EMBEDDERS):
             raise ValueError(
                 f"embedder {self.embedder!r}: use 'huggingface', one of {', '.join(MEMLAB_EMBEDDERS)}, "

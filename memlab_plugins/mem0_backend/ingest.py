@@ -70,8 +70,8 @@ def observation_note(when: datetime) -> str:
     return (
         f"Observation Date override: these New Messages were exchanged on {when.date().isoformat()} "
         f"({format_date(when)}). Use this date as the Observation Date - not the Observation Date or "
-        "Current Date given above - to resolve relative time references (\"yesterday\", \"last week\", "
-        "\"next month\"), and write absolute dates in the memories."
+        'Current Date given above - to resolve relative time references ("yesterday", "last week", '
+        '"next month"), and write absolute dates in the memories.'
     )
 
 
@@ -116,8 +116,9 @@ class IngestMixin:
         names = {role: name for role, (name, _) in known.items()}
         return [Perspective(known[role][1], own_role=role, names=names) for role in ("user", "assistant")]
 
-    def _ingest_verbatim(self, session: Session, turns: Turns, *, user_id: str,
-                         perspectives: list[Perspective]) -> None:
+    def _ingest_verbatim(
+        self, session: Session, turns: Turns, *, user_id: str, perspectives: list[Perspective]
+    ) -> None:
         """mem0's own ``add(infer=False)``, one message per call so each memory knows its turn."""
         done: list[tuple[str, str]] = []  # (memory id, mem0 user id)
         try:
@@ -176,15 +177,23 @@ class IngestMixin:
             ids.append(memory_id)
             payloads.append(payload)
             history.append(
-                {"memory_id": memory_id, "old_memory": None, "new_memory": text, "event": "ADD",
-                 "created_at": now, "updated_at": now, "role": message.role}
+                {
+                    "memory_id": memory_id,
+                    "old_memory": None,
+                    "new_memory": text,
+                    "event": "ADD",
+                    "created_at": now,
+                    "updated_at": now,
+                    "role": message.role,
+                }
             )
         self._mem.vector_store.insert(vectors=vectors, ids=ids, payloads=payloads)
         self._mem.db.batch_add_history(history)
         self.ledger.add_owner(ids, user_id)  # type: ignore[attr-defined]
 
-    def _ingest_inferred(self, session: Session, turns: Turns, *, user_id: str,
-                         perspectives: list[Perspective]) -> None:
+    def _ingest_inferred(
+        self, session: Session, turns: Turns, *, user_id: str, perspectives: list[Perspective]
+    ) -> None:
         """mem0's fact extraction over windows of ``infer_window`` messages (an exchange by default)."""
         window = self.config.infer_window
         for perspective in perspectives:

@@ -117,7 +117,8 @@ def embedder_config(config: Mem0Config, cache_dir: Path | None) -> tuple[dict[st
         import langchain.embeddings.base  # noqa: F401  (mem0's langchain provider imports it)
     except ImportError as exc:
         raise MissingDependencyError(
-            "langchain", f"mem0 embedder {config.embedder!r} goes through mem0's langchain provider: pip install langchain"
+            "langchain",
+            f"mem0 embedder {config.embedder!r} goes through mem0's langchain provider: pip install langchain",
         ) from exc
     from memlab.embedders import get_embedder
 
@@ -185,7 +186,8 @@ def chat_model_for(llm_config: dict[str, Any] | None, cache_dir: Path | None) ->
         import langchain.chat_models.base  # noqa: F401  (mem0's langchain provider imports it)
     except ImportError as exc:
         raise MissingDependencyError(
-            "langchain", "mem0 fact extraction (infer=true) goes through mem0's langchain provider: pip install langchain"
+            "langchain",
+            "mem0 fact extraction (infer=true) goes through mem0's langchain provider: pip install langchain",
         ) from exc
     from memlab.llm import make_llm
     from memlab.llm.langchain_adapter import MemlabChatModel
@@ -224,7 +226,7 @@ class UsageRecordingModel:
         self.record(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), float(cost))
         return reply
 
-    def bind_tools(self, *args: Any, **kwargs: Any) -> "UsageRecordingModel":
+    def bind_tools(self, *args: Any, **kwargs: Any) -> UsageRecordingModel:
         return UsageRecordingModel(self.inner.bind_tools(*args, **kwargs), self.record)
 
     def __getattr__(self, name: str) -> Any:

@@ -48,7 +48,9 @@ def _entry_of(item_id: str) -> str:
 
 
 class ProfileConfig(BackendConfig):
-    extractor: Literal["rules", "llm"] = Field(default="rules", description="rules: LLM-free cue phrases; llm: JSON ops")
+    extractor: Literal["rules", "llm"] = Field(
+        default="rules", description="rules: LLM-free cue phrases; llm: JSON ops"
+    )
     llm: dict[str, Any] | None = Field(default=None, description="config for memlab.llm.make_llm (extractor=llm)")
     embedder: str = Field(default="minilm", description="minilm | sentence-transformers | hashing | bge-m3")
     model: str | None = Field(default=None, description="embedder model id or local path")
@@ -66,7 +68,8 @@ class ProfileConfig(BackendConfig):
     )
     # PostgreSQL store (memlab_plugins.profile.pg_store): several workers and hosts share one database.
     store: str | None = Field(
-        default=None, description="None/'file' = SQLite in the data directory; postgresql://user@host:5432/db = that database"
+        default=None,
+        description="None/'file' = SQLite in the data directory; postgresql://user@host:5432/db = that database",
     )
     pool_size: int = Field(default=4, ge=1, description="PostgreSQL store: connections per process")
 
@@ -112,7 +115,9 @@ class ProfileMemory(Memory):
     ) -> None:
         super().__init__(config, data_dir=data_dir, cache_dir=cache_dir)
         # One writer per data directory: a second process fails here with "... is in use".
-        self._dir_lock = DirectoryLock(self.data_dir, purpose="memlab profile backend").acquire() if self.data_dir else None
+        self._dir_lock = (
+            DirectoryLock(self.data_dir, purpose="memlab profile backend").acquire() if self.data_dir else None
+        )
         try:
             self._open(embedder, llm)
         except BaseException:
@@ -126,7 +131,9 @@ class ProfileMemory(Memory):
             self.store.revectorize(self._vectorize)
         self.store.set_meta("embedder", self.embedder.name)
         self.resolver = Resolver(self.embedder, threshold=self.config.aspect_threshold)
-        self.rules = RuleExtractor(max_per_turn=self.config.max_statements_per_turn, quote_chars=self.config.quote_chars)
+        self.rules = RuleExtractor(
+            max_per_turn=self.config.max_statements_per_turn, quote_chars=self.config.quote_chars
+        )
         self.llm_extractor = None
         if self.config.extractor == "llm":
             from memlab_plugins.profile.extract_llm import LLMExtractor
@@ -205,6 +212,7 @@ class ProfileMemory(Memory):
                 if missing:
                     known.update(zip(missing, self._vectorize(missing)))
                 return np.stack([known[t] for t in texts])
+
         user_turns = [
             (first_turn + i, m.role, strip_label(m.content), turn_source(session, first_turn + i, m).get("timestamp"))
             for i, m in enumerate(session.messages)
@@ -278,7 +286,12 @@ class ProfileMemory(Memory):
         context = render_profile(
             [chains[e] for e in chosen], quote_chars=self.config.quote_chars, max_versions=self.config.max_versions
         )
-        support = self._supporting(user_id, q, n_turns, chosen_turns={(t["session_id"], t["turn_index"]) for i in items for t in i.source["turns"]})
+        support = self._supporting(
+            user_id,
+            q,
+            n_turns,
+            chosen_turns={(t["session_id"], t["turn_index"]) for i in items for t in i.source["turns"]},
+        )
         if support:
             items += support
             context += "\nSupporting turns:\n" + render_turns(support)
@@ -293,7 +306,9 @@ class ProfileMemory(Memory):
         if vectors is None:
             vectors = self._vectorize([t["content"] for t in turns])
         sims = vectors @ q
-        order = [i for i in np.argsort(-sims) if (turns[i]["session_id"], turns[i]["turn_index"]) not in chosen_turns][:n]
+        order = [i for i in np.argsort(-sims) if (turns[i]["session_id"], turns[i]["turn_index"]) not in chosen_turns][
+            :n
+        ]
         order.sort()
         return [self._turn_item(turns[i], float(sims[i]), chars=self.config.quote_chars * 3) for i in order]
 
@@ -372,7 +387,10 @@ class ProfileMemory(Memory):
         entry_id = self._entry_id(item_id, user_id)
         old = self.store.versions(user_id, entry_id)[-1]
         op = Operation(
-            op=OpType.UPDATE, entry_id=entry_id, value=text.strip(), stance=stance_of(text) or old.stance,
+            op=OpType.UPDATE,
+            entry_id=entry_id,
+            value=text.strip(),
+            stance=stance_of(text) or old.stance,
             reason="changed through the API",
         )
         try:
@@ -386,7 +404,9 @@ class ProfileMemory(Memory):
         if turn is not None:
             self.store.delete_turn(user_id, *turn)
             return
-        self.store.erase_entry(user_id, self._entry_id(item_id, user_id), reason="deleted through the API", vectorize=self._vectorize)
+        self.store.erase_entry(
+            user_id, self._entry_id(item_id, user_id), reason="deleted through the API", vectorize=self._vectorize
+        )
 
     def _history(self, item_id: str, *, user_id: str) -> list[dict[str, Any]]:
         turn = self._turn_key(item_id, user_id)
@@ -394,8 +414,7 @@ class ProfileMemory(Memory):
             return [self.store.turn(user_id, *turn) or {}]
         entry_id = self._entry_id(item_id, user_id, erased_ok=True)
         return [
-            {**v.model_dump(mode="json"), "version_id": v.version_id}
-            for v in self.store.versions(user_id, entry_id)
+            {**v.model_dump(mode="json"), "version_id": v.version_id} for v in self.store.versions(user_id, entry_id)
         ]
 
     def _export(self, user_id: str) -> dict[str, Any]:

@@ -127,7 +127,7 @@ def split_reason(sentence: str, *, has_statement: Callable[[str], bool] | None =
         return lead.group("s").strip(), _tidy(lead.group("r"))
     so = _SO.search(text)
     if so:
-        left, right = text[: so.start()], text[so.end():]
+        left, right = text[: so.start()], text[so.end() :]
         if len(left.split()) >= _MIN_REASON_WORDS and (has_statement is None or has_statement(right)):
             core, reason = split_reason(right, has_statement=has_statement)
             return core, _tidy(left) if reason is None else reason
@@ -163,8 +163,7 @@ _PREFER = re.compile(
 _PREFER_TO = re.compile(r"\bprefer(?:red)?\s+(?P<y>(?:[\w'-]+\s+){0,2}?[\w'-]+)\s+to\s+(?P<x>.+)", re.I)
 _LABEL = re.compile(
     r"(?:" + _I + r"\s+" + _ADV + r"(?:gone|went|turned|become|became)|"
-    r"\b(?:I'm|I am|I've been|I have been|we're|we are))\s+" + _ADV
-    + r"(?:a |an )?(?P<x>" + _LABEL_WORD + r")\b",
+    r"\b(?:I'm|I am|I've been|I have been|we're|we are))\s+" + _ADV + r"(?:a |an )?(?P<x>" + _LABEL_WORD + r")\b",
     re.IGNORECASE,
 )
 _I_AM = r"\b(?:I'm|I am|I've been|I have been|we're|we are)\s+" + _ADV
@@ -177,8 +176,11 @@ _AWAY = [
     ),
     re.compile(_I_AM + r"(?:done with|through with|fed up with|sick of|tired of|sick and tired of)\s+(?P<x>.+)", re.I),
     re.compile(r"\b(?:can't|cannot|can not|couldn't) stand\s+(?P<x>.+)", re.I),
-    re.compile(_I_AM + r"(?:not|no longer|never been)\s+(?:really\s+|that\s+|much\s+of\s+)?(?:a\s+)?"
-               r"(?:big\s+|huge\s+|real\s+|great\s+)?fan\s+of\s+(?P<x>.+)", re.I),
+    re.compile(
+        _I_AM + r"(?:not|no longer|never been)\s+(?:really\s+|that\s+|much\s+of\s+)?(?:a\s+)?"
+        r"(?:big\s+|huge\s+|real\s+|great\s+)?fan\s+of\s+(?P<x>.+)",
+        re.I,
+    ),
     re.compile(_I_AM + r"(?:not|no longer)\s+(?:really\s+|that\s+|so\s+)?into\s+(?P<x>.+)", re.I),
     re.compile(
         _I + r"\s+" + _ADV + r"(?:don't|do not|didn't|did not|no longer)\s+(?:really\s+|even\s+)?"
@@ -193,10 +195,17 @@ _NOT_FOR_ME = re.compile(
     re.I,
 )
 _TOWARD = [
-    re.compile(_I + r"\s+" + _ADV + r"(?:grown|grew|come|came|learned|learnt|started|begun|began)\s+to\s+"
-               r"(?:really\s+|truly\s+|actually\s+)?(?:love|enjoy|like|appreciate|adore)\s+(?P<x>.+)", re.I),
-    re.compile(r"\b(?:I'm|I am|I've been|I have been|I've gotten|I have gotten|I got|I've got|we're)\s+"
-               + _ADV + r"(?:really\s+|totally\s+|so\s+|very\s+|big\s+|heavily\s+)?(?:getting\s+)?into\s+(?P<x>.+)", re.I),
+    re.compile(
+        _I + r"\s+" + _ADV + r"(?:grown|grew|come|came|learned|learnt|started|begun|began)\s+to\s+"
+        r"(?:really\s+|truly\s+|actually\s+)?(?:love|enjoy|like|appreciate|adore)\s+(?P<x>.+)",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:I'm|I am|I've been|I have been|I've gotten|I have gotten|I got|I've got|we're)\s+"
+        + _ADV
+        + r"(?:really\s+|totally\s+|so\s+|very\s+|big\s+|heavily\s+)?(?:getting\s+)?into\s+(?P<x>.+)",
+        re.I,
+    ),
     re.compile(_I_AM + r"(?:now\s+)?(?:a\s+)?(?:big\s+|huge\s+|real\s+|great\s+)?fan\s+of\s+(?P<x>.+)", re.I),
     re.compile(_I + r"\s+" + _ADV + r"(?:warmed|warming)\s+(?:up\s+)?to\s+(?P<x>.+)", re.I),
     re.compile(_I + r"\s+" + _ADV + r"(?:fallen|fell)\s+in\s+love\s+with\s+(?P<x>.+)", re.I),
@@ -250,7 +259,9 @@ def _preferred(clause: str, reason: str | None) -> list[CueStatement]:
     better = _first_clause(m.group("y"))
     return [
         CueStatement(better, Stance.LIKES, "start" if changed else "none", reason, "prefer"),
-        CueStatement(m.group("x"), Stance.DISLIKES, "away" if changed else "none", reason or f"prefers {better}", "prefer"),
+        CueStatement(
+            m.group("x"), Stance.DISLIKES, "away" if changed else "none", reason or f"prefers {better}", "prefer"
+        ),
     ]
 
 

@@ -97,7 +97,9 @@ def parse_reply(text: str, view: ProfileView, session: Session, first_turn: int,
     for n, item in enumerate(reply.operations):
         where = f"operations[{n}] ({item.op.value})"
         if item.turn_index not in turns:
-            raise ValueError(f"{where}: turn_index {item.turn_index} is not in this session ({turns.start}..{turns.stop - 1})")
+            raise ValueError(
+                f"{where}: turn_index {item.turn_index} is not in this session ({turns.start}..{turns.stop - 1})"
+            )
         if item.entry_id is not None and item.entry_id not in state:
             raise ValueError(f"{where}: unknown entry_id {item.entry_id!r}")
         if item.op in (OpType.UPDATE, OpType.DELETE) and not state.get(item.entry_id or "", False):
@@ -149,7 +151,7 @@ class LLMExtractor:
         self.invalid_replies = 0
 
     def prompt(self, session: Session, first_turn: int, view: ProfileView) -> str:
-        shown = view.entries[-self.max_profile_entries:]
+        shown = view.entries[-self.max_profile_entries :]
         profile = [
             {"entry_id": e.id, "aspect": e.aspect, "stance": e.stance.value, "current": e.current} for e in shown
         ]
@@ -159,8 +161,10 @@ class LLMExtractor:
             if m.role == "user"
         ]
         return (
-            "Current profile:\n" + json.dumps(profile, ensure_ascii=False)
-            + "\n\nUser turns of this session:\n" + json.dumps(turns, ensure_ascii=False)
+            "Current profile:\n"
+            + json.dumps(profile, ensure_ascii=False)
+            + "\n\nUser turns of this session:\n"
+            + json.dumps(turns, ensure_ascii=False)
         )
 
     def extract(self, session: Session, *, first_turn: int, view: ProfileView) -> list[Operation]:
@@ -178,7 +182,9 @@ class LLMExtractor:
             self.completion_tokens += response.completion_tokens
             if self.on_usage is not None:
                 cost = response.metadata.get("cost_usd", 0.0)
-                self.on_usage(response.prompt_tokens, response.completion_tokens, cost if isinstance(cost, (int, float)) else 0.0)
+                self.on_usage(
+                    response.prompt_tokens, response.completion_tokens, cost if isinstance(cost, (int, float)) else 0.0
+                )
             try:
                 return parse_reply(response.text, view, session, first_turn, self.quote_chars)
             except ValueError as exc:
@@ -188,6 +194,9 @@ class LLMExtractor:
                     self.retries += 1
                     messages += [
                         {"role": "assistant", "content": response.text},
-                        {"role": "user", "content": f"That reply was invalid: {error}\nReply again with the corrected JSON object only."},
+                        {
+                            "role": "user",
+                            "content": f"That reply was invalid: {error}\nReply again with the corrected JSON object only.",
+                        },
                     ]
         raise ExtractionError(f"session {session.id!r}: the LLM gave no valid operations after a retry: {error}")

@@ -100,9 +100,7 @@ _STATEMENT = re.compile(
     r"\b(?:I|I've|I have|I'm|I am|I'd|we)\s+(?:(?:also|recently|even|once|actually|just|finally|really|"
     r"lately|now|then|later|still|always|often|initially|even|honestly|really|truly|been|have|had|did|"
     r"decided to|made the (?:\w+ )?decision to|chose to|started|began|continue to|continued to|"
-    r"used to|no longer|never|not|don't|do not|didn't)\s+)*"
-    + _ACT
-    + r"\s+(?:to\s+)?(.+)",
+    r"used to|no longer|never|not|don't|do not|didn't)\s+)*" + _ACT + r"\s+(?:to\s+)?(.+)",
     re.IGNORECASE,
 )
 _CHANGE_OBJECT = re.compile(
@@ -134,7 +132,9 @@ _LEADING = re.compile(
     re.IGNORECASE,
 )
 # Facts about the user's people and things: "My aunt keeps bees ...", "My sister is a nurse".
-_POSSESSIVE = re.compile(r"^(?:and |also )?my ((?:[\w'-]+ ){0,2}?[\w'-]+) (?:is|are|was|were|has|have|had|[a-z]+s|[a-z]+ed)\b", re.I)
+_POSSESSIVE = re.compile(
+    r"^(?:and |also )?my ((?:[\w'-]+ ){0,2}?[\w'-]+) (?:is|are|was|were|has|have|had|[a-z]+s|[a-z]+ed)\b", re.I
+)
 # Statements whose subject is the activity: "Attending that workshop was truly incredible for me."
 _GERUND = re.compile(
     r"^(?:\w+ly,? |also,? |but |however,? )?((?:attending|participating in|joining|volunteering (?:for|at|with)|"
@@ -229,7 +229,7 @@ def stance_of(text: str) -> Stance | None:
     # "didn't enjoy" is one negative cue, not also a positive one.
     positive = len(_POSITIVE.findall(_NEGATIVE.sub(" ", text)))
     contrast = _CONTRAST.search(text)
-    if contrast and (_NEGATIVE.search(text[contrast.start():]) or _INSTEAD.search(text[contrast.start():])):
+    if contrast and (_NEGATIVE.search(text[contrast.start() :]) or _INSTEAD.search(text[contrast.start() :])):
         return Stance.DISLIKES
     if negative > positive:
         return Stance.DISLIKES
@@ -262,8 +262,8 @@ def reason_of(statement: str, following: str | None, aspect: str = "") -> str | 
     if explicit:
         return explicit
     contrast = _CONTRAST.search(statement)
-    if contrast and len(statement[contrast.end():].split()) >= 3:
-        return statement[contrast.end():].strip(" ,").rstrip(".")
+    if contrast and len(statement[contrast.end() :].split()) >= 3:
+        return statement[contrast.end() :].strip(" ,").rstrip(".")
     head, sep, tail = statement.partition(";") if ";" in statement else statement.partition(": ")
     if sep and aspect.lower() in head.lower() and len(tail.split()) >= 3:
         return tail.strip().rstrip(".")
@@ -347,10 +347,18 @@ class RuleExtractor:
         ordered = sorted(values + out, key=lambda s: (s.sentence, s.value is None))
         return ordered
 
-    def _value_statement(self, v: ValueStatement, sentence: str, turn_index: int, index: int, parts: list[str]) -> Statement:
+    def _value_statement(
+        self, v: ValueStatement, sentence: str, turn_index: int, index: int, parts: list[str]
+    ) -> Statement:
         reason = v.reason
         following = parts[index + 1] if index + 1 < len(parts) else None
-        if reason is None and v.change != "none" and following and not following.endswith("?") and not value_statements(following):
+        if (
+            reason is None
+            and v.change != "none"
+            and following
+            and not following.endswith("?")
+            and not value_statements(following)
+        ):
             reason = following  # "I moved to Berlin. The rent in Paris was too high."
         return Statement(
             turn_index=turn_index,

@@ -71,29 +71,107 @@ _FAV = r"favou?rite"
 
 # Personal attributes a plain "my X is Y" states (others, like "my sister is visiting", are not).
 _ATTRIBUTES = {
-    "name": "name", "nickname": "nickname", "full name": "name", "first name": "name", "last name": "last name",
-    "surname": "last name", "middle name": "middle name", "birthday": "birthday", "age": "age",
-    "phone number": "phone number", "number": "phone number", "email": "email", "email address": "email",
-    "address": "address", "home address": "address", "zip code": "zip code", "postcode": "zip code",
-    "hometown": "hometown", "home town": "hometown", "job": "job", "occupation": "job", "profession": "job",
-    "job title": "job", "title": "job title", "role": "role", "position": "role", "employer": "works at",
-    "company": "works at", "boss": "boss", "manager": "manager", "doctor": "doctor", "gp": "doctor",
-    "dentist": "dentist", "therapist": "therapist", "vet": "vet", "lawyer": "lawyer", "partner": "partner",
-    "wife": "partner", "husband": "partner", "girlfriend": "partner", "boyfriend": "partner", "fiancé": "partner",
-    "fiancée": "partner", "fiance": "partner", "fiancee": "partner", "spouse": "partner", "best friend": "best friend",
-    "roommate": "roommate", "flatmate": "roommate", "landlord": "landlord", "major": "major", "degree": "degree",
-    "school": "school", "university": "university", "college": "university", "native language": "native language",
-    "first language": "native language", "mother tongue": "native language", "religion": "religion",
-    "blood type": "blood type", "star sign": "star sign", "zodiac sign": "star sign", "sign": "star sign",
-    "diet": "diet", "password": "password", "pin": "pin", "social security number": "social security number",
-    "ssn": "social security number", "passport number": "passport number", "license plate": "license plate",
-    "licence plate": "license plate", "car": "car", "pronouns": "pronouns", "gym": "gym", "team": "team",
-    "shift": "shift", "commute": "commute", "goal": "goal", "main goal": "goal", "dream": "dream",
-    "bank": "bank", "phone": "phone", "laptop": "laptop", "internet provider": "internet provider",
-    "hairdresser": "hairdresser", "mechanic": "mechanic", "coach": "coach", "trainer": "trainer",
-    "nationality": "nationality", "citizenship": "nationality", "timezone": "timezone", "time zone": "timezone",
-    "city": "lives in", "home": "lives in", "neighbourhood": "neighbourhood", "neighborhood": "neighbourhood",
-    "allergy": "allergy", "dog": "dog", "cat": "cat", "pet": "pet", "locker code": "locker code",
+    "name": "name",
+    "nickname": "nickname",
+    "full name": "name",
+    "first name": "name",
+    "last name": "last name",
+    "surname": "last name",
+    "middle name": "middle name",
+    "birthday": "birthday",
+    "age": "age",
+    "phone number": "phone number",
+    "number": "phone number",
+    "email": "email",
+    "email address": "email",
+    "address": "address",
+    "home address": "address",
+    "zip code": "zip code",
+    "postcode": "zip code",
+    "hometown": "hometown",
+    "home town": "hometown",
+    "job": "job",
+    "occupation": "job",
+    "profession": "job",
+    "job title": "job",
+    "title": "job title",
+    "role": "role",
+    "position": "role",
+    "employer": "works at",
+    "company": "works at",
+    "boss": "boss",
+    "manager": "manager",
+    "doctor": "doctor",
+    "gp": "doctor",
+    "dentist": "dentist",
+    "therapist": "therapist",
+    "vet": "vet",
+    "lawyer": "lawyer",
+    "partner": "partner",
+    "wife": "partner",
+    "husband": "partner",
+    "girlfriend": "partner",
+    "boyfriend": "partner",
+    "fiancé": "partner",
+    "fiancée": "partner",
+    "fiance": "partner",
+    "fiancee": "partner",
+    "spouse": "partner",
+    "best friend": "best friend",
+    "roommate": "roommate",
+    "flatmate": "roommate",
+    "landlord": "landlord",
+    "major": "major",
+    "degree": "degree",
+    "school": "school",
+    "university": "university",
+    "college": "university",
+    "native language": "native language",
+    "first language": "native language",
+    "mother tongue": "native language",
+    "religion": "religion",
+    "blood type": "blood type",
+    "star sign": "star sign",
+    "zodiac sign": "star sign",
+    "sign": "star sign",
+    "diet": "diet",
+    "password": "password",
+    "pin": "pin",
+    "social security number": "social security number",
+    "ssn": "social security number",
+    "passport number": "passport number",
+    "license plate": "license plate",
+    "licence plate": "license plate",
+    "car": "car",
+    "pronouns": "pronouns",
+    "gym": "gym",
+    "team": "team",
+    "shift": "shift",
+    "commute": "commute",
+    "goal": "goal",
+    "main goal": "goal",
+    "dream": "dream",
+    "bank": "bank",
+    "phone": "phone",
+    "laptop": "laptop",
+    "internet provider": "internet provider",
+    "hairdresser": "hairdresser",
+    "mechanic": "mechanic",
+    "coach": "coach",
+    "trainer": "trainer",
+    "nationality": "nationality",
+    "citizenship": "nationality",
+    "timezone": "timezone",
+    "time zone": "timezone",
+    "city": "lives in",
+    "home": "lives in",
+    "neighbourhood": "neighbourhood",
+    "neighborhood": "neighbourhood",
+    "allergy": "allergy",
+    "dog": "dog",
+    "cat": "cat",
+    "pet": "pet",
+    "locker code": "locker code",
 }
 _ATTRIBUTE_NAMES = "|".join(sorted((re.escape(a) for a in _ATTRIBUTES), key=len, reverse=True))
 # "my dog's name", "my son's school": an attribute of someone or something of the user's.
@@ -122,48 +200,207 @@ class ValueStatement:
 # (pattern, attribute, change). An attribute of None means the pattern names it (group "a").
 _PATTERNS: list[tuple[re.Pattern[str], str | None, str]] = [
     # ----- name
-    (_p(r"\b(?:you can |please |just |everyone |people |my friends |friends |they )?call me\s+(?P<v>" + _NAME + r")"), "name", "none"),
+    (
+        _p(
+            r"\b(?:you can |please |just |everyone |people |my friends |friends |they )?call me\s+(?P<v>" + _NAME + r")"
+        ),
+        "name",
+        "none",
+    ),
     (_p(r"\bmy name(?:'s| is)\s+" + _ADV + r"(?P<v>" + _NAME + r")"), "name", "none"),
     (_p(_I + r"\s+" + _ADV + r"go by\s+(?P<v>" + _NAME + r")"), "name", "none"),
     (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"changed my name to\s+(?P<v>" + _NAME + r")"), "name", "start"),
     # ----- where the user lives
-    (_p(_I + r"\s+" + _ADV + r"(?:moved|relocated)\s+(?:back\s+)?from\s+" + _PLACE.replace("?P<v>", "?P<old>") + r"\s+to\s+" + _PLACE), "lives in", "start"),
-    (_p(r"\b(?:I|we)(?:'ve| have)?\s+" + _ADV + r"(?:moved|relocated)\s+(?:back\s+|over\s+|out\s+)?to\s+" + _PLACE), "lives in", "start"),
+    (
+        _p(
+            _I
+            + r"\s+"
+            + _ADV
+            + r"(?:moved|relocated)\s+(?:back\s+)?from\s+"
+            + _PLACE.replace("?P<v>", "?P<old>")
+            + r"\s+to\s+"
+            + _PLACE
+        ),
+        "lives in",
+        "start",
+    ),
+    (
+        _p(r"\b(?:I|we)(?:'ve| have)?\s+" + _ADV + r"(?:moved|relocated)\s+(?:back\s+|over\s+|out\s+)?to\s+" + _PLACE),
+        "lives in",
+        "start",
+    ),
     (_p(_IM + r"\s+" + _ADV + r"(?:now\s+)?(?:living|based|settled)\s+in\s+" + _PLACE), "lives in", "none"),
     (_p(_I + r"\s+" + _ADV + r"(?:live|reside)\s+in\s+" + _PLACE), "lives in", "none"),
     (_p(_I + r"\s+" + _ADV + r"(?:don't|do not|no longer)\s+live\s+in\s+" + _PLACE), "lives in", "stop"),
-    (_p(r"\b(?:I|we)(?:'ve| have)?\s+" + _ADV + r"moved (?:away\s+)?(?:out of|away from)\s+" + _PLACE), "lives in", "stop"),
+    (
+        _p(r"\b(?:I|we)(?:'ve| have)?\s+" + _ADV + r"moved (?:away\s+)?(?:out of|away from)\s+" + _PLACE),
+        "lives in",
+        "stop",
+    ),
     # ----- job and employer ("I left my job at X" is about the employer: before the job patterns)
     (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:quit|left)\s+my\s+job\s+(?:at|with)\s+" + _PLACE), "works at", "stop"),
-    (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:quit|left|gave up|given up|lost|resigned from)\s+my\s+(?:job|position|post)\s+as\s+(?:an?\s+)?" + _JOB), "job", "stop"),
-    (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:quit|left|gave up|given up|lost|resigned from)\s+my\s+(?P<v>(?:[\w'-]+\s+){1,3}?)(?:job|position|career|gig)\b"), "job", "stop"),
-    (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:quit|left|gave up|given up|lost)\s+my\s+(?:[\w'-]+\s+){0,3}?job\b"), "job", "stop"),
+    (
+        _p(
+            _I
+            + r"(?:'ve| have)?\s+"
+            + _ADV
+            + r"(?:quit|left|gave up|given up|lost|resigned from)\s+my\s+(?:job|position|post)\s+as\s+(?:an?\s+)?"
+            + _JOB
+        ),
+        "job",
+        "stop",
+    ),
+    (
+        _p(
+            _I
+            + r"(?:'ve| have)?\s+"
+            + _ADV
+            + r"(?:quit|left|gave up|given up|lost|resigned from)\s+my\s+(?P<v>(?:[\w'-]+\s+){1,3}?)(?:job|position|career|gig)\b"
+        ),
+        "job",
+        "stop",
+    ),
+    (
+        _p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:quit|left|gave up|given up|lost)\s+my\s+(?:[\w'-]+\s+){0,3}?job\b"),
+        "job",
+        "stop",
+    ),
     (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:quit|stopped)\s+being\s+(?:an?\s+)?" + _JOB), "job", "stop"),
     (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"retired\s+from\s+(?:being\s+)?(?:an?\s+)?" + _JOB), "job", "stop"),
-    (_p(_IM + r"\s+(?:no longer|not)\s+(?:an?\s+)?" + _JOB + r"(?=.*\b(?:anymore|any more|any longer)\b)?"), "job", "stop"),
-    (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:started|begun|began)\s+(?:working|a new job|a job)\s+as\s+(?:an?\s+)?" + _JOB), "job", "start"),
-    (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:got|landed|found|accepted|taken|took)\s+(?:a\s+)?(?:new\s+)?(?:job|position|role)\s+as\s+(?:an?\s+)?" + _JOB), "job", "start"),
-    (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:been\s+)?(?:hired|promoted)\s+(?:to\s+)?as\s+(?:an?\s+)?" + _JOB), "job", "start"),
+    (
+        _p(_IM + r"\s+(?:no longer|not)\s+(?:an?\s+)?" + _JOB + r"(?=.*\b(?:anymore|any more|any longer)\b)?"),
+        "job",
+        "stop",
+    ),
+    (
+        _p(
+            _I
+            + r"(?:'ve| have)?\s+"
+            + _ADV
+            + r"(?:started|begun|began)\s+(?:working|a new job|a job)\s+as\s+(?:an?\s+)?"
+            + _JOB
+        ),
+        "job",
+        "start",
+    ),
+    (
+        _p(
+            _I
+            + r"(?:'ve| have)?\s+"
+            + _ADV
+            + r"(?:got|landed|found|accepted|taken|took)\s+(?:a\s+)?(?:new\s+)?(?:job|position|role)\s+as\s+(?:an?\s+)?"
+            + _JOB
+        ),
+        "job",
+        "start",
+    ),
+    (
+        _p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:been\s+)?(?:hired|promoted)\s+(?:to\s+)?as\s+(?:an?\s+)?" + _JOB),
+        "job",
+        "start",
+    ),
     (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:been\s+)?promoted\s+to\s+(?:an?\s+)?" + _JOB), "job", "start"),
     (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:became|become)\s+(?:an?\s+)?" + _JOB), "job", "start"),
     (_p(r"\b(?:I|we)(?:'m| am)?\s+" + _ADV + r"(?:work|working)\s+as\s+(?:an?\s+)?" + _JOB), "job", "none"),
     (_p(_IM + r"\s+" + _ADV + r"(?:an?\s+)" + _JOB), "job", "none"),
-    (_p(r"\bmy\s+(?:new\s+|current\s+)?(?:job|occupation|profession|job title)\s+(?:is|is now)\s+(?:an?\s+)?(?:being\s+(?:an?\s+)?)?" + _JOB), "job", "none"),
-    (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:started|begun|began)\s+(?:working|a new job|a job)\s+(?:at|for|with)\s+" + _PLACE), "works at", "start"),
-    (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:got|landed|found|accepted)\s+(?:a\s+)?(?:new\s+)?job\s+(?:at|with)\s+" + _PLACE), "works at", "start"),
+    (
+        _p(
+            r"\bmy\s+(?:new\s+|current\s+)?(?:job|occupation|profession|job title)\s+(?:is|is now)\s+(?:an?\s+)?(?:being\s+(?:an?\s+)?)?"
+            + _JOB
+        ),
+        "job",
+        "none",
+    ),
+    (
+        _p(
+            _I
+            + r"(?:'ve| have)?\s+"
+            + _ADV
+            + r"(?:started|begun|began)\s+(?:working|a new job|a job)\s+(?:at|for|with)\s+"
+            + _PLACE
+        ),
+        "works at",
+        "start",
+    ),
+    (
+        _p(
+            _I
+            + r"(?:'ve| have)?\s+"
+            + _ADV
+            + r"(?:got|landed|found|accepted)\s+(?:a\s+)?(?:new\s+)?job\s+(?:at|with)\s+"
+            + _PLACE
+        ),
+        "works at",
+        "start",
+    ),
     (_p(r"\b(?:I|we)(?:'m| am)?\s+" + _ADV + r"(?:work|working)\s+(?:at|for)\s+" + _PLACE), "works at", "none"),
     # ----- age
-    (_p(_IM + r"\s+" + _ADV + r"(?P<v>\d{1,3})(?:\s+years?\s+old|\s+years of age)?(?=\s+now\b|\s+(?:and|but|so)\b|[,.!;]|$)"), "age", "none"),
+    (
+        _p(
+            _IM
+            + r"\s+"
+            + _ADV
+            + r"(?P<v>\d{1,3})(?:\s+years?\s+old|\s+years of age)?(?=\s+now\b|\s+(?:and|but|so)\b|[,.!;]|$)"
+        ),
+        "age",
+        "none",
+    ),
     (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"turned\s+(?P<v>\d{1,3})\b"), "age", "start"),
     # ----- favourites
-    (_p(r"\bmy\s+(?:new\s+|current\s+|all-time\s+|absolute\s+)*" + _FAV + r"\s+(?P<a>[\w'-]+(?:\s+[\w'-]+){0,2}?)\s+used to be\s+(?P<old>[^,;.!?]+?)(?:,|;|\.)?\s+(?:but\s+)?(?:now\s+)?(?:it's|it is|now it's|now it is|these days it's)\s+(?P<v>.+)"), None, "start"),
-    (_p(r"\bmy\s+(?P<new>(?:new\s+|current\s+|all-time\s+|absolute\s+)*)" + _FAV + r"\s+(?P<a>[\w'-]+(?:\s+[\w'-]+){0,2}?)\s+(?:is|are|has become|have become|changed to|became|'s)\s+(?P<v>.+)"), None, "none"),
-    (_p(r"(?:^|,\s*|\band\s+|\bbut\s+)(?P<v>(?:[\w'-]+\s+){0,3}?[\w'-]+)\s+(?:is|are|has become|became)\s+(?:now\s+)?my\s+(?P<new>(?:new\s+|all-time\s+|absolute\s+)*)" + _FAV + r"\s+(?P<a>[\w'-]+(?:\s+(?!(?:now|nowadays|these|too|again|though|anyway)\b)[\w'-]+)?)"), None, "none"),
+    (
+        _p(
+            r"\bmy\s+(?:new\s+|current\s+|all-time\s+|absolute\s+)*"
+            + _FAV
+            + r"\s+(?P<a>[\w'-]+(?:\s+[\w'-]+){0,2}?)\s+used to be\s+(?P<old>[^,;.!?]+?)(?:,|;|\.)?\s+(?:but\s+)?(?:now\s+)?(?:it's|it is|now it's|now it is|these days it's)\s+(?P<v>.+)"
+        ),
+        None,
+        "start",
+    ),
+    (
+        _p(
+            r"\bmy\s+(?P<new>(?:new\s+|current\s+|all-time\s+|absolute\s+)*)"
+            + _FAV
+            + r"\s+(?P<a>[\w'-]+(?:\s+[\w'-]+){0,2}?)\s+(?:is|are|has become|have become|changed to|became|'s)\s+(?P<v>.+)"
+        ),
+        None,
+        "none",
+    ),
+    (
+        _p(
+            r"(?:^|,\s*|\band\s+|\bbut\s+)(?P<v>(?:[\w'-]+\s+){0,3}?[\w'-]+)\s+(?:is|are|has become|became)\s+(?:now\s+)?my\s+(?P<new>(?:new\s+|all-time\s+|absolute\s+)*)"
+            + _FAV
+            + r"\s+(?P<a>[\w'-]+(?:\s+(?!(?:now|nowadays|these|too|again|though|anyway)\b)[\w'-]+)?)"
+        ),
+        None,
+        "none",
+    ),
     # ----- "I changed my X to Y", "my X is Y" for personal attributes
-    (_p(_I + r"(?:'ve| have)?\s+" + _ADV + r"(?:changed|switched|updated)\s+my\s+(?P<a>" + _ATTRIBUTE_NAMES + r")"
-        r"(?:\s+from\s+(?P<old>.+?))?\s+to\s+(?P<v>.+)"), None, "start"),
-    (_p(r"\bmy\s+(?P<new>(?:new\s+|current\s+)*)(?P<a>" + _OWNED + r")\s+(?:is|was changed to|is now|'s)\s+(?P<v>.+)"), None, "none"),
-    (_p(r"\bmy\s+(?P<new>(?:new\s+|current\s+)*)(?P<a>" + _ATTRIBUTE_NAMES + r")\s+(?:is|changed to|is now|has changed to|'s)\s+(?P<v>.+)"), None, "none"),
+    (
+        _p(
+            _I + r"(?:'ve| have)?\s+" + _ADV + r"(?:changed|switched|updated)\s+my\s+(?P<a>" + _ATTRIBUTE_NAMES + r")"
+            r"(?:\s+from\s+(?P<old>.+?))?\s+to\s+(?P<v>.+)"
+        ),
+        None,
+        "start",
+    ),
+    (
+        _p(
+            r"\bmy\s+(?P<new>(?:new\s+|current\s+)*)(?P<a>"
+            + _OWNED
+            + r")\s+(?:is|was changed to|is now|'s)\s+(?P<v>.+)"
+        ),
+        None,
+        "none",
+    ),
+    (
+        _p(
+            r"\bmy\s+(?P<new>(?:new\s+|current\s+)*)(?P<a>"
+            + _ATTRIBUTE_NAMES
+            + r")\s+(?:is|changed to|is now|has changed to|'s)\s+(?P<v>.+)"
+        ),
+        None,
+        "none",
+    ),
 ]
 # Words that make "I'm a pretty good cook" a self-description rather than a job.
 _NOT_A_JOB = re.compile(

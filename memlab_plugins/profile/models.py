@@ -65,9 +65,12 @@ class ProfileEntry(BaseModel):
     reason: str | None = Field(default=None, description="why this version replaced the previous one")
     closed_reason: str | None = Field(default=None, description="why it was closed (UPDATE or DELETE reason)")
     op: OpType = Field(description="the operation that created this version")
-    kind: Kind = Field(default="statement", description="statement: a stance or fact; attribute: one value that changes")
+    kind: Kind = Field(
+        default="statement", description="statement: a stance or fact; attribute: one value that changes"
+    )
     erased_at: datetime | None = Field(
-        default=None, description="when the entry was deleted through the API: its text is gone, only the chain's shape stays"
+        default=None,
+        description="when the entry was deleted through the API: its text is gone, only the chain's shape stays",
     )
 
     @property
@@ -106,7 +109,7 @@ class Operation(BaseModel):
     kind: Kind | None = Field(default=None, description="ADD: 'statement' unless given; UPDATE keeps the entry's kind")
 
     @model_validator(mode="after")
-    def _fields_for_op(self) -> "Operation":
+    def _fields_for_op(self) -> Operation:
         if self.op is OpType.ADD and not (self.aspect and self.value and self.stance):
             raise ValueError("ADD needs aspect, value and stance")
         if self.op in (OpType.UPDATE, OpType.DELETE) and not self.entry_id:

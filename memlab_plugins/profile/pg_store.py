@@ -34,7 +34,11 @@ from memlab_plugins.profile.store import ProfileStore
 
 NAMESPACE = "memlab_profile"
 # Conflict targets of the tables SQLite writes with INSERT OR REPLACE (their primary keys).
-_REPLACE_KEYS = {"meta": ("key",), "sessions": ("user_id", "session_id"), "turns": ("user_id", "session_id", "turn_index")}
+_REPLACE_KEYS = {
+    "meta": ("key",),
+    "sessions": ("user_id", "session_id"),
+    "turns": ("user_id", "session_id", "turn_index"),
+}
 # Column order of the tables SQLite writes with ``INSERT OR REPLACE INTO t VALUES (...)`` (no column list).
 _COLUMNS = {"meta": ["key", "value"], "sessions": ["user_id", "session_id", "session_order", "turns"]}
 _RETURNING = {"operations": "seq"}  # tables whose inserts report ``lastrowid``
@@ -67,7 +71,7 @@ class Row(tuple):
 
     _names: Sequence[str]
 
-    def __new__(cls, values: Sequence[Any], names: Sequence[str]) -> "Row":
+    def __new__(cls, values: Sequence[Any], names: Sequence[str]) -> Row:
         row = super().__new__(cls, values)
         row._names = names
         return row
@@ -174,8 +178,15 @@ class PgProfileStore(ProfileStore):
         self._lock = threading.RLock()
         self.db = _PgDb(url, pool_size)  # type: ignore[assignment]
         try:
-            ensure_schema(self.db.pool, f"{NAMESPACE}.", schema.SCHEMA_VERSION, _create, _migrations(),
-                          url=url, namespace=NAMESPACE)
+            ensure_schema(
+                self.db.pool,
+                f"{NAMESPACE}.",
+                schema.SCHEMA_VERSION,
+                _create,
+                _migrations(),
+                url=url,
+                namespace=NAMESPACE,
+            )
         except BaseException:
             self.db.close()
             raise

@@ -36,7 +36,7 @@ def _when(entry: ProfileEntry) -> str:
 
 def _said(entry: ProfileEntry, quote_chars: int) -> str:
     quote = entry.evidence[-1].quote if entry.evidence else ""
-    return f" - \"{_clip(quote, quote_chars)}\"" if quote else ""
+    return f' - "{_clip(quote, quote_chars)}"' if quote else ""
 
 
 def _render_attribute(versions: list[ProfileEntry], quote_chars: int, max_versions: int) -> str:
@@ -49,8 +49,8 @@ def _render_attribute(versions: list[ProfileEntry], quote_chars: int, max_versio
         lines = [
             f"- {latest.aspect}: no longer {_clip(latest.value, quote_chars)} (stopped in session {latest.valid_to + 1}{why})"
         ]
-    earlier = versions[:-1][-(max_versions - 1):] if max_versions > 1 else []
-    for old, new in zip(earlier, versions[len(versions) - len(earlier):]):
+    earlier = versions[:-1][-(max_versions - 1) :] if max_versions > 1 else []
+    for old, new in zip(earlier, versions[len(versions) - len(earlier) :]):
         why = new.reason or old.closed_reason
         lines.append(
             f"  earlier: {_clip(old.value, quote_chars)} ({_when(old)}) -> changed to {_clip(new.value, quote_chars)}"
@@ -66,20 +66,22 @@ def render_chain(versions: list[ProfileEntry], *, quote_chars: int = 300, max_ve
         return _render_attribute(versions, quote_chars, max_versions)
     head = f"- {latest.aspect}: "
     if latest.current:
-        head += f"{_STANCE_WORDS[latest.stance]} ({_when(latest)}) - \"{_clip(latest.value, quote_chars)}\""
+        head += f'{_STANCE_WORDS[latest.stance]} ({_when(latest)}) - "{_clip(latest.value, quote_chars)}"'
     else:
         # Closed with no successor: the user stopped or turned away.
         why = f" because: {_clip(latest.closed_reason, quote_chars)}" if latest.closed_reason else ""
         head += (
             f"no longer (stopped in session {latest.valid_to + 1}{why}); before: "
-            f"{_STANCE_WORDS[latest.stance]} - \"{_clip(latest.value, quote_chars)}\""
+            f'{_STANCE_WORDS[latest.stance]} - "{_clip(latest.value, quote_chars)}"'
         )
     lines = [head]
-    earlier = versions[:-1][-(max_versions - 1):] if max_versions > 1 else []
-    for old, new in zip(earlier, versions[len(versions) - len(earlier):]):
+    earlier = versions[:-1][-(max_versions - 1) :] if max_versions > 1 else []
+    for old, new in zip(earlier, versions[len(versions) - len(earlier) :]):
         why = new.reason or old.closed_reason
         change = f" -> changed to {_STANCE_WORDS[new.stance]}" + (f" because: {_clip(why, quote_chars)}" if why else "")
-        lines.append(f"  earlier: {_STANCE_WORDS[old.stance]} ({_when(old)}) - \"{_clip(old.value, quote_chars)}\"{change}")
+        lines.append(
+            f'  earlier: {_STANCE_WORDS[old.stance]} ({_when(old)}) - "{_clip(old.value, quote_chars)}"{change}'
+        )
     return "\n".join(lines)
 
 
@@ -100,13 +102,15 @@ def render_state(versions: list[ProfileEntry], *, quote_chars: int = 300) -> str
             text += f" (changed from {_clip(versions[-2].value, quote_chars)}{why})"
         return text
     if latest.current:
-        text = f"{latest.aspect}: {_STANCE_WORDS[latest.stance]} ({_when(latest)}) - \"{_clip(latest.value, quote_chars)}\""
+        text = (
+            f'{latest.aspect}: {_STANCE_WORDS[latest.stance]} ({_when(latest)}) - "{_clip(latest.value, quote_chars)}"'
+        )
         if len(versions) > 1:
             why = f" because: {_clip(latest.reason, quote_chars)}" if latest.reason else ""
             text += f" (changed from {_STANCE_WORDS[versions[-2].stance]}{why})"
         return text
     why = f" because: {_clip(latest.closed_reason, quote_chars)}" if latest.closed_reason else ""
-    said = f" - \"{_clip(latest.evidence[-1].quote, quote_chars)}\"" if latest.evidence else ""
+    said = f' - "{_clip(latest.evidence[-1].quote, quote_chars)}"' if latest.evidence else ""
     return f"{latest.aspect}: no longer (stopped in session {latest.valid_to + 1}{why}){said}"
 
 

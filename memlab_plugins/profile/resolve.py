@@ -73,7 +73,9 @@ class ProfileView:
         self.dim = dim
 
     @classmethod
-    def from_versions(cls, versions: list[ProfileEntry], vectors: dict[tuple[str, int], np.ndarray], dim: int) -> "ProfileView":
+    def from_versions(
+        cls, versions: list[ProfileEntry], vectors: dict[tuple[str, int], np.ndarray], dim: int
+    ) -> ProfileView:
         latest: dict[str, ProfileEntry] = {}
         for v in versions:
             if v.id not in latest or v.version > latest[v.id].version:
@@ -86,7 +88,9 @@ class ProfileView:
             dim,
         )
 
-    def best(self, vector: np.ndarray, exclude: set[str] | frozenset[str] = frozenset()) -> tuple[ViewEntry | None, float]:
+    def best(
+        self, vector: np.ndarray, exclude: set[str] | frozenset[str] = frozenset()
+    ) -> tuple[ViewEntry | None, float]:
         # Attribute entries are found by name (``attribute``), never by embedding similarity.
         candidates = [e for e in self.entries if e.id not in exclude and e.kind != "attribute"]
         if not candidates:
@@ -149,8 +153,13 @@ class Resolver:
             view.entries.append(ViewEntry(entry_id, statement.aspect, statement.stance, True, vector))
             taken.add(entry_id)
             return Operation(
-                op=OpType.ADD, entry_id=entry_id, aspect=statement.aspect, value=statement.quote,
-                stance=statement.stance, reason=statement.reason, evidence=evidence,
+                op=OpType.ADD,
+                entry_id=entry_id,
+                aspect=statement.aspect,
+                value=statement.quote,
+                stance=statement.stance,
+                reason=statement.reason,
+                evidence=evidence,
             )
         taken.add(match.id)
         op = self._decide(statement, match)
@@ -173,11 +182,13 @@ class Resolver:
 
     @staticmethod
     def _same(a: str, b: str) -> bool:
-        """"nurse" and "registered nurse", "Paris" and "paris": one value said two ways."""
+        """ "nurse" and "registered nurse", "Paris" and "paris": one value said two ways."""
         x, y = normalise(a), normalise(b)
         return x == y or x.endswith(" " + y) or y.endswith(" " + x)
 
-    def _resolve_attribute(self, statement: Statement, vector: np.ndarray, view: ProfileView, session_id: str) -> list[Operation]:
+    def _resolve_attribute(
+        self, statement: Statement, vector: np.ndarray, view: ProfileView, session_id: str
+    ) -> list[Operation]:
         evidence = [Evidence(session_id=session_id, turn_index=statement.turn_index, quote=statement.quote)]
         entry = view.attribute(statement.aspect)
         reason = statement.reason
@@ -188,10 +199,18 @@ class Resolver:
                 entry_id = reopen.id
             else:
                 entry_id = "p_" + uuid.uuid4().hex[:12]
-                view.entries.append(ViewEntry(entry_id, statement.aspect, Stance.FACT, True, vector, value, "attribute"))
+                view.entries.append(
+                    ViewEntry(entry_id, statement.aspect, Stance.FACT, True, vector, value, "attribute")
+                )
             return Operation(
-                op=OpType.ADD, entry_id=entry_id, aspect=statement.aspect, value=value, stance=Stance.FACT,
-                reason=reason if reopen is not None else None, evidence=evidence, kind="attribute",
+                op=OpType.ADD,
+                entry_id=entry_id,
+                aspect=statement.aspect,
+                value=value,
+                stance=Stance.FACT,
+                reason=reason if reopen is not None else None,
+                evidence=evidence,
+                kind="attribute",
             )
 
         def update(target: ViewEntry, value: str) -> Operation:
@@ -203,16 +222,31 @@ class Resolver:
             return Operation(op=OpType.DELETE, entry_id=target.id, reason=reason, evidence=evidence)
 
         if statement.change == "stop":
-            if entry is not None and entry.current and (statement.value is None or self._same(entry.value, statement.value)):
+            if (
+                entry is not None
+                and entry.current
+                and (statement.value is None or self._same(entry.value, statement.value))
+            ):
                 return [delete(entry)]
             if statement.value is None:
-                return [Operation(op=OpType.NOOP, entry_id=entry.id if entry else None, reason="nothing current to close", evidence=evidence)]
+                return [
+                    Operation(
+                        op=OpType.NOOP,
+                        entry_id=entry.id if entry else None,
+                        reason="nothing current to close",
+                        evidence=evidence,
+                    )
+                ]
             added = add(statement.value)
             return [added, delete(view.entries[-1])]
         assert statement.value is not None
         if entry is not None and entry.current:
             if self._same(entry.value, statement.value):
-                return [Operation(op=OpType.NOOP, entry_id=entry.id, reason="repeat of the current value", evidence=evidence)]
+                return [
+                    Operation(
+                        op=OpType.NOOP, entry_id=entry.id, reason="repeat of the current value", evidence=evidence
+                    )
+                ]
             return [update(entry, statement.value)]
         if entry is not None:
             return [add(statement.value, reopen=entry)]

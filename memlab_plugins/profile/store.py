@@ -30,6 +30,7 @@ from memlab_plugins.profile.schema import SCHEMA_VERSION, ProfileStoreError, con
 
 __all__ = ["SCHEMA_VERSION", "ProfileStore", "ProfileStoreError"]
 
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -104,7 +105,9 @@ class ProfileStore:
 
     def entries(self, user_id: str, *, current_only: bool = True) -> list[ProfileEntry]:
         """A user's entries (every version unless ``current_only``); erased entries are not among them."""
-        sql = "SELECT * FROM entries WHERE user_id=? AND erased_at IS NULL" + (" AND valid_to IS NULL" if current_only else "")
+        sql = "SELECT * FROM entries WHERE user_id=? AND erased_at IS NULL" + (
+            " AND valid_to IS NULL" if current_only else ""
+        )
         rows = self.db.execute(sql + " ORDER BY valid_from, entry_id, version", (user_id,)).fetchall()
         return [self._entry(r) for r in rows]
 
@@ -174,7 +177,13 @@ class ProfileStore:
             (user_id,),
         ).fetchall()
         items = [
-            {"session_id": r[0], "turn_index": r[1], "role": r[2], "content": r[3], **({"timestamp": r[4]} if r[4] else {})}
+            {
+                "session_id": r[0],
+                "turn_index": r[1],
+                "role": r[2],
+                "content": r[3],
+                **({"timestamp": r[4]} if r[4] else {}),
+            }
             for r in rows
         ]
         if not rows or any(r[5] is None for r in rows):
@@ -188,7 +197,13 @@ class ProfileStore:
         ).fetchone()
         if row is None:
             return None
-        return {"session_id": row[0], "turn_index": row[1], "role": row[2], "content": row[3], **({"timestamp": row[4]} if row[4] else {})}
+        return {
+            "session_id": row[0],
+            "turn_index": row[1],
+            "role": row[2],
+            "content": row[3],
+            **({"timestamp": row[4]} if row[4] else {}),
+        }
 
     # ------------------------------------------------------------------ writing
     def apply_session(
@@ -219,7 +234,12 @@ class ProfileStore:
             times = turn_times or {}
             seqs = [
                 self._apply(
-                    user_id, session_id, order, op, vectorize, source,
+                    user_id,
+                    session_id,
+                    order,
+                    op,
+                    vectorize,
+                    source,
                     (times.get(op.evidence[0].turn_index) if op.evidence else None) or session_time,
                 )
                 for op in ops
@@ -228,7 +248,15 @@ class ProfileStore:
                 self.db.execute(
                     "INSERT OR REPLACE INTO turns (user_id, session_id, turn_index, role, content, vector, timestamp)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (user_id, session_id, turn_index, role, content, None if vector is None else vector.tobytes(), timestamp),
+                    (
+                        user_id,
+                        session_id,
+                        turn_index,
+                        role,
+                        content,
+                        None if vector is None else vector.tobytes(),
+                        timestamp,
+                    ),
                 )
             if session_id is not None and turns_total is not None:
                 self.db.execute(
@@ -289,11 +317,25 @@ class ProfileStore:
                 raise ProfileStoreError(f"ADD: entry {op.entry_id!r} is current; use UPDATE to change it")
             # Entry ids are unique across users (the table's key): another user's id cannot be reused.
             if latest is None and entry_id is not None and self._id_taken(entry_id):
-                raise ProfileStoreError(f"ADD: entry id {entry_id!r} is already in use; leave entry_id empty or pick another")
+                raise ProfileStoreError(
+                    f"ADD: entry id {entry_id!r} is already in use; leave entry_id empty or pick another"
+                )
             if entry_id is None:
                 entry_id = self._new_id()
             version = 1 if latest is None else latest["version"] + 1
-            self._insert(user_id, entry_id, version, op.aspect, op.value, op.stance, op.kind or "statement", op, order, when, vectorize)
+            self._insert(
+                user_id,
+                entry_id,
+                version,
+                op.aspect,
+                op.value,
+                op.stance,
+                op.kind or "statement",
+                op,
+                order,
+                when,
+                vectorize,
+            )
         elif op.op in (OpType.UPDATE, OpType.DELETE):
             assert latest is not None
             if latest["valid_to"] is not None:
@@ -391,7 +433,9 @@ class ProfileStore:
     def revectorize(self, vectorize: Vectorizer) -> None:
         """Recompute stored vectors of entries and turns (the embedder changed since they were written)."""
         with self._transaction():
-            rows = self.db.execute("SELECT entry_id, version, aspect, value FROM entries WHERE erased_at IS NULL").fetchall()
+            rows = self.db.execute(
+                "SELECT entry_id, version, aspect, value FROM entries WHERE erased_at IS NULL"
+            ).fetchall()
             for r in rows:
                 v = vectorize([r["aspect"], f"{r['aspect']}: {r['value']}"])
                 self.db.execute(
@@ -466,7 +510,9 @@ class ProfileStore:
                 raise ProfileStoreError(f"user {user_id!r} has no turn {session_id}#{turn_index}")
             for table, key in (("entries", "entry_id, version"), ("operations", "seq")):
                 where = " AND ".join(f"{k.strip()}=?" for k in key.split(","))
-                for row in self.db.execute(f"SELECT {key}, evidence FROM {table} WHERE user_id=?", (user_id,)).fetchall():
+                for row in self.db.execute(
+                    f"SELECT {key}, evidence FROM {table} WHERE user_id=?", (user_id,)
+                ).fetchall():
                     evidence = json.loads(row["evidence"])
                     kept = [
                         {**e, "quote": ""} if (e["session_id"], e["turn_index"]) == (session_id, turn_index) else e
@@ -505,7 +551,8 @@ class ProfileStore:
                 for e in self._erased(user_id)
             ],
             "sessions": [
-                dict(r) for r in self.db.execute(
+                dict(r)
+                for r in self.db.execute(
                     "SELECT session_id, session_order, turns FROM sessions WHERE user_id=? ORDER BY session_order",
                     (user_id,),
                 )
@@ -540,7 +587,9 @@ class ProfileStore:
                 if e.id not in renamed and self._id_taken(e.id):
                     renamed[e.id] = self._new_id()
             entries = [e.model_copy(update={"id": renamed.get(e.id, e.id)}) for e in entries]
-            ops = [o.model_copy(update={"entry_id": renamed.get(o.entry_id, o.entry_id)}) if o.entry_id else o for o in ops]
+            ops = [
+                o.model_copy(update={"entry_id": renamed.get(o.entry_id, o.entry_id)}) if o.entry_id else o for o in ops
+            ]
             for e in entries:
                 v = vectorize([e.aspect, e.text])
                 self.db.execute(
@@ -548,10 +597,24 @@ class ProfileStore:
                     " valid_from_time, valid_to, valid_to_time, reason, closed_reason, op, created_at,"
                     " aspect_vector, text_vector, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
-                        e.id, e.version, user_id, e.aspect, e.value, e.stance.value,
-                        json.dumps([x.model_dump() for x in e.evidence]), e.valid_from, _iso(e.valid_from_time),
-                        e.valid_to, _iso(e.valid_to_time), e.reason, e.closed_reason, e.op.value, _now(),
-                        v[0].tobytes(), v[1].tobytes(), e.kind,
+                        e.id,
+                        e.version,
+                        user_id,
+                        e.aspect,
+                        e.value,
+                        e.stance.value,
+                        json.dumps([x.model_dump() for x in e.evidence]),
+                        e.valid_from,
+                        _iso(e.valid_from_time),
+                        e.valid_to,
+                        _iso(e.valid_to_time),
+                        e.reason,
+                        e.closed_reason,
+                        e.op.value,
+                        _now(),
+                        v[0].tobytes(),
+                        v[1].tobytes(),
+                        e.kind,
                     ),
                 )
             for o in ops:
@@ -559,8 +622,16 @@ class ProfileStore:
                     "INSERT INTO operations (user_id, session_id, session_order, op, entry_id, version, reason,"
                     " evidence, source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
-                        user_id, o.session_id, o.session_order, o.op.value, o.entry_id, o.version, o.reason,
-                        json.dumps([x.model_dump() for x in o.evidence]), o.source, _iso(o.created_at),
+                        user_id,
+                        o.session_id,
+                        o.session_order,
+                        o.op.value,
+                        o.entry_id,
+                        o.version,
+                        o.reason,
+                        json.dumps([x.model_dump() for x in o.evidence]),
+                        o.source,
+                        _iso(o.created_at),
                     ),
                 )
             for s in data.get("sessions", []):
@@ -574,6 +645,14 @@ class ProfileStore:
                 self.db.execute(
                     "INSERT OR REPLACE INTO turns (user_id, session_id, turn_index, role, content, vector, timestamp)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (user_id, t["session_id"], int(t["turn_index"]), t["role"], t["content"], v.tobytes(), t.get("timestamp")),
+                    (
+                        user_id,
+                        t["session_id"],
+                        int(t["turn_index"]),
+                        t["role"],
+                        t["content"],
+                        v.tobytes(),
+                        t.get("timestamp"),
+                    ),
                 )
         return len(entries)

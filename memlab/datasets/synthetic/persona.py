@@ -53,7 +53,7 @@ class Event:
     user_text: str
     reply: str
     bind: Callable[[int], None]  # records the message index of the user turn
-    after: "Event | None" = None  # an event that must come earlier in the same session
+    after: Event | None = None  # an event that must come earlier in the same session
 
 
 @dataclass

@@ -68,7 +68,9 @@ class LocalExecutor:
 def make_executor(name: str = "local", **options: Any) -> Any:
     if name == "local":
         if options:
-            raise MemlabError(f"executor 'local' takes no options (got {sorted(options)}): use --executor process or ray")
+            raise MemlabError(
+                f"executor 'local' takes no options (got {sorted(options)}): use --executor process or ray"
+            )
         return LocalExecutor()
     if name == "process":
         from memlab.run.executors.process import ProcessExecutor

@@ -45,7 +45,9 @@ class RayOptions(BaseModel):
         default=None, description="existing cluster ('auto', 'ray://host:10001', host:6379); None starts a local Ray"
     )
     workers: int | None = Field(
-        default=None, ge=1, description="worker actors (default: cluster CPUs / cpus_per_job); local Ray gets this many CPUs"
+        default=None,
+        ge=1,
+        description="worker actors (default: cluster CPUs / cpus_per_job); local Ray gets this many CPUs",
     )
     cpus_per_job: float = Field(default=1.0, gt=0, description="CPUs each worker actor reserves")
     gpus_per_job: float = Field(default=0.0, ge=0, description="GPUs each worker actor reserves (local LLM readers)")

@@ -55,7 +55,10 @@ def start_reaper() -> None:
         return
     _started = subprocess.Popen(
         [sys.executable, "-m", "memlab.run.executors.reaper", str(os.getpid())],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
 
 

@@ -272,8 +272,14 @@ class Book:
         remaining = [q for q in tracked.job.question_ids if q not in tracked.answered]
         message = f"{type(outcome.error).__name__}: {outcome.error}"
         if remaining and tracked.attempts <= self.retries:
-            logger.warning("job %s failed (attempt %d of %d), retrying %d question(s): %s",
-                           tracked.job.label, tracked.attempts, self.retries + 1, len(remaining), message)
+            logger.warning(
+                "job %s failed (attempt %d of %d), retrying %d question(s): %s",
+                tracked.job.label,
+                tracked.attempts,
+                self.retries + 1,
+                len(remaining),
+                message,
+            )
             logger.debug("%s", outcome.traceback)
             return portable_job(tracked.job.model_copy(update={"question_ids": remaining}))
         return tracked.job, JobFailed(outcome.error, outcome.traceback)
