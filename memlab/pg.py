@@ -71,7 +71,7 @@ def open_pool(url: str, *, max_size: int, search_path: str | None = None) -> Any
         ) from exc
 
     # Probe once without the pool, so a wrong URL is one clear error instead of pool retries.
-    kwargs = {"options": f"-c search_path={search_path}"} if search_path else {}
+    kwargs: dict[str, Any] = {"options": f"-c search_path={search_path}"} if search_path else {}
     try:
         probe = psycopg.connect(url, connect_timeout=10, **kwargs)
     except psycopg.Error as exc:

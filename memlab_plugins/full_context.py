@@ -76,7 +76,7 @@ class FullContextMemory(Memory):
     def memory_depends_only_on_turns(cls, config: BackendConfig) -> bool:
         return True  # one item per stored turn, whatever the ingest calls were
 
-    def __init__(self, config=None, *, data_dir=None, cache_dir=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, config=None, *, data_dir=None, cache_dir=None) -> None:
         super().__init__(config, data_dir=data_dir, cache_dir=cache_dir)
         self._dir_lock: DirectoryLock | None = None
         if self.data_dir is not None:

@@ -275,7 +275,7 @@ class RagMemory(Memory):
         # Session and window chunks are cut per ingest call.
         return cls.parse_config(config).chunking == "turn"  # type: ignore[attr-defined]
 
-    def __new__(cls, config=None, **kwargs: Any):  # type: ignore[no-untyped-def]
+    def __new__(cls, config=None, **kwargs: Any):
         # ``store: postgresql://...`` selects the database-backed variant (memlab_plugins.rag_pg).
         if cls is RagMemory and cls.parse_config(config).store is not None:  # type: ignore[attr-defined]
             from memlab_plugins.rag_pg import PgRagMemory
@@ -283,7 +283,7 @@ class RagMemory(Memory):
             return super().__new__(PgRagMemory)
         return super().__new__(cls)
 
-    def __init__(self, config=None, *, data_dir=None, cache_dir=None, embedder: Embedder | None = None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, config=None, *, data_dir=None, cache_dir=None, embedder: Embedder | None = None) -> None:
         super().__init__(config, data_dir=data_dir, cache_dir=cache_dir)
         self._lock: DirectoryLock | None = None
         if self.data_dir is not None:
@@ -321,7 +321,7 @@ class RagMemory(Memory):
             chunking["max_length"] = c.max_length
         return {"embedder": self.embedder.name, **chunking}
 
-    def _user_dir(self, user_id: str):  # type: ignore[no-untyped-def]
+    def _user_dir(self, user_id: str):
         return self.data_dir / f"user-{user_id}" if self.data_dir is not None else None
 
     def _store(self, user_id: str, *, create: bool) -> ChunkStore | None:
@@ -356,7 +356,7 @@ class RagMemory(Memory):
         return store.sessions.get(session_id, 0) if store is not None else 0
 
     # ------------------------------------------------------------------ Memory
-    def ingest(self, session, *, user_id):  # type: ignore[no-untyped-def,override]
+    def ingest(self, session, *, user_id):
         """One ingest per user at a time (numbering a session's turns is read-then-write);
         other users' ingests and every search proceed meanwhile."""
         with self._stores_lock:
@@ -391,6 +391,7 @@ class RagMemory(Memory):
 
     def _ranked(self, store: ChunkStore, user_id: str, query: str, k: int) -> list[tuple[int, MemoryItem]]:
         c = self.config
+        parts: dict[int, dict[str, float]]
         if c.lexical == "none" and c.neighbours == 0:
             if c.scoring == "dense":
                 hits = store.search(self.embedder.embed([query], query=True)[0], k)
@@ -398,7 +399,6 @@ class RagMemory(Memory):
             semantic, parts = self._rerank(store, query, k)
             return [(i, self._item(store, i, s, parts)) for i, s in semantic]
         pool = max(c.candidates, k)
-        parts: dict[int, dict[str, float]]
         if c.semantic_weight == 0:
             semantic, parts = [], {}  # BM25 alone: no query embedding needed
         elif c.scoring == "dense":

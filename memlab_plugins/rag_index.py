@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import faiss
 import numpy as np
@@ -82,7 +82,8 @@ class ChunkStore:
             # The snapshot's saved index covers its chunks; the log's vectors are added to it.
             self.index = saved_index
             if self.spec.kind == "hnsw":
-                self.index.hnsw.efSearch = self.spec.ef_search
+                # The snapshot's index_kind matched this HNSW spec, so the saved index is an HNSW one.
+                cast(faiss.IndexHNSW, self.index).hnsw.efSearch = self.spec.ef_search
             self.index.add(self.dense[saved_index.ntotal :])
         else:
             self.index.add(self.dense)
@@ -120,8 +121,8 @@ class ChunkStore:
         batch = ChunkBatch(
             chunks=chunks,
             dense=np.asarray(dense, dtype=np.float32).reshape(len(chunks), self.dim),
-            sparse=sparse or [],
-            colbert=colbert or [],
+            sparse=list(sparse or []),
+            colbert=list(colbert or []),
             sessions=dict(sessions or {}),
         )
         with self.lock:

@@ -15,14 +15,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import bm25s
 
 _stem_lock = threading.Lock()
 
 
 @lru_cache(maxsize=1)
-def _stemmer():  # type: ignore[no-untyped-def]
+def _stemmer():
     from nltk.stem.porter import PorterStemmer
 
     return PorterStemmer()
@@ -49,7 +53,7 @@ class BM25Index:
         self.k1, self.b = k1, b
         self._tokens: dict[str, list[str]] = {}  # chunk id -> tokens
         self._version: int | None = None
-        self._bm25 = None
+        self._bm25: bm25s.BM25 | None = None
         self._size = 0
         self._lock = threading.Lock()
 

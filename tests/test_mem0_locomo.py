@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from memlab.memory import MAX_K
 from memlab.testing import session
 from memlab.testing.chat_models import (
     FunctionChatModel,
@@ -167,7 +168,7 @@ def test_preset_adds_under_two_speaker_ids_with_dates_and_searches_both_with_top
 def test_preset_shares_k_between_the_speakers(tmp_path: Path) -> None:
     memory = Mem0Memory({"embedder": "hashing", "preset": "locomo-eval", "threshold": 0.0}, data_dir=tmp_path)
     memory.ingest(locomo_session("session_1", MAY_8, pairs=4), user_id="c")
-    for k, expected in ((1, [1, 0]), (5, [3, 2]), (10**9, [8, 8])):
+    for k, expected in ((1, [1, 0]), (5, [3, 2]), (MAX_K, [8, 8])):
         items = memory.retrieve("gallery", user_id="c", k=k).items
         assert [sum(i.metadata["speaker"] == s for i in items) for s in ("Caroline", "Melanie")] == expected
     memory.close()

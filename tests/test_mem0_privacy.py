@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from memlab.errors import NotFoundError
+from memlab.memory import MAX_K
 from memlab.testing import session
 from memlab.testing.chat_models import Mem0ExtractionChatModel
 from memlab_plugins.mem0_backend import Mem0Memory
@@ -125,9 +126,11 @@ def test_a_huge_k_is_clamped_to_what_the_user_holds(tmp_path: Path) -> None:
         return search(*args, **kwargs)
 
     memory._mem.search = spy
-    result = memory.retrieve("kayaks", user_id="u", k=10**9)
+    result = memory.retrieve("kayaks", user_id="u", k=MAX_K)  # the largest k the API accepts
     assert asked == [4]
     assert len(result.items) == 4
-    assert memory.retrieve("kayaks", user_id="nobody", k=10**9).items == []
+    assert memory.retrieve("kayaks", user_id="nobody", k=MAX_K).items == []
     assert asked == [4], "a user with nothing stored is not searched at all"
+    with pytest.raises(ValueError, match="k must be an integer from 1 to"):
+        memory.retrieve("kayaks", user_id="u", k=10**9)  # refused before any backend work
     memory.close()

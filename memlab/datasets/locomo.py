@@ -31,7 +31,7 @@ from typing import Any
 
 from memlab.datasets.base import DataIssue, Dataset, History, data_home
 from memlab.errors import DataFormatError, DatasetUnavailableError
-from memlab.types import Message, Question
+from memlab.types import Message, Question, Role
 
 LOCOMO_URL = "https://raw.githubusercontent.com/snap-research/LoCoMo/main/data/locomo10.json"
 LOCOMO_FILE = "locomo10.json"
@@ -60,7 +60,7 @@ MEM0_CATEGORY_NAMES: dict[int, str] = {
     4: "open-domain",
 }
 
-SPEAKER_ROLES = ("user", "assistant")  # speaker_a, speaker_b
+SPEAKER_ROLES: tuple[Role, Role] = ("user", "assistant")  # speaker_a, speaker_b
 
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _DIA_ID = re.compile(r"^D(\d+):0*(\d+)$")

@@ -151,8 +151,9 @@ class _Entry:
             if when is None:
                 self.issue(f"haystack_dates[{number}]", f"cannot parse date {raw_date!r}; its turns have no timestamp")
         order = list(range(len(sessions)))
-        if all(when is not None for when in parsed):
-            order.sort(key=lambda n: parsed[n])  # stable: same-date sessions keep the file's order
+        dated = [when for when in parsed if when is not None]
+        if len(dated) == len(parsed):
+            order.sort(key=lambda n: dated[n])  # stable: same-date sessions keep the file's order
         else:
             self.issue("haystack_dates", "sessions kept in file order (not every date parses)")
         return [(parsed[n], str(dates[n]), str(ids[n]), sessions[n]) for n in order]

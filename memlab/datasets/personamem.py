@@ -331,7 +331,8 @@ def _parse_row(number: int, record: dict[str | None, Any], text_column: str, rea
                 "row": number,
                 **_optional_metadata(record, number, reader),
             },
-            **distances,
+            distance_blocks=distances["distance_blocks"],
+            distance_tokens=distances["distance_tokens"],
         )
     except ValidationError as exc:
         reader.issue(number, None, f"invalid question: {exc.errors()[0]['msg']}; row skipped")

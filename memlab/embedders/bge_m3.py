@@ -236,7 +236,7 @@ def colbert_scores(query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
         return out
     # One matrix product over all candidates' tokens (many small ones are far slower), then the
     # best token per query token within each document's slice of columns.
-    tokens = np.concatenate([np.asarray(docs[i], dtype=np.float32) for i in keep])
+    tokens = np.concatenate([np.asarray(docs[int(i)], dtype=np.float32) for i in keep])
     sims = np.asarray(query, dtype=np.float32) @ tokens.T
     starts = np.concatenate([[0], np.cumsum(lengths[keep])[:-1]])
     out[keep] = np.maximum.reduceat(sims, starts, axis=1).mean(axis=0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -33,7 +34,9 @@ class CachedEmbedder(Embedder):
 
     def _embed(self, texts: list[str], *, query: bool) -> np.ndarray:
         keys = [self._key(t, query) for t in texts]
-        found = {key: np.frombuffer(blob, dtype=np.float32) for key, blob in self._store.get_many(keys).items()}
+        # This table only holds the float32 bytes that put_many writes below, never text.
+        stored = self._store.get_many(keys)
+        found = {key: np.frombuffer(cast(bytes, blob), dtype=np.float32) for key, blob in stored.items()}
         missing = [i for i, key in enumerate(keys) if key not in found]
         self.hits += len(texts) - len(missing)
         computed = 0

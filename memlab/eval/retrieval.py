@@ -152,7 +152,7 @@ def retrieval_metrics(
         return {}
     if any(k < 1 for k in ks):
         raise ValueError(f"every k must be >= 1, got {list(ks)}")
-    groups = [{int(entry)} if isinstance(entry, Integral) else {int(i) for i in entry} for entry in ranked]
+    groups = [{int(entry)} if isinstance(entry, (int, Integral)) else {int(i) for i in entry} for entry in ranked]
     first_hit = next((rank for rank, group in enumerate(groups, start=1) if group & wanted), None)
     metrics: dict[str, float] = {}
     for k in ks:

@@ -79,7 +79,9 @@ class HFLocalLLM(LLM):
             raise ModelUnavailableError(
                 f"cannot load local model {model!r}{f' (gguf_file={gguf})' if gguf else ''}: {exc}"
             ) from exc
-        self.model_obj.to(self.device).eval()
+        # transformers declares PreTrainedModel.to with @wraps(torch.nn.Module.to), so mypy takes the
+        # wrapped unbound signature (self first) for the bound call.
+        self.model_obj.to(self.device).eval()  # type: ignore[arg-type]
         self.model = gguf or Path(source).name
         self.name = f"hf:{self.model}"
         # Two folders named alike, or one model in two dtypes, must not share cached answers.

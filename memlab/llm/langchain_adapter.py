@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -132,7 +132,7 @@ class MemlabChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)], llm_output={"token_usage": usage})
 
 
-def _role_of(message: BaseMessage) -> str:
+def _role_of(message: BaseMessage) -> Literal["system", "user", "assistant"]:
     kind = message.type
     if kind == "system":
         return "system"

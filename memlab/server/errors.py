@@ -9,6 +9,7 @@ anything unexpected -> 500 without internals (logged server-side).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -40,7 +41,7 @@ def error_response(
     *,
     code: str | None = None,
     details: list[dict[str, Any]] | None = None,
-    headers: dict[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
     body: dict[str, Any] = {
         "status": status,

@@ -63,7 +63,7 @@ class FunctionChatModel(BaseChatModel):
             "output_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
         }
-        message = AIMessage(content=text, usage_metadata=usage)  # type: ignore[arg-type]
+        message = AIMessage(content=text, usage_metadata=usage)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 
@@ -103,7 +103,7 @@ def mem0_new_messages(messages: list[BaseMessage]) -> list[tuple[str, str]]:
 def mem0_extraction_reply(messages: list[BaseMessage]) -> str:
     """mem0's expected JSON: ``{"memory": [{"id": "0", "text": ..., "attributed_to": "user"}, ...]}``
     with one memory per user sentence that speaks in the first person ("User said: <sentence>")."""
-    memories = []
+    memories: list[dict[str, str]] = []
     for role, content in mem0_new_messages(messages):
         if role != "user":
             continue

@@ -28,6 +28,7 @@ Failing checks show their values when pytest rewrites this module's asserts: mem
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
@@ -70,7 +71,7 @@ class MemoryConformance:
         raise NotImplementedError
 
     @pytest.fixture
-    def memory(self, tmp_path: Path) -> Memory:
+    def memory(self, tmp_path: Path) -> Iterator[Memory]:
         mem = self.make_memory(tmp_path / "data")
         yield mem
         mem.close()

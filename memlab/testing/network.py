@@ -5,6 +5,7 @@ Unit tests must never reach the internet; local servers started by a test on 127
 
 from __future__ import annotations
 
+import _socket  # socket.socket's connect methods are inherited from the C class _socket.socket
 import ipaddress
 import socket
 from collections.abc import Iterator
@@ -41,11 +42,11 @@ def block_network() -> Iterator[list[Any]]:
             refused.append(address)
             raise NetworkBlockedError(f"network access blocked in tests: {address!r}")
 
-    def connect(self: socket.socket, address: Any) -> Any:
+    def connect(self: _socket.socket, address: Any) -> None:
         guard(address)
-        return original_connect(self, address)
+        original_connect(self, address)
 
-    def connect_ex(self: socket.socket, address: Any) -> Any:
+    def connect_ex(self: _socket.socket, address: Any) -> int:
         guard(address)
         return original_connect_ex(self, address)
 
@@ -56,12 +57,13 @@ def block_network() -> Iterator[list[Any]]:
             raise NetworkBlockedError(f"DNS lookup blocked in tests: {name!r}")
         return original_getaddrinfo(host, *args, **kwargs)
 
+    # Deliberate monkeypatching of the stdlib class: mypy flags any assignment to a method.
     socket.socket.connect = connect  # type: ignore[method-assign]
     socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
-    socket.getaddrinfo = getaddrinfo  # type: ignore[assignment]
+    socket.getaddrinfo = getaddrinfo
     try:
         yield refused
     finally:
-        socket.socket.connect = original_connect  # type: ignore[method-assign]
-        socket.socket.connect_ex = original_connect_ex  # type: ignore[method-assign]
-        socket.getaddrinfo = original_getaddrinfo  # type: ignore[assignment]
+        socket.socket.connect = original_connect  # type: ignore[method-assign]  # restoring the patch above
+        socket.socket.connect_ex = original_connect_ex  # type: ignore[method-assign]  # restoring the patch above
+        socket.getaddrinfo = original_getaddrinfo

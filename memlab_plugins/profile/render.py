@@ -42,7 +42,7 @@ def _said(entry: ProfileEntry, quote_chars: int) -> str:
 def _render_attribute(versions: list[ProfileEntry], quote_chars: int, max_versions: int) -> str:
     """``- lives in: Berlin (since session 3) - "I moved to Berlin."`` then the earlier values."""
     latest = versions[-1]
-    if latest.current:
+    if latest.valid_to is None:  # current
         lines = [f"- {latest.aspect}: {_clip(latest.value, quote_chars)} ({_when(latest)}){_said(latest, quote_chars)}"]
     else:
         why = f" because: {_clip(latest.closed_reason, quote_chars)}" if latest.closed_reason else ""
@@ -51,10 +51,10 @@ def _render_attribute(versions: list[ProfileEntry], quote_chars: int, max_versio
         ]
     earlier = versions[:-1][-(max_versions - 1) :] if max_versions > 1 else []
     for old, new in zip(earlier, versions[len(versions) - len(earlier) :]):
-        why = new.reason or old.closed_reason
+        because = new.reason or old.closed_reason
         lines.append(
             f"  earlier: {_clip(old.value, quote_chars)} ({_when(old)}) -> changed to {_clip(new.value, quote_chars)}"
-            + (f" because: {_clip(why, quote_chars)}" if why else "")
+            + (f" because: {_clip(because, quote_chars)}" if because else "")
         )
     return "\n".join(lines)
 
@@ -65,7 +65,7 @@ def render_chain(versions: list[ProfileEntry], *, quote_chars: int = 300, max_ve
     if latest.kind == "attribute":
         return _render_attribute(versions, quote_chars, max_versions)
     head = f"- {latest.aspect}: "
-    if latest.current:
+    if latest.valid_to is None:  # current
         head += f'{_STANCE_WORDS[latest.stance]} ({_when(latest)}) - "{_clip(latest.value, quote_chars)}"'
     else:
         # Closed with no successor: the user stopped or turned away.
@@ -77,8 +77,10 @@ def render_chain(versions: list[ProfileEntry], *, quote_chars: int = 300, max_ve
     lines = [head]
     earlier = versions[:-1][-(max_versions - 1) :] if max_versions > 1 else []
     for old, new in zip(earlier, versions[len(versions) - len(earlier) :]):
-        why = new.reason or old.closed_reason
-        change = f" -> changed to {_STANCE_WORDS[new.stance]}" + (f" because: {_clip(why, quote_chars)}" if why else "")
+        because = new.reason or old.closed_reason
+        change = f" -> changed to {_STANCE_WORDS[new.stance]}" + (
+            f" because: {_clip(because, quote_chars)}" if because else ""
+        )
         lines.append(
             f'  earlier: {_STANCE_WORDS[old.stance]} ({_when(old)}) - "{_clip(old.value, quote_chars)}"{change}'
         )
@@ -93,7 +95,7 @@ def render_state(versions: list[ProfileEntry], *, quote_chars: int = 300) -> str
     """
     latest = versions[-1]
     if latest.kind == "attribute":
-        if not latest.current:
+        if latest.valid_to is not None:  # closed
             why = f" because: {_clip(latest.closed_reason, quote_chars)}" if latest.closed_reason else ""
             return f"{latest.aspect}: no longer {_clip(latest.value, quote_chars)} (stopped in session {latest.valid_to + 1}{why})"
         text = f"{latest.aspect}: {_clip(latest.value, quote_chars)} ({_when(latest)})"
@@ -101,7 +103,7 @@ def render_state(versions: list[ProfileEntry], *, quote_chars: int = 300) -> str
             why = f" because: {_clip(latest.reason, quote_chars)}" if latest.reason else ""
             text += f" (changed from {_clip(versions[-2].value, quote_chars)}{why})"
         return text
-    if latest.current:
+    if latest.valid_to is None:  # current
         text = (
             f'{latest.aspect}: {_STANCE_WORDS[latest.stance]} ({_when(latest)}) - "{_clip(latest.value, quote_chars)}"'
         )

@@ -337,7 +337,8 @@ class ProfileStore:
                 vectorize,
             )
         elif op.op in (OpType.UPDATE, OpType.DELETE):
-            assert latest is not None
+            # ``latest`` is looked up only when ``op.entry_id`` is set (and checked above for these ops).
+            assert latest is not None and entry_id is not None
             if latest["valid_to"] is not None:
                 raise ProfileStoreError(f"{op.op.value}: entry {op.entry_id!r} is already closed")
             # A DELETE's evidence (the "I stopped X" turn) stays with the closed version.
@@ -383,6 +384,7 @@ class ProfileStore:
                 _now(),
             ),
         )
+        assert cursor.lastrowid is not None  # sqlite3 sets it after the INSERT just run
         return int(cursor.lastrowid)
 
     def _insert(
@@ -482,8 +484,8 @@ class ProfileStore:
         self.purge()
 
     def _redact_turns(self, user_id: str, versions: list[ProfileEntry], vectorize: Vectorizer) -> None:
-        quotes = {v.value for v in versions} | {e.quote for v in versions for e in v.evidence}
-        quotes = sorted((q.strip() for q in quotes if len(q.strip()) >= 3), key=len, reverse=True)
+        said = {v.value for v in versions} | {e.quote for v in versions for e in v.evidence}
+        quotes = sorted((q.strip() for q in said if len(q.strip()) >= 3), key=len, reverse=True)
         for session_id, turn_index in {(e.session_id, e.turn_index) for v in versions for e in v.evidence}:
             turn = self.turn(user_id, session_id, turn_index)
             if turn is None:
@@ -640,7 +642,7 @@ class ProfileStore:
                     (user_id, s["session_id"], int(s["session_order"]), int(s["turns"])),
                 )
             turns = list(data.get("turns", []))
-            vectors = vectorize([t["content"] for t in turns]) if turns else []
+            vectors: np.ndarray | list[np.ndarray] = vectorize([t["content"] for t in turns]) if turns else []
             for t, v in zip(turns, vectors):
                 self.db.execute(
                     "INSERT OR REPLACE INTO turns (user_id, session_id, turn_index, role, content, vector, timestamp)"
