@@ -72,12 +72,12 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
     if args.plugin:
         data["plugins"] = [*data.get("plugins", []), *args.plugin]
     if args.judge or args.judge_runs is not None:
-        judge = dict(data.get("judge") or {})
+        judge_data = dict(data.get("judge") or {})
         if args.judge:
-            judge["prompt"] = args.judge
+            judge_data["prompt"] = args.judge
         if args.judge_runs is not None:
-            judge["runs"] = args.judge_runs
-        data["judge"] = judge
+            judge_data["runs"] = args.judge_runs
+        data["judge"] = judge_data
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:

@@ -80,7 +80,8 @@ def to_message(value: MessageLike) -> Message:
     if isinstance(value, Message):
         return value
     if isinstance(value, tuple) and len(value) == 2:
-        return Message(role=value[0], content=value[1])  # type: ignore[arg-type]
+        # model_validate: the role is any value here, checked against Role by pydantic.
+        return Message.model_validate({"role": value[0], "content": value[1]})
     if isinstance(value, Mapping):
         return Message.model_validate(dict(value))
     raise TypeError(f"cannot read a message from {type(value).__name__}: use Message, a dict or (role, content)")
@@ -293,6 +294,7 @@ class MemoryClient:
 
         embedder = getattr(self.memory, "embedder", None)  # rag and profile keep theirs here
         if isinstance(embedder, Embedder) and not isinstance(embedder, CoalescingEmbedder):
+            # Only backends that keep an embedder attribute get here (getattr above); Memory declares none.
             self.memory.embedder = CoalescingEmbedder(embedder)  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ locking

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from memlab.embedders import Embedder
-from memlab.errors import ConfigurationError, DataFormatError, NotFoundError
+from memlab.errors import ConfigurationError, DataFormatError, MemlabError, NotFoundError
 from memlab.memory import IngestReport, Memory, render_turns
 from memlab.pg import ensure_schema, ensure_vector_extension, get_meta, open_pool, redact, set_meta, vector_literal
 from memlab.types import MemoryItem, Retrieval, Session
@@ -94,7 +94,7 @@ class PgRagMemory(RagMemory):
     ``RagMemory(config)`` returns one of these when ``config.store`` is a PostgreSQL URL.
     """
 
-    def __init__(self, config=None, *, data_dir=None, cache_dir=None, embedder: Embedder | None = None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, config=None, *, data_dir=None, cache_dir=None, embedder: Embedder | None = None) -> None:
         # The database is the state: the data directory (if given) is neither written nor locked,
         # so any number of workers may share it.
         Memory.__init__(self, config, data_dir=data_dir, cache_dir=cache_dir)
@@ -129,14 +129,21 @@ class PgRagMemory(RagMemory):
             self.close()
             raise
 
+    @property
+    def _db(self) -> Any:
+        """The open connection pool (``_pool`` is None only after ``close``, and then this raises)."""
+        if self._pool is None:
+            raise MemlabError("the rag PostgreSQL store is closed")
+        return self._pool
+
     def _vector_version(self) -> tuple[int, ...]:
-        with self._pool.connection() as conn:
+        with self._db.connection() as conn:
             (version,) = conn.execute("SELECT extversion FROM pg_extension WHERE extname='vector'").fetchone()
         return tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
 
     def _check_signature(self) -> None:
         wanted = {**self._signature(), "dim": int(self.embedder.dim)}
-        with self._pool.connection() as conn, conn.transaction():
+        with self._db.connection() as conn, conn.transaction():
             stored = get_meta(conn, PREFIX, "signature")
             if stored is None:
                 set_meta(conn, PREFIX, "signature", json.dumps(wanted, sort_keys=True))
@@ -159,7 +166,7 @@ class PgRagMemory(RagMemory):
         return report if actual is None else report.model_copy(update={"first_turn": actual})
 
     def _next_turn_index(self, user_id: str, session_id: str) -> int:
-        with self._pool.connection() as conn:
+        with self._db.connection() as conn:
             row = conn.execute(
                 f"SELECT turns FROM {PREFIX}sessions WHERE user_id=%s AND session_id=%s", (user_id, session_id)
             ).fetchone()
@@ -170,7 +177,7 @@ class PgRagMemory(RagMemory):
         texts = [c.text for c in chunk_session(session, 0, self.config)]
         # Embed before the transaction: a failed model call stores nothing, and the lock is held briefly.
         dense = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), np.float32)
-        with self._pool.connection() as conn, conn.transaction():
+        with self._db.connection() as conn, conn.transaction():
             conn.execute(
                 f"INSERT INTO {PREFIX}sessions VALUES (%s, %s, 0) ON CONFLICT DO NOTHING", (user_id, session.id)
             )
@@ -217,7 +224,7 @@ class PgRagMemory(RagMemory):
             return Retrieval()
         q = vector_literal(self.embedder.embed([query], query=True)[0])
         columns = "seq, item_id, text, source, metadata"
-        with self._pool.connection() as conn, conn.transaction():
+        with self._db.connection() as conn, conn.transaction():
             rows = []
             if self.config.index == "hnsw":
                 conn.execute(f"SET LOCAL hnsw.ef_search = {int(max(self.config.hnsw_ef_search, k))}")
@@ -243,7 +250,7 @@ class PgRagMemory(RagMemory):
         return Retrieval(items=items, context=render_turns(items))
 
     def _list(self, user_id: str) -> list[MemoryItem]:
-        with self._pool.connection() as conn:
+        with self._db.connection() as conn:
             rows = conn.execute(
                 f"SELECT seq, item_id, text, source, metadata FROM {PREFIX}chunks WHERE user_id=%s ORDER BY seq",
                 (user_id,),
@@ -251,7 +258,7 @@ class PgRagMemory(RagMemory):
         return [self._row_item(r) for r in rows]
 
     def _sessions(self, user_id: str) -> dict[str, int]:
-        with self._pool.connection() as conn:
+        with self._db.connection() as conn:
             rows = conn.execute(
                 f"SELECT session_id, turns FROM {PREFIX}sessions WHERE user_id=%s ORDER BY session_id", (user_id,)
             ).fetchall()
@@ -259,7 +266,7 @@ class PgRagMemory(RagMemory):
 
     # ------------------------------------------------------------------ deletion, export
     def _delete(self, item_id: str, *, user_id: str) -> None:
-        with self._pool.connection() as conn, conn.transaction():
+        with self._db.connection() as conn, conn.transaction():
             cursor = conn.execute(f"DELETE FROM {PREFIX}chunks WHERE user_id=%s AND item_id=%s", (user_id, item_id))
             if cursor.rowcount == 0:
                 raise NotFoundError(f"no memory item {item_id!r} for user {user_id!r}")
@@ -268,7 +275,7 @@ class PgRagMemory(RagMemory):
         return {"items": [c.model_dump(mode="json") for c in self._list(user_id)], "sessions": self._sessions(user_id)}
 
     def _reset(self, user_id: str) -> None:
-        with self._pool.connection() as conn, conn.transaction():
+        with self._db.connection() as conn, conn.transaction():
             conn.execute(f"DELETE FROM {PREFIX}chunks WHERE user_id=%s", (user_id,))
             conn.execute(f"DELETE FROM {PREFIX}sessions WHERE user_id=%s", (user_id,))
 

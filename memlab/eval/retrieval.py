@@ -125,9 +125,10 @@ def retrieval_ranking(history: History, retrieval: Retrieval) -> list[list[int]]
         groups.append((item.score, indexes))
     if not groups:
         return []
-    if all(score is not None for score, _ in groups):
+    scored = [(score, indexes) for score, indexes in groups if score is not None]
+    if len(scored) == len(groups):
         # stable sort: equal scores keep the backend's order
-        return [indexes for _, indexes in sorted(groups, key=lambda g: -float(g[0]))]  # type: ignore[arg-type]
+        return [indexes for _, indexes in sorted(scored, key=lambda g: -float(g[0]))]
     merged: list[int] = []
     for _, indexes in groups:
         merged.extend(i for i in indexes if i not in merged)

@@ -114,7 +114,8 @@ def to_memlab_message(message: BaseMessage) -> Message:
             "ai and system messages (or ChatMessage with role user/assistant/system) are conversation turns"
         )
     content = message.content if isinstance(message.content, str) else message.text
-    return Message(role=role, content=content)  # type: ignore[arg-type]
+    # model_validate: ChatMessage.role is a plain str (checked above), validated against Role by pydantic.
+    return Message.model_validate({"role": role, "content": content})
 
 
 class MemlabChatMessageHistory(BaseChatMessageHistory):
@@ -148,6 +149,8 @@ class MemlabChatMessageHistory(BaseChatMessageHistory):
                     raise ValueError(f"{self._path}:{number}: not a JSON message ({exc.msg})") from exc
         return messages_from_dict(rows)
 
+    # langchain_core types BaseChatMessageHistory.messages as a plain attribute, while its own docs
+    # implement it as a read-only property like this one.
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         with self._lock:

@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -127,7 +127,9 @@ class OpenAICompatServer(ThreadingHTTPServer):
 
     @property
     def base_url(self) -> str:
-        host, port = self.server_address[:2]
+        # server_bind() sets server_address from getsockname(), which gives the host as str (typeshed
+        # also allows bytes, which is only what a caller may pass in).
+        host, port = cast("tuple[str, int]", self.server_address[:2])
         return f"http://{host}:{port}/v1"
 
     def start(self) -> OpenAICompatServer:

@@ -37,7 +37,9 @@ option different") hurts everywhere (0.615 on rag top-10, 0.326 over all turns).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import Field
@@ -87,9 +89,9 @@ class EmbeddingReader(Reader):
 
     def __init__(
         self,
-        config=None,
+        config: ReaderConfig | Mapping[str, Any] | None = None,
         *,
-        embedder: Embedder | None = None,  # type: ignore[no-untyped-def]
+        embedder: Embedder | None = None,
         cache_dir: str | Path | None = None,
     ) -> None:
         super().__init__(config, cache_dir=cache_dir)

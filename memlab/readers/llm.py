@@ -264,15 +264,26 @@ class LLMReader(Reader):
             "cached": response.cached,
             "raw_reply": response.text,
         }
-        common = {"prompt_tokens": response.prompt_tokens, "completion_tokens": response.completion_tokens}
         if not mc:
-            return Answer(text=final_text(response.text), metadata=metadata, **common)
+            return Answer(
+                text=final_text(response.text),
+                metadata=metadata,
+                prompt_tokens=response.prompt_tokens,
+                completion_tokens=response.completion_tokens,
+            )
         choice = choose(response.text, question, self.config.parser, json_mode=json_mode)
         metadata["parse_failure"] = choice is None
         metadata["parser"] = self.config.parser
         metadata["metrics"] = {"lenient_only": lenient_only(response.text, question, json_mode=json_mode)}
         scores = [1.0 if i == choice else 0.0 for i in range(len(question.options))] if choice is not None else []
-        return Answer(choice=choice, scores=scores, text=response.text.strip(), metadata=metadata, **common)
+        return Answer(
+            choice=choice,
+            scores=scores,
+            text=response.text.strip(),
+            metadata=metadata,
+            prompt_tokens=response.prompt_tokens,
+            completion_tokens=response.completion_tokens,
+        )
 
     def answer_many(self, items: Sequence[tuple[Question, Retrieval]]) -> list[Answer]:
         """Answer several questions with up to ``llm.max_concurrency`` requests in flight."""

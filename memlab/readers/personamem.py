@@ -68,6 +68,8 @@ SystemTurns = Literal["auto", "merge", "keep", "drop"]
 class _LLMReader(Reader):
     """What both protocol readers share: the ``llm`` config block, lazy LLM, concurrency, close."""
 
+    config: PersonaMemReaderConfig | PersonaMemBaselineConfig  # each subclass narrows it to its own
+
     def __init__(
         self,
         config: ReaderConfig | Mapping[str, Any] | None = None,
@@ -81,7 +83,7 @@ class _LLMReader(Reader):
 
     @property
     def llm_config(self) -> LLMConfig:
-        return self.config.llm  # type: ignore[attr-defined,no-any-return]
+        return self.config.llm
 
     def _build_config(self) -> LLMConfig:
         return llm_config_for(self.llm_config, self.cache_dir)
@@ -241,7 +243,8 @@ class PersonaMemReader(_LLMReader):
             messages = merge_system_turns(messages)
         elif mode == "drop":
             messages = [m for m in messages if m["role"] != "system"]
-        return [ChatMessage(role=m["role"], content=m["content"]) for m in messages]  # type: ignore[arg-type]
+        # model_validate: the roles are plain strings here, checked against ChatMessage.role by pydantic.
+        return [ChatMessage.model_validate({"role": m["role"], "content": m["content"]}) for m in messages]
 
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:
         messages = self.messages(question, retrieval)

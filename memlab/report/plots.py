@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 from memlab.report.loading import _summary_of, is_control
 from memlab.report.tables import distance_labels, ordered_rows, question_types, row_label, type_labels
@@ -14,11 +16,14 @@ DISTANCE_PLOT = "accuracy_by_distance.png"
 
 def _style(index: int, control: bool) -> dict[str, object]:
     from matplotlib import colormaps
+    from matplotlib.colors import ListedColormap
 
     if control:
         greys = ["#8c8c8c", "#b5b5b5", "#5f5f5f", "#d0d0d0"]
         return {"color": greys[index % len(greys)], "hatch": "//", "linestyle": "--", "marker": "x"}
-    palette = colormaps["tab10"].colors
+    # tab10 is a ListedColormap whose colors are ten RGB tuples; matplotlib types colormaps[...] as the
+    # base Colormap and .colors as any ArrayLike, so say what it is by construction.
+    palette = cast("Sequence[tuple[float, float, float]]", cast(ListedColormap, colormaps["tab10"]).colors)
     return {"color": palette[index % len(palette)], "hatch": "", "linestyle": "-", "marker": "o"}
 
 

@@ -25,6 +25,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -105,7 +106,7 @@ def user_id_for(context_id: str) -> str:
     return "ctx-" + hashlib.sha1(context_id.encode()).hexdigest()[:20]
 
 
-def _accepts_cache_dir(cls: type) -> bool:
+def _accepts_cache_dir(cls: type[Any]) -> bool:
     # A plugin written before Memory/Reader took cache_dir runs without the run's cache (never via globals).
     try:
         parameters = inspect.signature(cls.__init__).parameters

@@ -12,9 +12,10 @@ A service that opens its own backend holds ``<data-dir>/.serve`` with a ``Direct
 
 # No "from __future__ import annotations": FastAPI must see the locally built types, not strings.
 
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path as Path_  # fastapi's Path (path parameters) is used below
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Response, status
 
@@ -40,6 +41,9 @@ from memlab.server.schemas import (
 from memlab.server.settings import ApiKey, ServerSettings
 from memlab.types import MemoryItem
 
+if TYPE_CHECKING:
+    from memlab.server.schemas import AddMessagesShape, SearchShape, UpdateShape
+
 UserId = Annotated[str, Path(pattern=ID_PATTERN, description="the user whose memory this call reads or changes")]
 ItemId = Annotated[
     str,
@@ -48,8 +52,12 @@ ItemId = Annotated[
     ),
 ]
 
-_ERRORS = {code: {"model": ErrorResponse} for code in (401, 403, 413, 422)}
-_ITEM_ERRORS = {**_ERRORS, 404: {"model": ErrorResponse}, 405: {"model": ErrorResponse}}
+_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (401, 403, 413, 422)}
+_ITEM_ERRORS: dict[int | str, dict[str, Any]] = {
+    **_ERRORS,
+    404: {"model": ErrorResponse},
+    405: {"model": ErrorResponse},
+}
 
 # Which capability each method of each resource needs; unsupported -> 405 with an Allow header.
 _RESOURCES = {
@@ -119,10 +127,15 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
                 service_lock.release()
             raise
     models = request_models(settings)
-    AddMessages, Search, Update = models.AddMessages, models.Search, models.Update
+    if TYPE_CHECKING:  # the models are built at runtime (limits from settings); mypy checks their shapes
+        AddMessages: TypeAlias = AddMessagesShape
+        Search: TypeAlias = SearchShape
+        Update: TypeAlias = UpdateShape
+    else:
+        AddMessages, Search, Update = models.AddMessages, models.Search, models.Update
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
         client.close()  # flush persistent backends on shutdown
         if service_lock is not None:
@@ -193,7 +206,7 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
         tags=["memory"],
         operation_id="add_messages",
     )
-    def add_messages(user_id: User, body: AddMessages) -> Any:  # type: ignore[valid-type]
+    def add_messages(user_id: User, body: AddMessages) -> Any:
         """Store messages as the next turns of a session of this user."""
         return client.remember(user_id, [m.model_dump() for m in body.messages], session_id=body.session_id)
 
@@ -204,7 +217,7 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
         tags=["memory"],
         operation_id="search",
     )
-    def search(user_id: User, body: Search) -> Any:  # type: ignore[valid-type]
+    def search(user_id: User, body: Search) -> Any:
         """What this user's memory holds that is relevant to the query."""
         return client.recall(user_id, body.query, k=body.k)
 
@@ -269,7 +282,7 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
         tags=["memory"],
         operation_id="update_memory",
     )
-    def update_memory(user_id: User, item_id: ItemId, body: Update) -> Any:  # type: ignore[valid-type]
+    def update_memory(user_id: User, item_id: ItemId, body: Update) -> Any:
         """Replace the text of one of this user's memories."""
         require("memory", "PATCH")
         return client.update(user_id, item_id, body.text)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -70,6 +70,26 @@ class Health(BaseModel):
 
 
 IngestResponse = IngestReport
+
+
+# What the endpoints read from the request models, for the type checker: request_models() builds the
+# models themselves at runtime, with this service's limits, so mypy cannot see their fields.
+class MessageInShape(Protocol):
+    def model_dump(self) -> dict[str, Any]: ...
+
+
+class AddMessagesShape(Protocol):
+    session_id: str
+    messages: list[MessageInShape]
+
+
+class SearchShape(Protocol):
+    query: str
+    k: int | None
+
+
+class UpdateShape(Protocol):
+    text: str
 
 
 @dataclass(frozen=True)

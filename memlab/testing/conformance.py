@@ -43,14 +43,16 @@ BOB_FACT = "I keep bees on the roof of my apartment in Lisbon."
 
 
 def session(session_id: str, *turns: tuple[str, str]) -> Session:
-    return Session(id=session_id, messages=[Message(role=role, content=text) for role, text in turns])  # type: ignore[arg-type]
+    # model_validate: the roles are plain strings here, checked against Role by pydantic.
+    return Session(id=session_id, messages=[Message.model_validate({"role": r, "content": t}) for r, t in turns])
 
 
 def ranked(items: list[MemoryItem]) -> list[MemoryItem]:
     """Items best first: by ``score`` when every item has one (a backend may hand items back in
     conversation order for the reader's sake), else in the order given."""
-    if items and all(item.score is not None for item in items):
-        return sorted(items, key=lambda item: -float(item.score))  # type: ignore[arg-type]
+    scored = [(item.score, item) for item in items if item.score is not None]
+    if items and len(scored) == len(items):
+        return [item for _, item in sorted(scored, key=lambda pair: -float(pair[0]))]
     return list(items)
 
 

@@ -41,7 +41,7 @@ class HashChoiceLLM(LLM):
         self._lock = threading.Lock()
 
     def _chat(
-        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float, max_tokens: int | None
+        self, messages: list[ChatMessage], *, json_mode: bool, temperature: float | None, max_tokens: int | None
     ) -> LLMResponse:
         with self._lock:
             self.requests += 1

@@ -102,7 +102,7 @@ class ProfileMemory(Memory):
         whole ingest call in one prompt, so how a session is split changes what it extracts."""
         return cls.parse_config(config).extractor == "rules"  # type: ignore[attr-defined]
 
-    def __new__(cls, config=None, **kwargs: Any):  # type: ignore[no-untyped-def]
+    def __new__(cls, config=None, **kwargs: Any):
         # ``store: postgresql://...`` selects the database-backed variant (memlab_plugins.profile.pg_store).
         if cls is ProfileMemory and cls.parse_config(config).store is not None:  # type: ignore[attr-defined]
             from memlab_plugins.profile.pg_store import PgProfileMemory
@@ -110,7 +110,7 @@ class ProfileMemory(Memory):
             return super().__new__(PgProfileMemory)
         return super().__new__(cls)
 
-    def __init__(  # type: ignore[no-untyped-def]
+    def __init__(
         self, config=None, *, data_dir=None, cache_dir=None, embedder: Embedder | None = None, llm=None
     ) -> None:
         super().__init__(config, data_dir=data_dir, cache_dir=cache_dir)
@@ -443,8 +443,11 @@ class ProfileMemory(Memory):
 
     def import_profile(self, user_id: str, data: dict[str, Any] | str | Path) -> int:
         """Replace ``user_id``'s profile with an export (a dict, a JSON string or a file path)."""
+        export: dict[str, Any]
         if isinstance(data, Path) or (isinstance(data, str) and not data.lstrip().startswith("{")):
-            data = json.loads(Path(data).read_text(encoding="utf-8"))
+            export = json.loads(Path(data).read_text(encoding="utf-8"))
         elif isinstance(data, str):
-            data = json.loads(data)
-        return self.store.import_user(user_id, data, vectorize=self._vectorize)
+            export = json.loads(data)
+        else:
+            export = data
+        return self.store.import_user(user_id, export, vectorize=self._vectorize)

@@ -67,7 +67,7 @@ def score(path: str | Path) -> Score:
         if not line.strip():
             continue
         row = json.loads(line)
-        expected: list[Op] = [tuple(op) for op in row["ops"]]  # type: ignore[misc]
+        expected: list[Op] = [tuple(op) for op in row["ops"]]
         predicted = predicted_ops(row["sessions"])
         total.expected += len(expected)
         total.predicted += len(predicted)

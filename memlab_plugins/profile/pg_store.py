@@ -76,7 +76,7 @@ class Row(tuple):
         row._names = names
         return row
 
-    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+    def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):
             return tuple.__getitem__(self, self._names.index(key))
         return tuple.__getitem__(self, key)
@@ -151,7 +151,7 @@ def _create(conn: Any) -> None:
         if statement.strip() and "meta" not in statement.split("(")[0]:
             db.execute(statement)
     for version in range(1, schema.SCHEMA_VERSION):
-        schema.MIGRATIONS[version](db)  # type: ignore[arg-type]
+        schema.MIGRATIONS[version](db)
 
 
 class _BoundDb:
@@ -172,11 +172,13 @@ def _migrations() -> dict[int, Any]:
 class PgProfileStore(ProfileStore):
     """``ProfileStore`` on PostgreSQL (see the module doc): same queries, per-user advisory locks."""
 
+    db: _PgDb
+
     def __init__(self, url: str, *, pool_size: int = 4) -> None:  # noqa: D107 - no super(): no SQLite file
         self.path = None  # no file: ``purge`` has nothing to truncate
         self.url = url
         self._lock = threading.RLock()
-        self.db = _PgDb(url, pool_size)  # type: ignore[assignment]
+        self.db = _PgDb(url, pool_size)
         try:
             ensure_schema(
                 self.db.pool,
@@ -228,7 +230,7 @@ class PgProfileMemory(ProfileMemory):
 
     store: PgProfileStore
 
-    def __init__(self, config=None, *, data_dir=None, cache_dir=None, embedder=None, llm=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, config=None, *, data_dir=None, cache_dir=None, embedder=None, llm=None) -> None:
         # The database is the state: the data directory (if given) is neither written nor locked,
         # so any number of workers may share it.
         super().__init__(config, data_dir=None, cache_dir=cache_dir, embedder=embedder, llm=llm)

@@ -9,8 +9,9 @@ Queries live in ``store``.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any, Protocol
 
 from memlab.errors import MemlabError
 
@@ -19,6 +20,34 @@ SCHEMA_VERSION = 3
 
 class ProfileStoreError(MemlabError):
     """An operation that cannot be applied (unknown entry, closed entry, wrong user), or a bad store file."""
+
+
+class Cursor(Protocol):
+    """What the store reads off an executed statement: a ``sqlite3.Cursor``, or pg_store's result."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    @property
+    def lastrowid(self) -> int | None: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class SqlRunner(Protocol):
+    """What runs the store's SQL: a ``sqlite3.Connection``, or pg_store's PostgreSQL dialect layer."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor: ...
+
+
+class Database(SqlRunner, Protocol):
+    """The connection a store holds: runs its SQL, and is closed with the store."""
+
+    def close(self) -> None: ...
 
 
 _SCHEMA_V1 = """
@@ -44,7 +73,7 @@ CREATE TABLE IF NOT EXISTS sessions (
 """
 
 
-def _migrate_1_to_2(db: sqlite3.Connection) -> None:
+def _migrate_1_to_2(db: SqlRunner) -> None:
     # v2 keeps embeddings next to the rows (no re-embedding on reopen) and the raw user turns that
     # retrieval can add as supporting evidence.
     db.execute("ALTER TABLE entries ADD COLUMN aspect_vector BLOB")
@@ -55,7 +84,7 @@ def _migrate_1_to_2(db: sqlite3.Connection) -> None:
     )
 
 
-def _migrate_2_to_3(db: sqlite3.Connection) -> None:
+def _migrate_2_to_3(db: SqlRunner) -> None:
     # v3: an entry deleted through the API keeps its version chain with the text erased
     # (``erased_at`` set), raw turns keep their message timestamps for dated rendering, and an
     # entry says whether it is a statement ("likes jazz") or an attribute with one value ("lives in: Berlin").
@@ -64,7 +93,7 @@ def _migrate_2_to_3(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE turns ADD COLUMN timestamp TEXT")
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
+MIGRATIONS: dict[int, Callable[[SqlRunner], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
 
 
 def connect(path: Path | None) -> sqlite3.Connection:
@@ -105,5 +134,5 @@ def _initialise(db: sqlite3.Connection, path: Path | None) -> None:
     db.execute("COMMIT")
 
 
-def schema_version(db: sqlite3.Connection) -> int:
+def schema_version(db: SqlRunner) -> int:
     return int(db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from memlab_plugins.profile.models import Evidence, Operation, OperationRecord, OpType, ProfileEntry, Stance
-from memlab_plugins.profile.schema import SCHEMA_VERSION, ProfileStoreError, connect, schema_version
+from memlab_plugins.profile.schema import SCHEMA_VERSION, Database, ProfileStoreError, connect, schema_version
 
 __all__ = ["SCHEMA_VERSION", "ProfileStore", "ProfileStoreError"]
 
@@ -52,7 +52,7 @@ class ProfileStore:
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else None
         self._lock = threading.RLock()
-        self.db = connect(self.path)
+        self.db: Database = connect(self.path)
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:

@@ -193,7 +193,8 @@ def run_in_worker(
 def plugin_refs(jobs: Sequence[Job]) -> list[PluginRef]:
     """The jobs' backends and readers that were registered in-process (not through entry points)."""
     refs: list[PluginRef] = []
-    wanted = {("backend", j.backend.name) for j in jobs} | {("reader", j.reader.name) for j in jobs}
+    wanted: set[tuple[Literal["backend", "reader"], str]] = {("backend", j.backend.name) for j in jobs}
+    wanted |= {("reader", j.reader.name) for j in jobs}
     for kind, name in sorted(wanted):
         try:
             entry = _registry(kind).entry(name)
