@@ -125,7 +125,7 @@ def test_answer_many_builds_one_llm_for_all_threads(monkeypatch):
     import threading
     import time
 
-    import memlab.readers.llm as reader_module
+    import memlab.readers.llm_backed as reader_module
 
     built = []
     real = reader_module.make_llm

@@ -20,19 +20,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 from memlab.eval.personamem_extract import extract_official
-from memlab.llm.base import LLM, ChatMessage
-from memlab.llm.config import LLMConfig, make_llm
+from memlab.llm.base import ChatMessage
+from memlab.llm.config import LLMConfig
 from memlab.llm.errors import LLMConfigError, LLMError
-from memlab.llm.managed import ManagedLLM
-from memlab.readers.base import Reader, ReaderConfig, strip_option_label
+from memlab.readers.base import strip_option_label
+from memlab.readers.llm_backed import LLMBackedReader, LLMReaderSettings
 from memlab.tokens import truncate_front
 from memlab.types import OPTION_LETTERS, Answer, Question, Retrieval
 
@@ -53,7 +51,7 @@ JSON_INSTRUCTIONS = (
 OPEN_INSTRUCTIONS = "Answer the question in a short phrase (a few words), using what you remember about the user."
 
 
-class LLMReaderConfig(ReaderConfig):
+class LLMReaderConfig(LLMReaderSettings):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     max_tokens: int = Field(default=256, ge=1, description="reply budget for multiple-choice questions")
     open_max_tokens: int = Field(default=64, ge=1, description="reply budget for open questions")
@@ -96,25 +94,6 @@ def memory_text(retrieval: Retrieval, max_context_tokens: int | None) -> str:
 
 def format_options(options: Sequence[str]) -> str:
     return "\n".join(f"({letter}) {strip_option_label(o)}" for letter, o in zip(OPTION_LETTERS, options))
-
-
-def describe_llm(config: LLMConfig) -> str:
-    """Model identity from the config alone: readers are described before any model is loaded."""
-    provider = config.resolved_provider()
-    if provider == "langchain":
-        model = config.model or (config.langchain_class or "").rsplit(":", 1)[-1]
-    elif provider == "hf" and config.model:
-        model = config.gguf_file or Path(config.model).name
-    else:
-        model = config.model or "served-model"
-    return f"{provider}:{model}"
-
-
-def llm_config_for(config: LLMConfig, cache_dir: Path | None) -> LLMConfig:
-    """The reader's LLM config with the runner's cache directory where the user named none."""
-    if cache_dir is None or config.cache_dir is not None:
-        return config
-    return config.model_copy(update={"cache_dir": str(cache_dir)})
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -204,34 +183,16 @@ def final_text(reply: str) -> str:
 
 
 # ----------------------------------------------------------------------------- reader
-class LLMReader(Reader):
+class LLMReader(LLMBackedReader):
     name = "llm"
     description = "an LLM reads the retrieved memory and picks the option (PersonaMem prompt)"
     Config = LLMReaderConfig
 
-    def __init__(
-        self,
-        config: LLMReaderConfig | Mapping[str, Any] | None = None,
-        *,
-        llm: LLM | Any | None = None,
-        cache_dir: str | Path | None = None,
-    ) -> None:
-        super().__init__(config, cache_dir=cache_dir)
-        self.config: LLMReaderConfig
-        self._given = llm
-        self._llm: ManagedLLM | None = None
-
-    @property
-    def llm(self) -> ManagedLLM:
-        # Built on first use: the runner describes readers before running them.
-        if self._llm is None:
-            self._llm = make_llm(llm_config_for(self.config.llm, self.cache_dir), llm=self._given)
-        return self._llm
+    config: LLMReaderConfig
 
     def describe(self) -> str:
         # The parser is part of the identity: it decides which replies count as correct.
-        model = self.llm.name if self._given is not None else describe_llm(self.config.llm)
-        return f"{self.name}:{model}:{self.config.parser}"
+        return f"{self.name}:{self.model_name()}:{self.config.parser}"
 
     def messages(self, question: Question, retrieval: Retrieval) -> list[ChatMessage]:
         cfg = self.config
@@ -284,21 +245,3 @@ class LLMReader(Reader):
             prompt_tokens=response.prompt_tokens,
             completion_tokens=response.completion_tokens,
         )
-
-    def answer_many(self, items: Sequence[tuple[Question, Retrieval]]) -> list[Answer]:
-        """Answer several questions with up to ``llm.max_concurrency`` requests in flight."""
-        # Built here, before the threads: built lazily in each, every thread would get its own
-        # ManagedLLM (own cache handle, own concurrency bound).
-        _ = self.llm
-        with ThreadPoolExecutor(max_workers=self.config.llm.max_concurrency) as pool:
-            return list(pool.map(lambda item: self.answer(*item), items))
-
-    def close(self) -> None:
-        """Release what this reader opened: the LLM it built (HTTP client, cache file), or only the
-        cache file of the wrapper around an LLM passed in (that LLM is the caller's to close)."""
-        if self._llm is not None:
-            if self._given is None:
-                self._llm.close()
-            elif self._llm is not self._given and self._llm.cache is not None:
-                self._llm.cache.close()
-        self._llm = None

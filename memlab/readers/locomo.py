@@ -23,20 +23,17 @@ LoCoMo's own ``DATE: ... CONVERSATION:`` blocks; questions without the speakers'
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
 
 from memlab.errors import ConfigurationError
-from memlab.llm.base import LLM, ChatMessage
-from memlab.llm.config import LLMConfig, make_llm
+from memlab.llm.base import ChatMessage
+from memlab.llm.config import LLMConfig
 from memlab.llm.errors import LLMConfigError, LLMError
-from memlab.llm.managed import ManagedLLM
-from memlab.readers.base import Reader, ReaderConfig
-from memlab.readers.llm import describe_llm, memory_text
+from memlab.readers.llm import memory_text
+from memlab.readers.llm_backed import LLMBackedReader, LLMReaderSettings, describe_llm
 from memlab.types import Answer, Question, Retrieval
 
 # ---- Prompt texts, verbatim from snap-research/locomo task_eval/evaluate_gpts.py (data, not code;
@@ -86,7 +83,7 @@ def map_adversarial_reply(reply: str, options: Mapping[str, str]) -> str:
     return text
 
 
-class LoCoMoReaderConfig(ReaderConfig):
+class LoCoMoReaderConfig(LLMReaderSettings):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     max_tokens: int = Field(default=32, ge=1, description="answer budget (LoCoMo: 32 tokens)")
     seed: int = Field(default=0, description="seeds the order of the two category-5 options")
@@ -95,32 +92,12 @@ class LoCoMoReaderConfig(ReaderConfig):
     )
 
 
-class LoCoMoReader(Reader):
+class LoCoMoReader(LLMBackedReader):
     name = "locomo"
     description = "an LLM answers with LoCoMo's QA prompt (date hint, two-option adversarial choice)"
     Config = LoCoMoReaderConfig
 
-    def __init__(
-        self,
-        config: LoCoMoReaderConfig | Mapping[str, Any] | None = None,
-        *,
-        cache_dir: str | Path | None = None,
-        llm: LLM | Any | None = None,
-    ) -> None:
-        super().__init__(config, cache_dir=cache_dir)
-        self.config: LoCoMoReaderConfig
-        self._given = llm
-        self._llm: ManagedLLM | None = None
-
-    @property
-    def llm(self) -> ManagedLLM:
-        # Built on first use: the runner describes readers before running them.
-        if self._llm is None:
-            config = self.config.llm
-            if config.cache_dir is None and self.cache_dir is not None:
-                config = config.model_copy(update={"cache_dir": str(self.cache_dir)})
-            self._llm = make_llm(config, llm=self._given)
-        return self._llm
+    config: LoCoMoReaderConfig
 
     def describe(self) -> str:
         if self._given is not None:
@@ -174,18 +151,3 @@ class LoCoMoReader(Reader):
             prompt_tokens=response.prompt_tokens,
             completion_tokens=response.completion_tokens,
         )
-
-    def answer_many(self, items: Sequence[tuple[Question, Retrieval]]) -> list[Answer]:
-        """Answer several questions with up to ``llm.max_concurrency`` requests in flight."""
-        _ = self.llm  # built before the threads, so they share one client, cache and bound
-        with ThreadPoolExecutor(max_workers=self.config.llm.max_concurrency) as pool:
-            return list(pool.map(lambda item: self.answer(*item), items))
-
-    def close(self) -> None:
-        """Release the LLM this reader built, or only the cache of the wrapper around a given one."""
-        if self._llm is not None:
-            if self._given is None:
-                self._llm.close()
-            elif self._llm is not self._given and self._llm.cache is not None:
-                self._llm.cache.close()
-        self._llm = None

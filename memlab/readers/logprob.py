@@ -33,11 +33,10 @@ from memlab.readers.llm import (
     MEMORY_SYSTEM_PROMPT,
     OPEN_INSTRUCTIONS,
     check_system_prompt,
-    describe_llm,
     final_text,
-    llm_config_for,
     memory_text,
 )
+from memlab.readers.llm_backed import describe_llm, llm_config_for
 from memlab.types import Answer, Question, Retrieval
 
 

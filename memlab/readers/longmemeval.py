@@ -14,20 +14,14 @@ part kept) only when set, where LongMemEval cuts the history to the model's wind
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import Any
-
 from pydantic import Field
 
 from memlab.errors import ConfigurationError
-from memlab.llm.base import LLM, ChatMessage
-from memlab.llm.config import LLMConfig, make_llm
+from memlab.llm.base import ChatMessage
+from memlab.llm.config import LLMConfig
 from memlab.llm.errors import LLMConfigError, LLMError
-from memlab.llm.managed import ManagedLLM
-from memlab.readers.base import Reader, ReaderConfig
-from memlab.readers.llm import describe_llm, memory_text
+from memlab.readers.llm import memory_text
+from memlab.readers.llm_backed import LLMBackedReader, LLMReaderSettings, describe_llm
 from memlab.types import Answer, Question, Retrieval
 
 # Verbatim from xiaowu0162/LongMemEval src/generation/run_generation.py (retrieval-based reading,
@@ -44,7 +38,7 @@ ANSWER_PROMPT_DIRECT = (
 )
 
 
-class LongMemEvalReaderConfig(ReaderConfig):
+class LongMemEvalReaderConfig(LLMReaderSettings):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     cot: bool = Field(default=True, description="step-by-step prompt (LongMemEval's recommended 'con' reading)")
     max_tokens: int | None = Field(default=None, ge=1, description="answer budget; default 800 with cot, else 500")
@@ -53,31 +47,12 @@ class LongMemEvalReaderConfig(ReaderConfig):
     )
 
 
-class LongMemEvalReader(Reader):
+class LongMemEvalReader(LLMBackedReader):
     name = "longmemeval"
     description = "an LLM answers with LongMemEval's answer prompt (history chats, current date, question)"
     Config = LongMemEvalReaderConfig
 
-    def __init__(
-        self,
-        config: LongMemEvalReaderConfig | Mapping[str, Any] | None = None,
-        *,
-        cache_dir: str | Path | None = None,
-        llm: LLM | Any | None = None,
-    ) -> None:
-        super().__init__(config, cache_dir=cache_dir)
-        self.config: LongMemEvalReaderConfig
-        self._given = llm
-        self._llm: ManagedLLM | None = None
-
-    @property
-    def llm(self) -> ManagedLLM:
-        if self._llm is None:
-            config = self.config.llm
-            if config.cache_dir is None and self.cache_dir is not None:
-                config = config.model_copy(update={"cache_dir": str(self.cache_dir)})
-            self._llm = make_llm(config, llm=self._given)
-        return self._llm
+    config: LongMemEvalReaderConfig
 
     @property
     def answer_tokens(self) -> int:
@@ -121,16 +96,3 @@ class LongMemEvalReader(Reader):
                 "cached": response.cached,
             },
         )
-
-    def answer_many(self, items: Sequence[tuple[Question, Retrieval]]) -> list[Answer]:
-        _ = self.llm  # built before the threads, so they share one client, cache and bound
-        with ThreadPoolExecutor(max_workers=self.config.llm.max_concurrency) as pool:
-            return list(pool.map(lambda item: self.answer(*item), items))
-
-    def close(self) -> None:
-        if self._llm is not None:
-            if self._given is None:
-                self._llm.close()
-            elif self._llm is not self._given and self._llm.cache is not None:
-                self._llm.cache.close()
-        self._llm = None

@@ -20,21 +20,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import Field
 
 from memlab.errors import ConfigurationError
 from memlab.eval.personamem_extract import extract_official
-from memlab.llm.base import LLM, ChatMessage
-from memlab.llm.config import LLMConfig, make_llm
+from memlab.llm.base import ChatMessage
+from memlab.llm.config import LLMConfig
 from memlab.llm.errors import LLMConfigError, LLMError
-from memlab.llm.managed import ManagedLLM
-from memlab.readers.base import Reader, ReaderConfig
-from memlab.readers.llm import describe_llm, lenient_only, llm_config_for
+from memlab.readers.llm import lenient_only
+from memlab.readers.llm_backed import LLMBackedReader, LLMReaderSettings
 from memlab.types import OPTION_LETTERS, Answer, MemoryItem, Question, Retrieval
 
 # Verbatim from bowen-upenn/PersonaMem inference_standalone_openai.py (Evaluation.query_llm); the
@@ -65,40 +62,10 @@ CHOICES_HEADING = "# Choices: \n{choices}"
 SystemTurns = Literal["auto", "merge", "keep", "drop"]
 
 
-class _LLMReader(Reader):
-    """What both protocol readers share: the ``llm`` config block, lazy LLM, concurrency, close."""
+class _LLMReader(LLMBackedReader):
+    """What both protocol readers share beyond ``LLMBackedReader``: one chat call with its metadata."""
 
     config: PersonaMemReaderConfig | PersonaMemBaselineConfig  # each subclass narrows it to its own
-
-    def __init__(
-        self,
-        config: ReaderConfig | Mapping[str, Any] | None = None,
-        *,
-        llm: LLM | Any | None = None,
-        cache_dir: str | Path | None = None,
-    ) -> None:
-        super().__init__(config, cache_dir=cache_dir)
-        self._given = llm
-        self._llm: ManagedLLM | None = None
-
-    @property
-    def llm_config(self) -> LLMConfig:
-        return self.config.llm
-
-    def _build_config(self) -> LLMConfig:
-        return llm_config_for(self.llm_config, self.cache_dir)
-
-    @property
-    def llm(self) -> ManagedLLM:
-        if self._llm is None:  # built on first use: readers are described before they run
-            self._llm = make_llm(self._build_config(), llm=self._given)
-        return self._llm
-
-    def model_name(self) -> str:
-        return self.llm.name if self._given is not None else describe_llm(self.llm_config)
-
-    def describe(self) -> str:
-        return f"{self.name}:{self.model_name()}"
 
     def _chat(self, messages: list[ChatMessage], **kwargs: Any) -> tuple[Any, dict[str, Any]] | Answer:
         try:
@@ -116,20 +83,6 @@ class _LLMReader(Reader):
         }
         return response, metadata
 
-    def answer_many(self, items: Sequence[tuple[Question, Retrieval]]) -> list[Answer]:
-        """Answer several questions with up to ``llm.max_concurrency`` requests in flight."""
-        _ = self.llm  # one LLM (one cache handle, one concurrency bound) for every thread
-        with ThreadPoolExecutor(max_workers=self.llm_config.max_concurrency) as pool:
-            return list(pool.map(lambda item: self.answer(*item), items))
-
-    def close(self) -> None:
-        if self._llm is not None:
-            if self._given is None:
-                self._llm.close()
-            elif self._llm is not self._given and self._llm.cache is not None:
-                self._llm.cache.close()
-        self._llm = None
-
 
 def _require_choice_question(reader: str, question: Question) -> None:
     if not question.is_multiple_choice:
@@ -146,7 +99,7 @@ def raw_options(question: Question) -> str:
 
 
 # ----------------------------------------------------------------------------- long context
-class PersonaMemReaderConfig(ReaderConfig):
+class PersonaMemReaderConfig(LLMReaderSettings):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     max_tokens: int | None = Field(
         default=None, ge=1, description="reply budget; default: none sent (the provider's default, as the reference)"
@@ -226,7 +179,7 @@ class PersonaMemReader(_LLMReader):
 
     def _served_model(self) -> str:
         inner = getattr(self.llm, "inner", self.llm)
-        return str(getattr(inner, "model", None) or self.llm_config.model or self.llm.name)
+        return str(getattr(inner, "model", None) or self.config.llm.model or self.llm.name)
 
     def system_mode(self) -> str:
         if self.config.system_turns != "auto":
@@ -249,7 +202,7 @@ class PersonaMemReader(_LLMReader):
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:
         messages = self.messages(question, retrieval)
         # Provider defaults unless the user set them: the reference sends neither field.
-        temperature = self.llm_config.temperature if "temperature" in self.llm_config.model_fields_set else None
+        temperature = self.config.llm.temperature if "temperature" in self.config.llm.model_fields_set else None
         result = self._chat(messages, temperature=temperature, max_tokens=self.config.max_tokens)
         if isinstance(result, Answer):
             return result
@@ -275,7 +228,7 @@ class PersonaMemReader(_LLMReader):
 
 
 # ----------------------------------------------------------------------------- retrieval baseline
-class PersonaMemBaselineConfig(ReaderConfig):
+class PersonaMemBaselineConfig(LLMReaderSettings):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     heading: Literal["auto", "contexts", "facts"] = Field(
         default="auto",
@@ -334,8 +287,8 @@ class PersonaMemBaselineReader(_LLMReader):
     Config = PersonaMemBaselineConfig
     config: PersonaMemBaselineConfig
 
-    def _build_config(self) -> LLMConfig:
-        config = super()._build_config()
+    def llm_config(self) -> LLMConfig:
+        config = super().llm_config()
         if (
             not self.config.json_schema
             or config.resolved_provider() != "openai"
@@ -367,7 +320,7 @@ class PersonaMemBaselineReader(_LLMReader):
 
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:
         messages = self.messages(question, retrieval)
-        result = self._chat(messages, temperature=self.llm_config.temperature, max_tokens=None)
+        result = self._chat(messages, temperature=self.config.llm.temperature, max_tokens=None)
         if isinstance(result, Answer):
             return result
         response, metadata = result
