@@ -37,6 +37,24 @@ def _plugins() -> Iterator[None]:
     run_helpers.unregister()
 
 
+def slow_run(out: Path) -> list[str]:
+    """``memlab run`` arguments of the standard run these tests interrupt, resume and repeat."""
+    return [
+        "run",
+        "--dataset",
+        DATASET,
+        "--backends",
+        "none",
+        "--reader",
+        "slow",
+        "--no-controls",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--no-plots",
+    ]
+
+
 def memlab(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """``memlab ARGS`` in a fresh interpreter (with the test plugins registered)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False"}
@@ -191,34 +209,12 @@ def test_second_run_on_the_same_directory_stops_at_once(tmp_path: Path, capsys: 
 def test_two_concurrent_cli_runs_one_refused_and_stale_lock_ignored(tmp_path: Path) -> None:
     out = tmp_path / "run"
     first = start_memlab(
-        "run",
-        "--dataset",
-        DATASET,
-        "--backends",
-        "none",
-        "--reader",
-        "slow",
-        "--no-controls",
-        "--out",
-        str(out),
-        "--no-progress",
-        "--no-plots",
+        *slow_run(out),
     )
     try:
         wait_for_lines(out / PREDICTIONS_FILE, 1)
         second = memlab(
-            "run",
-            "--dataset",
-            DATASET,
-            "--backends",
-            "none",
-            "--reader",
-            "slow",
-            "--no-controls",
-            "--out",
-            str(out),
-            "--no-progress",
-            "--no-plots",
+            *slow_run(out),
         )
         assert second.returncode == 2
         assert f"another memlab run (pid {first.pid}) is using {out}" in second.stderr
@@ -243,18 +239,7 @@ def test_two_concurrent_cli_runs_one_refused_and_stale_lock_ignored(tmp_path: Pa
     )
     assert third.returncode == 2 and "cannot resume" in third.stderr  # not blocked by the lock; delay changed
     fourth = memlab(
-        "run",
-        "--dataset",
-        DATASET,
-        "--backends",
-        "none",
-        "--reader",
-        "slow",
-        "--no-controls",
-        "--out",
-        str(out),
-        "--no-progress",
-        "--no-plots",
+        *slow_run(out),
         "--reader.delay",
         "0.2",
     )
@@ -454,20 +439,7 @@ def test_a_failed_write_is_one_error_line_and_loses_nothing(
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signals_stop_cleanly_and_the_rerun_resumes(tmp_path: Path, sig: signal.Signals, code: int) -> None:
     out = tmp_path / "run"
-    args = [
-        "run",
-        "--dataset",
-        DATASET,
-        "--backends",
-        "none",
-        "--reader",
-        "slow",
-        "--no-controls",
-        "--out",
-        str(out),
-        "--no-progress",
-        "--no-plots",
-    ]
+    args = slow_run(out)
     process = start_memlab(*args)
     wait_for_lines(out / PREDICTIONS_FILE, 3)
     process.send_signal(sig)
