@@ -35,6 +35,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +207,39 @@ async def run(args: argparse.Namespace, url: str, key: str) -> list[dict[str, An
     return results
 
 
+@contextmanager
+def served(
+    backend: str, port: int, key: str, data_dir: str, extra: list[str], *, wait_s: float = 300
+) -> Iterator[None]:
+    """A real ``memlab serve`` process on 127.0.0.1:``port``, ready (``/healthz``) inside the block,
+    stopped gracefully after it (persistent backends flush on shutdown, which can take a while)."""
+    env = {**os.environ, "MEMLAB_API_KEYS": key, "HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False"}
+    command = [sys.executable, "-m", "memlab.server.cli", "--backend", backend, "--data-dir", data_dir,
+               "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", *extra]  # fmt: skip
+    server = subprocess.Popen(command, env=env)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            if server.poll() is not None:
+                raise SystemExit(f"server exited with {server.returncode}: {' '.join(command)}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1, trust_env=False).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"server did not become ready in {wait_s:.0f} s")
+            time.sleep(0.2)
+        yield
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=300)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
 def bench_backend(args: argparse.Namespace, backend: str, backend_args: list[str]) -> list[dict[str, Any]]:
     key = secrets.token_urlsafe(24)
     port = free_port()
@@ -217,52 +252,13 @@ def bench_backend(args: argparse.Namespace, backend: str, backend_args: list[str
     if args.store:
         own_args += [f"--{backend}.store", args.store]
     with tempfile.TemporaryDirectory(prefix="memlab-bench-") as data_dir:
-        env = {**os.environ, "MEMLAB_API_KEYS": key}
-        command = [
-            sys.executable,
-            "-m",
-            "memlab.server.cli",
-            "--backend",
-            backend,
-            "--data-dir",
-            data_dir,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-            "--workers",
-            str(args.workers),
-            *own_args,
-        ]
-        server = subprocess.Popen(command, env=env)
-        try:
-            deadline = time.monotonic() + 180
-            while True:
-                if server.poll() is not None:
-                    raise SystemExit(f"server exited with {server.returncode}")
-                try:
-                    if httpx.get(f"{url}/healthz", timeout=1, trust_env=False).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    if time.monotonic() > deadline:
-                        raise SystemExit("server did not become ready in 180 s") from None
-                    time.sleep(0.2)
+        with served(backend, port, key, data_dir, ["--workers", str(args.workers), *own_args], wait_s=180):
             print(
                 f"[{backend}] server ready at {url}; storing {args.users} users, then searches ...",
                 file=sys.stderr,
                 flush=True,
             )
             results = asyncio.run(run(args, url, key))
-        finally:
-            # Graceful stop: persistent backends flush on shutdown, which can take a while.
-            server.terminate()
-            try:
-                server.wait(timeout=300)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
     report(args, backend, own_args, results)
     return results
 

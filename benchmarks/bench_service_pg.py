@@ -25,10 +25,8 @@ import os
 import random
 import secrets
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -36,7 +34,7 @@ from urllib.parse import quote
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_service import QUERIES, free_port, summary, timed_requests, user_sessions  # noqa: E402
+from bench_service import QUERIES, free_port, served, summary, timed_requests, user_sessions  # noqa: E402
 
 
 def temporary_database(root: Path) -> tuple[str, Any]:
@@ -46,41 +44,6 @@ def temporary_database(root: Path) -> tuple[str, Any]:
     server = pgserver.get_server(root / "pgdata", cleanup_mode="delete")
     socket_dir = server.get_uri().split("host=", 1)[1]
     return f"postgresql://postgres@/postgres?host={quote(socket_dir, safe='/')}", server
-
-
-def serve(backend: str, port: int, key: str, data_dir: str, extra: list[str]) -> subprocess.Popen:
-    env = {**os.environ, "MEMLAB_API_KEYS": key, "HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False"}
-    command = [
-        sys.executable,
-        "-m",
-        "memlab.server.cli",
-        "--backend",
-        backend,
-        "--data-dir",
-        data_dir,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-        *extra,
-    ]
-    server = subprocess.Popen(command, env=env)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while True:
-        if server.poll() is not None:
-            raise SystemExit(f"server exited with {server.returncode}: {' '.join(command)}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1, trust_env=False).status_code == 200:
-                return server
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            server.kill()
-            raise SystemExit("server did not become ready in 300 s")
-        time.sleep(0.3)
 
 
 async def phases(args: argparse.Namespace, url: str, key: str, prefix: str) -> list[dict[str, Any]]:
@@ -136,15 +99,8 @@ def main(argv: list[str] | None = None) -> int:
                 data_dir = tempfile.mkdtemp(prefix="data-", dir=root)
                 port = free_port()
                 print(f"{backend} / {kind} / {workers} worker(s) ...", file=sys.stderr, flush=True)
-                server = serve(backend, port, key, data_dir, extra)
-                try:
+                with served(backend, port, key, data_dir, extra):
                     results = asyncio.run(phases(args, f"http://127.0.0.1:{port}", key, f"{backend}{number}w{workers}"))
-                finally:
-                    server.terminate()
-                    try:
-                        server.wait(timeout=120)
-                    except subprocess.TimeoutExpired:
-                        server.kill()
                 for r in results:
                     rows.append({"backend": backend, "store": kind, "workers": workers, **r})
     finally:
