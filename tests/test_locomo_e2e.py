@@ -118,6 +118,7 @@ def _session_dates(locomo_dev: Path) -> dict[int, str]:
         ("full_context", ()),
         ("rag", ("--rag.embedder", "hashing")),
         ("mem0", ("--mem0.embedder", "hashing")),
+        ("profile", ("--profile.embedder", "hashing")),
     ],
 )
 def test_every_context_carries_the_session_dates(
