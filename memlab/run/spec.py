@@ -21,6 +21,7 @@ sweep); without a label the row is named by the backend's ``display_name``.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,7 +44,19 @@ class BackendSpec(BaseModel):
 
     @property
     def display(self) -> str:
-        return self.label or self.name
+        """The row label: the user's, else the backend's own ``display_name`` (``mem0 (no LLM)``)."""
+        return self.label or _display_name(self.name, json.dumps(self.config, sort_keys=True, default=str))
+
+
+@lru_cache(maxsize=256)
+def _display_name(name: str, config_json: str) -> str:
+    from memlab.registry import backends
+
+    try:
+        cls = backends.get(name)
+        return str(cls.display_name(cls.parse_config(json.loads(config_json))))
+    except MemlabError:  # an unknown name or a bad config is reported where the run validates specs
+        return name
 
 
 class ReaderSpec(BaseModel):
