@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -105,3 +106,18 @@ def data_home(name: str) -> Path:
     (default ``~/.cache/memlab/datasets/<name>``). One variable for every dataset."""
     root = os.environ.get("MEMLAB_DATA_DIR") or Path.home() / ".cache" / "memlab" / "datasets"
     return Path(root) / name
+
+
+def read_json_list(path: Path, what: str) -> list[Any]:
+    """A dataset file that must hold a JSON list; a broken file is a ``DataFormatError`` naming it."""
+    from memlab.errors import DataFormatError
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(f"{path}: not valid JSON ({exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(f"{path}: not UTF-8 text ({exc})") from exc
+    if not isinstance(data, list):
+        raise DataFormatError(f"{path}: expected a list of {what}, got {type(data).__name__}")
+    return data

@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.datasets.base import DataIssue, Dataset, History, data_home
+from memlab.datasets.base import DataIssue, Dataset, History, data_home, read_json_list
 from memlab.errors import DataFormatError, DatasetUnavailableError
 from memlab.types import Message, Question, Role
 
@@ -305,12 +305,7 @@ def load_locomo(path: str | Path | None = None) -> Dataset:
     """Load a LoCoMo file (``None``: the full ``locomo10.json``, downloaded once into the cache)."""
     resolved = _resolve(path)
     file = str(resolved)
-    try:
-        data = json.loads(resolved.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(f"{file}: not valid JSON ({exc})") from exc
-    if not isinstance(data, list):
-        raise DataFormatError(f"{file}: expected a list of conversations, got {type(data).__name__}")
+    data = read_json_list(resolved, "conversations")
     histories: dict[str, History] = {}
     questions: list[Question] = []
     issues: list[DataIssue] = []

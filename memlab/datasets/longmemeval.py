@@ -24,13 +24,12 @@ not hold the answer, ``answer`` explains why) have no evidence and ``metadata["a
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.datasets.base import DataIssue, Dataset, History, data_home
+from memlab.datasets.base import DataIssue, Dataset, History, data_home, read_json_list
 from memlab.errors import DataFormatError, DatasetUnavailableError, MemlabError
 from memlab.types import Message, Question
 
@@ -252,14 +251,7 @@ def load_longmemeval(spec: str | Path | None = None) -> Dataset:
     ``$MEMLAB_DATA_DIR/longmemeval`` and downloaded there once; ``None`` means ``s``)."""
     resolved = _resolve(spec)
     file = str(resolved)
-    try:
-        data = json.loads(resolved.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(f"{file}: not valid JSON ({exc})") from exc
-    except UnicodeDecodeError as exc:
-        raise DataFormatError(f"{file}: not UTF-8 text ({exc})") from exc
-    if not isinstance(data, list):
-        raise DataFormatError(f"{file}: expected a list of LongMemEval entries, got {type(data).__name__}")
+    data = read_json_list(resolved, "LongMemEval entries")
     histories: dict[str, History] = {}
     questions: list[Question] = []
     issues: list[DataIssue] = []
