@@ -24,6 +24,10 @@ class LLMRequestFailed(LLMError):
     """A transient error that did not go away after every retry."""
 
 
+class ContextWindowExceeded(LLMError):
+    """The request needs more tokens than the model's window: it fails alike on every retry."""
+
+
 class LLMConfigError(LLMError, ConfigurationError):
     """The request can never succeed as configured (bad key, unknown model, missing package).
 

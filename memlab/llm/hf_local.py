@@ -20,7 +20,7 @@ from typing import Any
 
 from memlab.errors import MissingDependencyError, ModelUnavailableError
 from memlab.llm.base import LLM, ChatMessage, LLMResponse, with_json_instruction
-from memlab.llm.errors import LLMError
+from memlab.llm.errors import ContextWindowExceeded, LLMError
 
 try:
     import torch
@@ -111,7 +111,7 @@ class HFLocalLLM(LLM):
 
     def _check_window(self, needed: int) -> None:
         if self.window is not None and needed > self.window:
-            raise LLMError(
+            raise ContextWindowExceeded(
                 f"{self.name}: {needed} tokens exceed the model's window of {self.window}; nothing is cut "
                 "silently: set the reader's max_context_tokens to keep only the newest part of the memory"
             )

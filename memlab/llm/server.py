@@ -20,7 +20,7 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from memlab.llm.base import LLM, ChatMessage
-from memlab.llm.errors import LLMError
+from memlab.llm.errors import ContextWindowExceeded, LLMError
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -38,8 +38,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
-        self._send(status, {"error": {"message": message, "type": kind}})
+    def _error(self, status: int, message: str, kind: str = "invalid_request_error", code: str | None = None) -> None:
+        self._send(status, {"error": {"message": message, "type": kind, "code": code}})
 
     def do_GET(self) -> None:  # noqa: N802 - http.server naming
         if self.path.rstrip("/") == "/v1/models":
@@ -73,6 +73,10 @@ class _Handler(BaseHTTPRequestHandler):
                 response = self.server.llm.chat(
                     messages, json_mode=json_mode, temperature=temperature, max_tokens=max_tokens
                 )
+        except ContextWindowExceeded as exc:
+            # As OpenAI answers it: a client error, so clients do not retry what can never fit.
+            self._error(400, str(exc), "invalid_request_error", code="context_length_exceeded")
+            return
         except LLMError as exc:
             self._error(500, str(exc), "server_error")
             return

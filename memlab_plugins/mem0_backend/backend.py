@@ -37,7 +37,7 @@ from memlab.types import MemoryItem, Retrieval, Session
 
 from . import erasure
 from .config import Mem0Config
-from .ingest import IngestMixin
+from .ingest import ExtractionStats, IngestMixin
 from .ledger import LEDGER_FILE, Ledger
 from .wiring import (
     UNUSED_LLM,
@@ -119,6 +119,7 @@ class Mem0Memory(IngestMixin, Memory):
         self._mem: Any = None
         self.infer = cfg.infer if cfg.infer is not None else (chat_model is not None or cfg.llm is not None)
         self._ledger: Ledger | None = None
+        self.extraction = ExtractionStats()  # counted, never fatal: see ingest.py
         # mem0's embedded store, the session prefetch and the ingest usage are not safe for concurrent
         # callers (a service may serve several users at once): one call at a time per backend.
         self._calls = threading.RLock()
@@ -170,6 +171,10 @@ class Mem0Memory(IngestMixin, Memory):
     def export(self, user_id: str) -> dict[str, Any]:
         with self._calls:
             return super().export(user_id)
+
+    def extraction_stats(self) -> dict[str, int]:
+        """What mem0's fact extraction did in this process: windows sent, skipped (refused), replies mem0 could not read."""
+        return self.extraction.counts()
 
     # ------------------------------------------------------------------ building mem0
     def _build(self, chat_model: Any | None) -> Any:
@@ -399,6 +404,7 @@ class Mem0Memory(IngestMixin, Memory):
                 role: {"name": name, "mem0_user_id": mem0_id}
                 for role, (name, mem0_id) in self.ledger.speakers(user_id).items()
             },
+            "extraction_stats": self.extraction_stats(),
         }
 
     # ------------------------------------------------------------------ turns and lifetime

@@ -78,6 +78,11 @@ class Mem0Config(BackendConfig):
     infer_window: int = Field(
         default=2, ge=1, description="messages per add() call when inferring (2: one user/assistant exchange)"
     )
+    on_extraction_error: Literal["skip", "raise"] = Field(
+        default="skip",
+        description="a window the LLM endpoint refuses (a prompt over the model's window, a 4xx): skip it and "
+        "count it in extraction_stats, or raise; a bad setup or an endpoint still down after retries always raises",
+    )
     custom_instructions: str | None = Field(
         default=None,
         description="mem0's custom extraction instructions (preset locomo-eval: mem0's evaluation instructions)",

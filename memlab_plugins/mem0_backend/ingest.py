@@ -5,21 +5,34 @@ With inference, the session date also reaches the extraction prompt, so "yesterd
 against the conversation: mem0's open-source ``add()`` refuses its ``timestamp`` argument
 ("platform-only") and fills the prompt's "Observation Date" with today, so the date is passed
 through ``add(prompt=...)``, the per-call custom instructions mem0 appends to the prompt.
+
+A small or misconfigured model fails in two ways, both counted (``ExtractionStats``), neither fatal:
+mem0 cannot read a reply (it logs and stores nothing from it), or the endpoint refuses a window's
+request (its prompt is over the model's window): that window is skipped.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from memlab.llm.errors import LLMConfigError, LLMError, LLMRequestFailed
 from memlab.memory import format_date
 from memlab.types import Message, Session
 
+log = logging.getLogger(__name__)
 Turns = list[tuple[int, Message]]
+# What mem0 logs (it raises nothing, and stores nothing from the reply) when it cannot read an extraction reply.
+_UNREADABLE_REPLY = "Error parsing extraction response"
+_KEPT_FAILURES = 100
 _NAME_PREFIX = re.compile(r"^(?P<name>[^:\n]{1,60}):\s")
 _UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9_.@\-]+")
 
@@ -75,13 +88,77 @@ def observation_note(when: datetime) -> str:
     )
 
 
+@dataclass
+class ExtractionStats:
+    """What mem0's fact extraction did in one backend instance: windows sent, skipped, unreadable."""
+
+    windows: int = 0
+    failed_windows: int = 0
+    unparsed_replies: int = 0
+    failures: list[str] = field(default_factory=list)  # the newest reasons a window was skipped
+
+    def skipped(self, reason: str) -> None:
+        log.warning("mem0: %s; the window was skipped, its messages are not in memory", reason)
+        self.failed_windows += 1
+        self.failures = [*self.failures, reason][-_KEPT_FAILURES:]
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "windows": self.windows,
+            "failed_windows": self.failed_windows,
+            "unparsed_replies": self.unparsed_replies,
+        }
+
+
+class _UnreadableReplies(logging.Handler):
+    """Counts the calling thread's "cannot parse the reply" records from mem0 (other threads serve other users)."""
+
+    def __init__(self, stats: ExtractionStats) -> None:
+        super().__init__(logging.ERROR)
+        self.stats = stats
+        self.thread = threading.get_ident()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread == self.thread and record.getMessage().startswith(_UNREADABLE_REPLY):
+            self.stats.unparsed_replies += 1
+
+
+@contextmanager
+def counting_unreadable_replies(stats: ExtractionStats) -> Iterator[None]:
+    handler = _UnreadableReplies(stats)
+    logger = logging.getLogger("mem0.memory.main")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+
+
+def skippable_llm_failure(exc: BaseException) -> LLMError | None:
+    """The memlab LLM error behind ``exc`` when skipping its window is right, else None.
+
+    A request the endpoint refused (a prompt over the model's window, a 4xx) fails alike on every
+    retry and says nothing about the next window. A bad setup (``LLMConfigError``), an endpoint still
+    failing after its retries (``LLMRequestFailed``) or an error that is not memlab's (a caller's own
+    LangChain model) would fail every window: those raise, so a run stops and resumes later instead
+    of building an empty memory.
+    """
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, LLMError):
+        cause = cause.__cause__
+    if cause is None or isinstance(cause, (LLMConfigError, LLMRequestFailed)):
+        return None
+    return cause
+
+
 class IngestMixin:
-    """The ``_ingest`` side of ``Mem0Memory`` (state: ``_mem``, ``ledger``, ``_batcher``, ``config``)."""
+    """The ``_ingest`` side of ``Mem0Memory`` (state: ``_mem``, ``ledger``, ``_batcher``, ``config``, ``extraction``)."""
 
     _mem: Any
     _batcher: Any
     config: Any
     infer: bool
+    extraction: ExtractionStats
 
     def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
         turns = [
@@ -207,13 +284,22 @@ class IngestMixin:
                 when = next((m.timestamp for _, m in chunk if m.timestamp is not None), None)
                 if when is not None:
                     metadata["timestamp"] = when.isoformat()
-                result = self._mem.add(
-                    [perspective.message(m) for _, m in chunk],
-                    user_id=perspective.mem0_user_id,
-                    metadata=metadata,
-                    infer=True,
-                    prompt=self._extraction_instructions(when),
-                )
+                self.extraction.windows += 1
+                try:
+                    with counting_unreadable_replies(self.extraction):
+                        result = self._mem.add(
+                            [perspective.message(m) for _, m in chunk],
+                            user_id=perspective.mem0_user_id,
+                            metadata=metadata,
+                            infer=True,
+                            prompt=self._extraction_instructions(when),
+                        )
+                except Exception as exc:
+                    failure = skippable_llm_failure(exc)
+                    if failure is None or self.config.on_extraction_error == "raise":
+                        raise
+                    self.extraction.skipped(f"session {session.id!r}, turns {chunk[0][0]}-{chunk[-1][0]}: {failure}")
+                    continue
                 ids = [r["id"] for r in result.get("results", []) if r.get("id")]
                 self.ledger.add_owner(ids, user_id, perspective.mem0_user_id)  # type: ignore[attr-defined]
 
