@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from memlab.llm import LLMError, LLMRequestFailed, make_llm
+from memlab.llm import LLMConfigError, LLMError, LLMRequestFailed, make_llm
 from memlab.llm.base import ChatMessage
-from memlab.llm.errors import ContextWindowExceeded
+from memlab.llm.errors import ContextWindowExceeded, refused_request
 from memlab.testing import session
 from memlab.testing.chat_models import mem0_extraction_reply
 from memlab.testing.fake_llm import HashChoiceLLM, serve
@@ -117,3 +117,25 @@ def test_an_endpoint_that_stays_down_fails_the_ingest_and_keeps_the_store(tmp_pa
     assert memory.ingest(session("s", ("user", "I sail.")), user_id="u").first_turn == 1, "the failed turn was counted"
     assert len(memory.list_memories(user_id="u")) == 2
     memory.close()
+
+
+def _wrapped(inner: BaseException) -> BaseException:
+    try:
+        raise RuntimeError("LLM extraction failed") from inner  # as mem0 wraps it
+    except RuntimeError as outer:
+        return outer
+
+
+@pytest.mark.parametrize(
+    ("error", "skippable"),
+    [
+        (ContextWindowExceeded("9000 tokens exceed the window"), True),
+        (LLMError("request rejected (400): bad"), True),
+        (_wrapped(ContextWindowExceeded("over the window")), True),
+        (LLMConfigError("bad key"), False),
+        (_wrapped(LLMRequestFailed("failed after 5 attempts")), False),
+        (ValueError("someone else's model failed"), False),
+    ],
+)
+def test_refused_request_tells_one_bad_request_from_a_broken_endpoint(error: BaseException, skippable: bool) -> None:
+    assert (refused_request(error) is not None) is skippable

@@ -33,3 +33,20 @@ class LLMConfigError(LLMError, ConfigurationError):
 
     Readers let this propagate: recording it once per question would hide a broken setup.
     """
+
+
+def refused_request(exc: BaseException) -> LLMError | None:
+    """The memlab LLM error behind ``exc`` (it may be wrapped, e.g. by mem0) when only this request failed.
+
+    A request the endpoint refused (a prompt over the model's window, a 4xx) fails alike on every
+    retry and says nothing about the next one: a caller may skip it and count it. A bad setup
+    (``LLMConfigError``), an endpoint still failing after its retries (``LLMRequestFailed``) or an
+    error that is not memlab's (a caller's own LangChain model) would fail every request: None, so
+    the caller raises and a run stops (and resumes later) instead of building an empty memory.
+    """
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, LLMError):
+        cause = cause.__cause__
+    if cause is None or isinstance(cause, (LLMConfigError, LLMRequestFailed)):
+        return None
+    return cause

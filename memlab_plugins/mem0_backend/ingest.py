@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from memlab.llm.errors import LLMConfigError, LLMError, LLMRequestFailed
+from memlab.llm.errors import refused_request
 from memlab.memory import format_date
 from memlab.types import Message, Session
 
@@ -132,23 +132,6 @@ def counting_unreadable_replies(stats: ExtractionStats) -> Iterator[None]:
         yield
     finally:
         logger.removeHandler(handler)
-
-
-def skippable_llm_failure(exc: BaseException) -> LLMError | None:
-    """The memlab LLM error behind ``exc`` when skipping its window is right, else None.
-
-    A request the endpoint refused (a prompt over the model's window, a 4xx) fails alike on every
-    retry and says nothing about the next window. A bad setup (``LLMConfigError``), an endpoint still
-    failing after its retries (``LLMRequestFailed``) or an error that is not memlab's (a caller's own
-    LangChain model) would fail every window: those raise, so a run stops and resumes later instead
-    of building an empty memory.
-    """
-    cause: BaseException | None = exc
-    while cause is not None and not isinstance(cause, LLMError):
-        cause = cause.__cause__
-    if cause is None or isinstance(cause, (LLMConfigError, LLMRequestFailed)):
-        return None
-    return cause
 
 
 class IngestMixin:
@@ -295,7 +278,7 @@ class IngestMixin:
                             prompt=self._extraction_instructions(when),
                         )
                 except Exception as exc:
-                    failure = skippable_llm_failure(exc)
+                    failure = refused_request(exc)
                     if failure is None or self.config.on_extraction_error == "raise":
                         raise
                     self.extraction.skipped(f"session {session.id!r}, turns {chunk[0][0]}-{chunk[-1][0]}: {failure}")
