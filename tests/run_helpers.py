@@ -1,7 +1,8 @@
-"""Plugins for the run-pipeline tests (tests/test_run_pipeline.py), in an importable module so
-subprocess runs and executor workers can register them. ``python tests/run_helpers.py ARGS`` is
-``memlab ARGS`` with these plugins registered. Also the run settings and ``memlab run`` argument
-lists that several test files build the same way."""
+"""Plugins for the run-pipeline tests (tests/test_run_pipeline.py; the plugin guide's tests use
+``NoneRetrieveMemory`` too), in an importable module so subprocess runs and executor workers can
+register them. ``python tests/run_helpers.py ARGS`` is ``memlab ARGS`` with these plugins
+registered. Also the run settings and ``memlab run`` argument lists that several test files build
+the same way."""
 
 from __future__ import annotations
 
