@@ -108,27 +108,26 @@ def test_resume_with_changed_backend_settings_is_refused_naming_them(tmp_path: P
     assert all(p.fingerprint == fingerprints[p.row] for p in read_predictions(out))
 
 
+def full_context_run(out: Path, dataset: str, *more: str) -> list[str]:
+    """``memlab run`` arguments of the run the resume checks repeat with another dataset or reader."""
+    reader = ["--reader", "embedding", *HASHING_ARGS, *more]
+    return run_args(out, "--no-controls", *reader, dataset=dataset, backends="full_context")
+
+
 def test_resume_with_changed_reader_or_dataset_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "run"
-
-    def args(dataset: str, *more: str) -> list[str]:
-        reader = ["--reader", "embedding", *HASHING_ARGS, *more]
-        return run_args(out, "--no-controls", *reader, dataset=dataset, backends="full_context")
-
-    assert main(args("synthetic:personas=1,sessions=8")) == 0
-    assert main(args("synthetic:personas=1,sessions=6")) == 2  # the dataset changed
-    assert main(args("synthetic:personas=1,sessions=8", "--reader.top-k", "3")) == 2  # the reader changed
+    assert main(full_context_run(out, "synthetic:personas=1,sessions=8")) == 0
+    assert main(full_context_run(out, "synthetic:personas=1,sessions=6")) == 2  # the dataset changed
+    assert (
+        main(full_context_run(out, "synthetic:personas=1,sessions=8", "--reader.top-k", "3")) == 2
+    )  # the reader changed
 
 
 def test_resume_reports_dataset_and_reader_differences(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
-
-    def args(dataset: str) -> list[str]:
-        return run_args(out, "--no-controls", *HASHING_ARGS, dataset=dataset, backends="full_context")
-
-    assert main(args("synthetic:personas=1,sessions=8")) == 0
+    assert main(full_context_run(out, "synthetic:personas=1,sessions=8")) == 0
     capsys.readouterr()
-    assert main(args("synthetic:personas=1,sessions=6")) == 2
+    assert main(full_context_run(out, "synthetic:personas=1,sessions=6")) == 2
     err = capsys.readouterr().err
     assert "\nmemlab: error: cannot resume" in err and "Traceback" not in err
     assert 'dataset.spec: "synthetic:personas=1,sessions=8" -> "synthetic:personas=1,sessions=6"' in err
