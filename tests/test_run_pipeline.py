@@ -118,9 +118,8 @@ def test_resume_with_changed_reader_or_dataset_is_refused(tmp_path: Path) -> Non
     out = tmp_path / "run"
     assert main(full_context_run(out, "synthetic:personas=1,sessions=8")) == 0
     assert main(full_context_run(out, "synthetic:personas=1,sessions=6")) == 2  # the dataset changed
-    assert (
-        main(full_context_run(out, "synthetic:personas=1,sessions=8", "--reader.top-k", "3")) == 2
-    )  # the reader changed
+    changed_reader = full_context_run(out, "synthetic:personas=1,sessions=8", "--reader.top-k", "3")
+    assert main(changed_reader) == 2
 
 
 def test_resume_reports_dataset_and_reader_differences(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
