@@ -1,18 +1,52 @@
-"""Plugins for the run-pipeline tests (tests/test_run_pipeline.py), in an importable module so
-subprocess runs and executor workers can register them. ``python tests/run_helpers.py ARGS`` is
-``memlab ARGS`` with these plugins registered."""
+"""Plugins for the run-pipeline tests (tests/test_run_pipeline.py; the plugin guide's tests use
+``NoneRetrieveMemory`` too), in an importable module so subprocess runs and executor workers can
+register them. ``python tests/run_helpers.py ARGS`` is ``memlab ARGS`` with these plugins
+registered. Also the run settings and ``memlab run`` argument lists that several test files build
+the same way."""
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import ClassVar
+from pathlib import Path
+from typing import Any, ClassVar
 
 from pydantic import Field
 
 from memlab.memory import BackendConfig, Memory
 from memlab.readers.base import Reader, ReaderConfig
+from memlab.run.spec import BackendSpec, ReaderSpec, RunConfig
 from memlab.types import Answer, MemoryItem, Question, Retrieval, Session
+
+DATASET = "synthetic:personas=2,seed=3"
+HASHING_READER = ReaderSpec(name="embedding", config={"embedder": "hashing"})  # model-free
+
+
+def run_config(out: Path, backend: BackendSpec, reader: ReaderSpec, **settings: Any) -> RunConfig:
+    """The run of ``DATASET`` through one backend and one reader into ``out``, without a progress bar."""
+    return RunConfig(dataset=DATASET, backends=[backend], reader=reader, out=out, progress=False, **settings)
+
+
+def run_args(out: Path, *more: str, dataset: str = DATASET, backends: str = "none") -> list[str]:
+    """``memlab run`` arguments: ``dataset`` through ``backends`` into ``out`` without a progress bar or
+    plots, then ``more``."""
+    return [
+        "run",
+        "--dataset",
+        dataset,
+        "--backends",
+        backends,
+        "--out",
+        str(out),
+        "--no-progress",
+        "--no-plots",
+        *more,
+    ]
+
+
+def llm_reader_args(base_url: str, model: str) -> list[str]:
+    """``memlab run`` arguments choosing the ``llm`` reader on the OpenAI-compatible server at ``base_url``."""
+    return ["--reader", "llm", "--llm.base-url", base_url, "--llm.model", model]
 
 
 class SlowConfig(ReaderConfig):

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import run_helpers
 
 from memlab.cli import main
 from memlab.llm.base import ChatMessage
@@ -58,24 +59,9 @@ def server():
 
 
 def run_args(path: Path, out: Path, server: Any, *more: str) -> list[str]:
-    return [
-        "run",
-        "--dataset",
-        f"locomo:{path}",
-        "--backends",
-        "full_context",
-        "--reader",
-        "llm",
-        "--llm.base-url",
-        server.base_url,
-        "--llm.model",
-        "fake",
-        "--out",
-        str(out),
-        "--no-progress",
-        "--no-plots",
-        *more,
-    ]
+    """``memlab run`` of full_context (and the controls) with the llm reader on the LoCoMo file at ``path``."""
+    reader = run_helpers.llm_reader_args(server.base_url, "fake")
+    return run_helpers.run_args(out, *reader, *more, dataset=f"locomo:{path}", backends="full_context")
 
 
 def test_memlab_judge_in_the_pipeline(tmp_path: Path, server: Any) -> None:

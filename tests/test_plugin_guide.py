@@ -15,8 +15,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from run_helpers import NoneRetrieveMemory, run_args
 
-from memlab import Memory, Retrieval, Session
+from memlab import Session
 from memlab.errors import MemlabError, PluginValidationError
 from memlab.memory import Capability
 from memlab.registry import backends, load_plugin, readers, validate_backend
@@ -150,27 +151,13 @@ def test_load_plugin_errors_name_the_reference(tmp_path: Path) -> None:
         load_plugin("memlab.types:Message")
 
 
-class _Minimal(Memory):
-    name = "minimal"
-    description = "test double"
-
-    def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
-        pass
-
-    def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
-        return None  # type: ignore[return-value]  # the planted mistake
-
-    def _reset(self, user_id: str) -> None:
-        pass
-
-
 def test_retrieve_must_return_a_retrieval() -> None:
-    with pytest.raises(PluginValidationError, match=r"'minimal'.*returned NoneType, expected memlab.Retrieval"):
-        _Minimal().retrieve("anything", user_id="u")
+    with pytest.raises(PluginValidationError, match=r"'none_retrieve'.*returned NoneType, expected memlab.Retrieval"):
+        NoneRetrieveMemory().retrieve("anything", user_id="u")
 
 
 def test_declared_capability_needs_its_hook() -> None:
-    class ClaimsDelete(_Minimal):
+    class ClaimsDelete(NoneRetrieveMemory):
         capabilities = frozenset({Capability.DELETE})
 
     with pytest.raises(PluginValidationError, match="declares the 'delete' capability but does not override _delete"):
@@ -184,71 +171,35 @@ def test_unknown_config_key_lists_the_valid_ones() -> None:
 
 def test_k_is_bounded_in_the_python_api() -> None:
     with pytest.raises(ValueError, match="k must be an integer from 1 to"):
-        _Minimal().retrieve("x", user_id="u", k=10**9)
+        NoneRetrieveMemory().retrieve("x", user_id="u", k=10**9)
+
+
+def memlab_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``memlab ARGS`` as a user runs it: a fresh interpreter that has registered nothing."""
+    return subprocess.run([sys.executable, "-m", "memlab.cli", *args], capture_output=True, text=True, timeout=timeout)
 
 
 def test_guide_commands_show_and_run_an_unpackaged_plugin(guide_files: Path, tmp_path: Path) -> None:
     """The guide's two commands, as a user types them: --show, then a run with --plugin."""
     plugin = f"{guide_files / 'keyword_memory.py'}:KeywordMemory"
-    env_cmd = [sys.executable, "-m", "memlab.cli"]
-    shown = subprocess.run(
-        [*env_cmd, "backends", "--plugin", plugin, "--show", "keyword"], capture_output=True, text=True, timeout=300
-    )
+    shown = memlab_cli("backends", "--plugin", plugin, "--show", "keyword")
     assert shown.returncode == 0, shown.stderr
     assert "capabilities: delete, list, persist" in shown.stdout
     assert "min-overlap: int, default 1" in shown.stdout and "query words a turn must share" in shown.stdout
     out = tmp_path / "run"
-    ran = subprocess.run(
-        [
-            *env_cmd,
-            "run",
-            "--plugin",
-            plugin,
-            "--dataset",
-            "synthetic:personas=1,sessions=4",
-            "--backends",
-            "keyword",
-            "--reader",
-            "longest_option",
-            "--out",
-            str(out),
-            "--no-plots",
-            "--no-progress",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+
+    def keyword_run(into: Path, *more: str) -> list[str]:
+        plugged = ["--plugin", plugin, "--reader", "longest_option", *more]
+        return run_args(into, *plugged, dataset="synthetic:personas=1,sessions=4", backends="keyword")
+
+    ran = memlab_cli(*keyword_run(out), timeout=600)
     assert ran.returncode == 0, ran.stderr[-2000:]
     rows = json.loads((out / "summary.json").read_text())["rows"]
     assert any(row["backend"] == "keyword" and row["questions"] > 0 for row in rows), rows
     # A process worker has not seen the driver's registration: the job loads the file itself.
-    ran = subprocess.run(
-        [
-            *env_cmd,
-            "run",
-            "--plugin",
-            plugin,
-            "--dataset",
-            "synthetic:personas=1,sessions=4",
-            "--backends",
-            "keyword",
-            "--reader",
-            "longest_option",
-            "--out",
-            str(tmp_path / "proc"),
-            "--executor",
-            "process",
-            "--workers",
-            "1",
-            "--no-controls",
-            "--no-plots",
-            "--no-progress",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
+    ran = memlab_cli(
+        *keyword_run(tmp_path / "proc", "--executor", "process", "--workers", "1", "--no-controls"), timeout=600
     )
     assert ran.returncode == 0, ran.stderr[-2000:]
-    unknown = subprocess.run([*env_cmd, "backends", "--show", "keywrd"], capture_output=True, text=True, timeout=300)
+    unknown = memlab_cli("backends", "--show", "keywrd")
     assert unknown.returncode == 2 and "memlab: error:" in unknown.stderr and "keyword" not in unknown.stderr

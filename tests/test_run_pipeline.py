@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import run_helpers
+from run_helpers import DATASET, HASHING_READER, llm_reader_args, run_args, run_config
 
 from memlab.cli import main
 from memlab.locks import DirectoryLock
@@ -25,9 +26,8 @@ from memlab.run.driver import ERRORS_FILE, SettingsChangedError, run
 from memlab.run.spec import BackendSpec, ReaderSpec, RunConfig
 from memlab.testing.fake_llm import HashChoiceLLM, serve
 
-DATASET = "synthetic:personas=2,seed=3"
 HELPERS = Path(run_helpers.__file__)
-FAST = ["--reader.embedder", "hashing", "--no-progress", "--no-plots"]
+HASHING_ARGS = ["--reader.embedder", "hashing"]  # HASHING_READER on the command line
 
 
 @pytest.fixture(autouse=True)
@@ -37,36 +37,31 @@ def _plugins() -> Iterator[None]:
     run_helpers.unregister()
 
 
-def slow_run(out: Path) -> list[str]:
+def slow_run(out: Path, *more: str) -> list[str]:
     """``memlab run`` arguments of the standard run these tests interrupt, resume and repeat."""
-    return [
-        "run",
-        "--dataset",
-        DATASET,
-        "--backends",
-        "none",
-        "--reader",
-        "slow",
-        "--no-controls",
-        "--out",
-        str(out),
-        "--no-progress",
-        "--no-plots",
-    ]
+    return run_args(out, "--reader", "slow", "--no-controls", *more)
+
+
+def _offline_env() -> dict[str, str]:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False"}
 
 
 def memlab(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """``memlab ARGS`` in a fresh interpreter (with the test plugins registered)."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False"}
     return subprocess.run(
-        [sys.executable, str(HELPERS), *args], capture_output=True, text=True, timeout=timeout, env=env
+        [sys.executable, str(HELPERS), *args], capture_output=True, text=True, timeout=timeout, env=_offline_env()
     )
 
 
-def start_memlab(*args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False"}
+def start_memlab(*args: str, new_session: bool = False) -> subprocess.Popen[str]:
+    """``memlab ARGS`` started in the background; ``new_session``: as the leader of its own process group."""
     return subprocess.Popen(
-        [sys.executable, str(HELPERS), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        [sys.executable, str(HELPERS), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_offline_env(),
+        start_new_session=new_session,
     )
 
 
@@ -80,14 +75,8 @@ def wait_for_lines(path: Path, n: int, timeout: float = 60) -> None:
 
 
 def rag_config(out: Path, **rag: object) -> RunConfig:
-    return RunConfig(
-        dataset=DATASET,
-        backends=[BackendSpec(name="rag", config={"embedder": "hashing", **rag})],
-        reader=ReaderSpec(name="embedding", config={"embedder": "hashing"}),
-        out=out,
-        progress=False,
-        cache_dir=out.parent / "cache",
-    )
+    backend = BackendSpec(name="rag", config={"embedder": "hashing", **rag})
+    return run_config(out, backend, HASHING_READER, cache_dir=out.parent / "cache")
 
 
 # --------------------------------------------------------------------------- fingerprints and resume
@@ -119,38 +108,25 @@ def test_resume_with_changed_backend_settings_is_refused_naming_them(tmp_path: P
     assert all(p.fingerprint == fingerprints[p.row] for p in read_predictions(out))
 
 
+def full_context_run(out: Path, dataset: str, *more: str) -> list[str]:
+    """``memlab run`` arguments of the run the resume checks repeat with another dataset or reader."""
+    reader = ["--reader", "embedding", *HASHING_ARGS, *more]
+    return run_args(out, "--no-controls", *reader, dataset=dataset, backends="full_context")
+
+
 def test_resume_with_changed_reader_or_dataset_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    base = [
-        "run",
-        "--dataset",
-        "synthetic:personas=1,sessions=8",
-        "--backends",
-        "full_context",
-        "--out",
-        str(out),
-        "--no-controls",
-        "--reader",
-        "embedding",
-        "--reader.embedder",
-        "hashing",
-        "--no-progress",
-        "--no-plots",
-    ]
-    assert main(base) == 0
-    changed_dataset = [*base]
-    changed_dataset[2] = "synthetic:personas=1,sessions=6"
-    assert main(changed_dataset) == 2
-    changed_reader = [*base, "--reader.top-k", "3"]
+    assert main(full_context_run(out, "synthetic:personas=1,sessions=8")) == 0
+    assert main(full_context_run(out, "synthetic:personas=1,sessions=6")) == 2  # the dataset changed
+    changed_reader = full_context_run(out, "synthetic:personas=1,sessions=8", "--reader.top-k", "3")
     assert main(changed_reader) == 2
 
 
 def test_resume_reports_dataset_and_reader_differences(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
-    base = ["run", "--backends", "full_context", "--out", str(out), "--no-controls", *FAST]
-    assert main([base[0], "--dataset", "synthetic:personas=1,sessions=8", *base[1:]]) == 0
+    assert main(full_context_run(out, "synthetic:personas=1,sessions=8")) == 0
     capsys.readouterr()
-    assert main([base[0], "--dataset", "synthetic:personas=1,sessions=6", *base[1:]]) == 2
+    assert main(full_context_run(out, "synthetic:personas=1,sessions=6")) == 2
     err = capsys.readouterr().err
     assert "\nmemlab: error: cannot resume" in err and "Traceback" not in err
     assert 'dataset.spec: "synthetic:personas=1,sessions=8" -> "synthetic:personas=1,sessions=6"' in err
@@ -176,12 +152,8 @@ def test_concurrency_settings_do_not_change_the_fingerprint(tmp_path: Path) -> N
     from memlab.run.job import cached_dataset
 
     def fingerprint(llm: dict) -> str:
-        config = RunConfig(
-            dataset=DATASET,
-            backends=[BackendSpec(name="none")],
-            controls=False,
-            out=tmp_path,
-            reader=ReaderSpec(name="llm", config={"llm": llm}),
+        config = run_config(
+            tmp_path, BackendSpec(name="none"), ReaderSpec(name="llm", config={"llm": llm}), controls=False
         )
         return plan_rows(config, cached_dataset(DATASET))[0].fingerprint
 
@@ -198,7 +170,7 @@ def test_second_run_on_the_same_directory_stops_at_once(tmp_path: Path, capsys: 
     out = tmp_path / "run"
     holder = DirectoryLock(out, purpose="memlab run").acquire()
     try:
-        code = main(["run", "--dataset", DATASET, "--backends", "none", "--out", str(out), *FAST])
+        code = main(run_args(out, *HASHING_ARGS))
     finally:
         holder.release()
     assert code == 2
@@ -208,41 +180,18 @@ def test_second_run_on_the_same_directory_stops_at_once(tmp_path: Path, capsys: 
 
 def test_two_concurrent_cli_runs_one_refused_and_stale_lock_ignored(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    first = start_memlab(
-        *slow_run(out),
-    )
+    first = start_memlab(*slow_run(out))
     try:
         wait_for_lines(out / PREDICTIONS_FILE, 1)
-        second = memlab(
-            *slow_run(out),
-        )
+        second = memlab(*slow_run(out))
         assert second.returncode == 2
         assert f"another memlab run (pid {first.pid}) is using {out}" in second.stderr
     finally:
         first.kill()  # SIGKILL: leaves a stale lock file behind
         first.communicate()
-    third = memlab(
-        "run",
-        "--dataset",
-        DATASET,
-        "--backends",
-        "none",
-        "--reader",
-        "slow",
-        "--reader.delay",
-        "0",
-        "--no-controls",
-        "--out",
-        str(out),
-        "--no-progress",
-        "--no-plots",
-    )
+    third = memlab(*slow_run(out, "--reader.delay", "0"))
     assert third.returncode == 2 and "cannot resume" in third.stderr  # not blocked by the lock; delay changed
-    fourth = memlab(
-        *slow_run(out),
-        "--reader.delay",
-        "0.2",
-    )
+    fourth = memlab(*slow_run(out, "--reader.delay", "0.2"))
     assert fourth.returncode == 0, fourth.stderr
     keys = [json.loads(line)["question_id"] for line in (out / PREDICTIONS_FILE).read_text().splitlines()]
     assert len(keys) == len(set(keys)), "no question answered twice"
@@ -251,32 +200,19 @@ def test_two_concurrent_cli_runs_one_refused_and_stale_lock_ignored(tmp_path: Pa
 # --------------------------------------------------------------------------- exit status and errors.log
 def test_every_job_failing_exits_nonzero_with_tracebacks_in_errors_log(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    result = memlab(
-        "run", "--dataset", DATASET, "--backends", "broken_retrieve", "--no-controls", "--out", str(out), *FAST
-    )
+    args = run_args(out, "--no-controls", *HASHING_ARGS, backends="broken_retrieve")
+    result = memlab(*args)
     assert result.returncode == 1
     assert "job(s) failed" in result.stderr and "plugin bug in _retrieve" in result.stderr
     assert "Traceback" not in result.stderr and str(out / ERRORS_FILE) in result.stderr
     log = (out / ERRORS_FILE).read_text()
     assert "Traceback (most recent call last)" in log and "_retrieve" in log
-    verbose = memlab(
-        "run", "--dataset", DATASET, "--backends", "broken_retrieve", "--no-controls", "--out", str(out), *FAST, "-v"
-    )
+    verbose = memlab(*args, "-v")
     assert verbose.returncode == 1 and "Traceback (most recent call last)" in verbose.stderr
 
 
 def test_a_retrieve_that_returns_none_fails_the_job_visibly(tmp_path: Path) -> None:
-    result = memlab(
-        "run",
-        "--dataset",
-        DATASET,
-        "--backends",
-        "none_retrieve",
-        "--no-controls",
-        "--out",
-        str(tmp_path / "run"),
-        *FAST,
-    )
+    result = memlab(*run_args(tmp_path / "run", "--no-controls", *HASHING_ARGS, backends="none_retrieve"))
     assert result.returncode == 1
     assert "none_retrieve" in result.stderr and "NoneType" in result.stderr
 
@@ -284,28 +220,8 @@ def test_a_retrieve_that_returns_none_fails_the_job_visibly(tmp_path: Path) -> N
 def test_question_errors_exit_nonzero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
     # The llm reader against a port nobody listens on: each question ends in an error.
-    code = main(
-        [
-            "run",
-            "--dataset",
-            "synthetic:personas=1,questions=2",
-            "--backends",
-            "none",
-            "--no-controls",
-            "--reader",
-            "llm",
-            "--llm.base-url",
-            "http://127.0.0.1:9/v1",
-            "--llm.model",
-            "m",
-            "--llm.max-retries",
-            "0",
-            "--out",
-            str(out),
-            "--no-progress",
-            "--no-plots",
-        ]
-    )
+    reader = [*llm_reader_args("http://127.0.0.1:9/v1", "m"), "--llm.max-retries", "0"]
+    code = main(run_args(out, "--no-controls", *reader, dataset="synthetic:personas=1,questions=2"))
     err = capsys.readouterr().err
     assert code == 1, err
     assert "question(s) ended in an error" in err
@@ -315,7 +231,7 @@ def test_question_errors_exit_nonzero(tmp_path: Path, capsys: pytest.CaptureFixt
 # --------------------------------------------------------------------------- predictions.jsonl
 def _bad_line_run(tmp_path: Path, bad: bytes) -> tuple[Path, list[str]]:
     out = tmp_path / "run"
-    args = ["run", "--dataset", DATASET, "--backends", "none", "--no-controls", "--out", str(out), *FAST]
+    args = run_args(out, "--no-controls", *HASHING_ARGS)
     assert main(args) == 0
     lines = (out / PREDICTIONS_FILE).read_bytes().splitlines(keepends=True)
     (out / PREDICTIONS_FILE).write_bytes(b"".join(lines[:3]) + bad + b"".join(lines[5:]))  # 2 lost, 1 bad
@@ -350,7 +266,7 @@ def test_unreadable_line_is_an_error_with_a_way_out(
 
 def test_torn_last_line_of_a_killed_run_is_set_aside(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    args = ["run", "--dataset", DATASET, "--backends", "none", "--no-controls", "--out", str(out), *FAST]
+    args = run_args(out, "--no-controls", *HASHING_ARGS)
     assert main(args) == 0
     lines = (out / PREDICTIONS_FILE).read_bytes().splitlines(keepends=True)
     (out / PREDICTIONS_FILE).write_bytes(b"".join(lines[:-1]) + lines[-1][:20])
@@ -376,7 +292,7 @@ def _one_error_line(err: str, *needles: str) -> None:
     ],
 )
 def test_bad_dataset_specs_are_one_error_line(tmp_path: Path, dataset: str, needle: str) -> None:
-    result = memlab("run", "--dataset", dataset, "--backends", "none", "--out", str(tmp_path / "r"), *FAST)
+    result = memlab(*run_args(tmp_path / "r", *HASHING_ARGS, dataset=dataset))
     assert result.returncode == 2
     _one_error_line(result.stderr, needle)
 
@@ -384,7 +300,7 @@ def test_bad_dataset_specs_are_one_error_line(tmp_path: Path, dataset: str, need
 def test_non_utf8_locomo_file_is_one_error_line(tmp_path: Path) -> None:
     path = tmp_path / "conv.json"
     path.write_bytes(b'[{"sample_id": "c\xff", "conversation": {}, "qa": []}]')
-    result = memlab("run", "--dataset", f"locomo:{path}", "--backends", "none", "--out", str(tmp_path / "r"), *FAST)
+    result = memlab(*run_args(tmp_path / "r", *HASHING_ARGS, dataset=f"locomo:{path}"))
     assert result.returncode == 2
     _one_error_line(result.stderr, str(path))
 
@@ -392,7 +308,7 @@ def test_non_utf8_locomo_file_is_one_error_line(tmp_path: Path) -> None:
 def test_out_naming_a_file_is_one_error_line(tmp_path: Path) -> None:
     path = tmp_path / "a-file"
     path.write_text("x")
-    result = memlab("run", "--dataset", DATASET, "--backends", "none", "--out", str(path), *FAST)
+    result = memlab(*run_args(path, *HASHING_ARGS))
     assert result.returncode == 2
     _one_error_line(result.stderr, str(path), "is a file")
 
@@ -426,7 +342,7 @@ def test_a_failed_write_is_one_error_line_and_loses_nothing(
         self._handle = DiskFull(self._handle)
 
     monkeypatch.setattr(results.PredictionWriter, "__init__", init)
-    args = ["run", "--dataset", DATASET, "--backends", "none", "--no-controls", "--out", str(out), *FAST]
+    args = run_args(out, "--no-controls", *HASHING_ARGS)
     assert main(args) == 2
     _one_error_line(capsys.readouterr().err, str(out / PREDICTIONS_FILE), "No space left on device", "rerun")
     assert len(read_predictions(out)) == 3
@@ -496,24 +412,7 @@ def test_workers_end_with_the_driver(tmp_path: Path, executor: str, sig: signal.
     if executor == "ray":
         pytest.importorskip("ray")
     out = tmp_path / "run"
-    process = start_memlab(
-        "run",
-        "--dataset",
-        DATASET,
-        "--backends",
-        "none",
-        "--reader",
-        "slow",
-        "--no-controls",
-        "--executor",
-        executor,
-        "--workers",
-        "2",
-        "--out",
-        str(out),
-        "--no-progress",
-        "--no-plots",
-    )
+    process = start_memlab(*slow_run(out, "--executor", executor, "--workers", "2"))
     try:
         wait_for_lines(out / PREDICTIONS_FILE, 2, timeout=120)
         workers = _descendants(process.pid)  # worker processes (for ray: its gcs, raylet, agents, actors)
@@ -533,34 +432,7 @@ def test_workers_end_with_the_driver(tmp_path: Path, executor: str, sig: signal.
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_ctrl_c_in_a_terminal_stops_driver_and_workers_without_tracebacks(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False"}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            str(HELPERS),
-            "run",
-            "--dataset",
-            DATASET,
-            "--backends",
-            "none",
-            "--reader",
-            "slow",
-            "--no-controls",
-            "--executor",
-            "process",
-            "--workers",
-            "2",
-            "--out",
-            str(out),
-            "--no-progress",
-            "--no-plots",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
+    process = start_memlab(*slow_run(out, "--executor", "process", "--workers", "2"), new_session=True)
     try:
         wait_for_lines(out / PREDICTIONS_FILE, 2, timeout=120)
         workers = _children(process.pid)
@@ -583,14 +455,7 @@ def test_ingest_cost_is_counted_once_across_a_resume(tmp_path: Path) -> None:
     dataset = cached_dataset(DATASET)
     expected = sum(max(q.end_index for q in dataset.questions_for(c)) for c in dataset.histories)
     out = tmp_path / "run"
-    config = RunConfig(
-        dataset=DATASET,
-        backends=[BackendSpec(name="metered")],
-        controls=False,
-        out=out,
-        reader=ReaderSpec(name="embedding", config={"embedder": "hashing"}),
-        progress=False,
-    )
+    config = run_config(out, BackendSpec(name="metered"), HASHING_READER, controls=False)
     whole = run(config.model_copy(update={"out": tmp_path / "whole"}))
     assert whole.rows[0].ingest_prompt_tokens == expected
     run(config.model_copy(update={"max_questions": 2}))  # answers some questions of every history ...
@@ -609,30 +474,9 @@ def test_concurrent_answering_matches_sequential_and_resumes_across_settings(tmp
     try:
 
         def cli(out: Path, concurrency: int, *more: str) -> int:
-            return main(
-                [
-                    "run",
-                    "--dataset",
-                    DATASET,
-                    "--backends",
-                    "full_context",
-                    "--reader",
-                    "llm",
-                    "--llm.base-url",
-                    server.base_url,
-                    "--llm.model",
-                    "fake-model",
-                    "--llm.cache",
-                    "false",
-                    "--llm.max-concurrency",
-                    str(concurrency),
-                    "--out",
-                    str(out),
-                    "--no-progress",
-                    "--no-plots",
-                    *more,
-                ]
-            )
+            reader = [*llm_reader_args(server.base_url, "fake-model"), "--llm.cache", "false"]
+            concurrent = ["--llm.max-concurrency", str(concurrency)]
+            return main(run_args(out, *reader, *concurrent, *more, backends="full_context"))
 
         assert cli(tmp_path / "seq", 1) == 0
         peak_sequential = llm.max_in_flight
@@ -657,26 +501,8 @@ def test_two_endpoints_with_one_model_name_never_share_cached_answers(tmp_path: 
     try:
 
         def cli(server, out: Path) -> int:  # type: ignore[no-untyped-def]
-            return main(
-                [
-                    "run",
-                    "--dataset",
-                    "synthetic:personas=1",
-                    "--backends",
-                    "none",
-                    "--no-controls",
-                    "--reader",
-                    "llm",
-                    "--llm.base-url",
-                    server.base_url,
-                    "--llm.model",
-                    "same-model",
-                    "--out",
-                    str(out),
-                    "--no-progress",
-                    "--no-plots",
-                ]
-            )
+            reader = llm_reader_args(server.base_url, "same-model")
+            return main(run_args(out, "--no-controls", *reader, dataset="synthetic:personas=1"))
 
         assert cli(undecided, tmp_path / "runs" / "a") == 0
         assert cli(decided, tmp_path / "runs" / "b") == 0  # same cache dir (runs/.memlab_cache)

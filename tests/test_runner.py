@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from run_helpers import DATASET, HASHING_READER, run_config
 
 from memlab.datasets import load_dataset
 from memlab.memory import Memory
@@ -17,9 +18,6 @@ from memlab.run.driver import run
 from memlab.run.job import user_id_for
 from memlab.run.spec import BackendSpec, ReaderSpec, RunConfig
 from memlab.types import Answer, Question, Retrieval, Session
-
-DATASET = "synthetic:personas=2,seed=3"
-FAST_READER = ReaderSpec(name="embedding", config={"embedder": "hashing"})
 
 
 class RecordingMemory(Memory):
@@ -94,14 +92,7 @@ def _register():
 
 def test_readers_own_metrics_reach_predictions_and_rows(tmp_path: Path) -> None:
     summary = run(
-        RunConfig(
-            dataset=DATASET,
-            backends=[BackendSpec(name="none")],
-            reader=ReaderSpec(name="metric_reader"),
-            out=tmp_path / "run",
-            controls=False,
-            progress=False,
-        )
+        run_config(tmp_path / "run", BackendSpec(name="none"), ReaderSpec(name="metric_reader"), controls=False)
     )
     predictions = read_predictions(tmp_path / "run")
     flagged = [p.metrics["lenient_only"] for p in predictions]
@@ -112,16 +103,7 @@ def test_readers_own_metrics_reach_predictions_and_rows(tmp_path: Path) -> None:
 def test_replay_ingests_each_message_once_in_order(tmp_path: Path) -> None:
     RecordingMemory.log.clear()
     dataset = load_dataset(DATASET)
-    run(
-        RunConfig(
-            dataset=DATASET,
-            backends=[BackendSpec(name="recording")],
-            reader=FAST_READER,
-            out=tmp_path / "run",
-            controls=False,
-            progress=False,
-        )
-    )
+    run(run_config(tmp_path / "run", BackendSpec(name="recording"), HASHING_READER, controls=False))
     for context_id, history in dataset.histories.items():
         events = [e for e in RecordingMemory.log if e[1] == user_id_for(context_id)]
         ingests = [e for e in events if e[0] == "ingest"]
@@ -140,14 +122,7 @@ def test_replay_ingests_each_message_once_in_order(tmp_path: Path) -> None:
 
 def test_resume_after_kill_answers_each_question_once(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    config = RunConfig(
-        dataset=DATASET,
-        backends=[BackendSpec(name="full_context")],
-        reader=ReaderSpec(name="dying"),
-        out=out,
-        controls=False,
-        progress=False,
-    )
+    config = run_config(out, BackendSpec(name="full_context"), ReaderSpec(name="dying"), controls=False)
     total = len(load_dataset(DATASET).questions)
     DyingReader.calls, DyingReader.budget = 0, 7
     with pytest.raises(Killed):
@@ -165,15 +140,7 @@ def test_resume_after_kill_answers_each_question_once(tmp_path: Path) -> None:
 
 def test_summary_files_and_controls(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    summary = run(
-        RunConfig(
-            dataset=DATASET,
-            backends=[BackendSpec(name="rag", config={"embedder": "hashing"})],
-            reader=FAST_READER,
-            out=out,
-            progress=False,
-        )
-    )
+    summary = run(run_config(out, BackendSpec(name="rag", config={"embedder": "hashing"}), HASHING_READER))
     loaded = RunSummary.load(out)
     assert loaded.schema_version == SCHEMA_VERSION
     assert loaded.versions["pydantic"] and loaded.dataset["questions"] == len(load_dataset(DATASET).questions)
@@ -202,16 +169,7 @@ def test_summary_files_and_controls(tmp_path: Path) -> None:
 
 
 def test_failed_answers_are_errors_not_wrong_answers(tmp_path: Path) -> None:
-    summary = run(
-        RunConfig(
-            dataset=DATASET,
-            backends=[BackendSpec(name="none")],
-            reader=ReaderSpec(name="failing"),
-            out=tmp_path / "run",
-            controls=False,
-            progress=False,
-        )
-    )
+    summary = run(run_config(tmp_path / "run", BackendSpec(name="none"), ReaderSpec(name="failing"), controls=False))
     row = summary.rows[0]
     assert row.errors == row.questions and row.accuracy is None
     assert all("provider down" in p.error for p in read_predictions(tmp_path / "run"))
@@ -266,7 +224,7 @@ def test_backend_labels_cannot_escape_the_state_dir(tmp_path: Path) -> None:
     (outside / "keep.txt").write_text("must survive")
     out = tmp_path / "runs" / "r"
     specs = [BackendSpec(name="full_context", label="../../../outside"), BackendSpec(name="none", label="/tmp")]
-    config = RunConfig(dataset=DATASET, backends=specs, reader=FAST_READER, out=out, controls=False, progress=False)
+    config = RunConfig(dataset=DATASET, backends=specs, reader=HASHING_READER, out=out, controls=False, progress=False)
     jobs = plan_jobs(config, load_dataset(DATASET), set())
     assert jobs and all(job.state_dir.resolve().is_relative_to((out / "state").resolve()) for job in jobs)
     summary = run(config)
@@ -284,7 +242,9 @@ def test_longest_option_control_is_skipped_for_open_questions(tmp_path: Path) ->
         id="q", type="single-hop", text="Where do I live?", answer_text="Lisbon", context_id="conv", end_index=1
     )
     dataset = Dataset(name="open", histories={"conv": history}, questions=[open_q])
-    config = RunConfig(dataset="unused", backends=[BackendSpec(name="full_context")], reader=FAST_READER, out=tmp_path)
+    config = RunConfig(
+        dataset="unused", backends=[BackendSpec(name="full_context")], reader=HASHING_READER, out=tmp_path
+    )
     jobs = plan_jobs(config, dataset, set())
     assert {(j.backend.name, j.reader.name) for j in jobs} == {("full_context", "embedding"), ("none", "embedding")}
 
