@@ -153,9 +153,8 @@ _SWITCH_TO = re.compile(
     re.IGNORECASE,
 )
 _PREFER = re.compile(
-    r"\b(?:prefer(?:red)?|'d rather(?: have| do| go for| eat| drink| use| read| watch| play)?|"
-    r"would rather(?: have| do| go for| eat| drink| use| read| watch| play)?)\s+(?P<y>.+?)\s+"
-    r"(?:over|rather than|instead of|than)\s+(?P<x>.+)",
+    r"\b(?:prefer(?:red)?|(?:'d|would) rather(?: have| do| go for| eat| drink| use| read| watch| play)?)\s+"
+    r"(?P<y>.+?)\s+(?:over|rather than|instead of|than)\s+(?P<x>.+)",
     re.IGNORECASE,
 )
 # "prefer tea to coffee": "to" also follows verbs ("prefer sticking to", "prefer listening to"),
