@@ -15,9 +15,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
 
 from memlab.errors import ConfigurationError, DataFormatError, MemlabError
+from memlab.schema_versions import upgrade_schema
 
 _URL = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
 
@@ -38,6 +41,10 @@ def check_store_url(value: str | None) -> str | None:
     if not is_database_url(value):
         raise ValueError(f"store must be a PostgreSQL URL (postgresql://user@host:5432/db) or 'file', got {value!r}")
     return value
+
+
+# A backend config's ``store`` field: None (the embedded file store) or a checked PostgreSQL URL.
+StoreUrl = Annotated[str | None, AfterValidator(check_store_url)]
 
 
 def config_uses_database(config: Mapping[str, Any] | Any) -> bool:
@@ -119,15 +126,10 @@ def ensure_schema(
             create(conn)
             conn.execute(f"INSERT INTO {meta} VALUES ('schema_version', %s)", (str(version),))
             return
-        stored = int(row[0])
-        if stored > version:
-            raise DataFormatError(
-                f"{redact(url)}: {prefix} tables have schema version {stored}, newer than this memlab ({version})"
-            )
-        while stored < version:
-            migrations[stored](conn)
-            stored += 1
-        conn.execute(f"UPDATE {meta} SET value=%s WHERE key='schema_version'", (str(stored),))
+        upgrade_schema(
+            conn, int(row[0]), version, migrations, where=f"{redact(url)} ({prefix} tables)", error=DataFormatError
+        )
+        conn.execute(f"UPDATE {meta} SET value=%s WHERE key='schema_version'", (str(version),))
 
 
 def get_meta(conn: Any, prefix: str, key: str) -> str | None:

@@ -32,6 +32,7 @@ from memlab.embedders import CachedEmbedder, Embedder, get_embedder
 from memlab.errors import MemlabError, NotFoundError
 from memlab.locks import DirectoryLock
 from memlab.memory import BackendConfig, Capability, Memory, format_date, render_turns, turn_source
+from memlab.pg import StoreUrl
 from memlab.tokens import token_spans
 from memlab.types import MemoryItem, Message, Retrieval, Session
 from memlab_plugins.rag_index import ChunkStore, IndexSpec
@@ -108,18 +109,11 @@ class RagConfig(BackendConfig):
     batch_size: int = Field(default=32, ge=1, description="texts per model forward pass (bge-m3)")
     max_length: int = Field(default=512, ge=8, description="model tokens per text; longer texts are truncated (bge-m3)")
     # PostgreSQL store (memlab_plugins.rag_pg): several workers and hosts share one database.
-    store: str | None = Field(
+    store: StoreUrl = Field(
         default=None,
         description="None/'file' = files in the data directory; postgresql://user@host:5432/db = that database",
     )
     pool_size: int = Field(default=4, ge=1, description="PostgreSQL store: connections per process")
-
-    @field_validator("store")
-    @classmethod
-    def _store_url(cls, value: str | None) -> str | None:
-        from memlab.pg import check_store_url
-
-        return check_store_url(value)
 
     @field_validator("roles", mode="before")
     @classmethod

@@ -313,34 +313,36 @@ def test_an_interrupted_compaction_keeps_the_complete_generation(tmp_path: Path)
     reopened.close()
 
 
+def ingest_while_failing(
+    memory: Memory, part: Session, monkeypatch: pytest.MonkeyPatch, target: object, name: str, error: Exception
+) -> None:
+    """Ingest ``part`` for user ``u`` while ``target.name`` raises ``error``; the error must reach the caller."""
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr(target, name, failing)
+    with pytest.raises(type(error), match=str(error)):
+        memory.ingest(part, user_id="u")
+    monkeypatch.undo()
+
+
 def test_a_failed_embedding_does_not_count_the_turns(monkeypatch: pytest.MonkeyPatch) -> None:
     memory = create_backend("rag", {"embedder": "hashing"})
     memory.ingest(session("s1", ("user", "I adopted a cat.")), user_id="u")
-
-    def failing(texts: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("model down")
-
-    monkeypatch.setattr(memory.embedder, "embed", failing)
-    with pytest.raises(RuntimeError, match="model down"):
-        memory.ingest(session("s1", ("user", "I named it Pixel.")), user_id="u")
-    monkeypatch.undo()
-    assert memory.ingest(session("s1", ("user", "I named it Pixel.")), user_id="u").first_turn == 1
+    part = session("s1", ("user", "I named it Pixel."))
+    ingest_while_failing(memory, part, monkeypatch, memory.embedder, "embed", RuntimeError("model down"))
+    assert memory.ingest(part, user_id="u").first_turn == 1
     assert [i.id for i in memory.retrieve("cat named Pixel", user_id="u", k=5).items] == ["s1#0", "s1#1"]
 
 
 def test_a_failed_save_in_process_then_a_retry_stores_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     memory = create_backend("rag", {"embedder": "hashing"}, data_dir=tmp_path)
     memory.ingest(facts_session("s1"), user_id="u")
-
-    def failing_fsync(fd: int) -> None:
-        raise OSError("disk full")
-
-    monkeypatch.setattr(rag_store.os, "fsync", failing_fsync)
-    with pytest.raises(OSError, match="disk full"):
-        memory.ingest(session("s2", ("user", "Saved on the second try.")), user_id="u")
-    monkeypatch.undo()
+    part = session("s2", ("user", "Saved on the second try."))
+    ingest_while_failing(memory, part, monkeypatch, rag_store.os, "fsync", OSError("disk full"))
     # Same process, same backend: the unacknowledged part is neither kept nor counted.
-    assert memory.ingest(session("s2", ("user", "Saved on the second try.")), user_id="u").first_turn == 0
+    assert memory.ingest(part, user_id="u").first_turn == 0
     texts = [i.text for i in memory.retrieve("Saved on the second try.", user_id="u", k=20).items]
     assert texts.count("Saved on the second try.") == 1 and len(texts) == len(FACTS) + 1
     memory.close()

@@ -81,6 +81,15 @@ class MemoryConformance:
     def _recalls(self, retrieval: Retrieval, keyword: str) -> bool:
         return keyword.lower() in _text(retrieval)
 
+    def _store_alice_fact_and_close(self, data_dir: Path) -> None:
+        """Ingest ALICE_FACT into a memory on ``data_dir`` and close it; skip a backend without PERSIST."""
+        memory = self.make_memory(data_dir)
+        if Capability.PERSIST not in memory.capabilities:
+            memory.close()
+            pytest.skip("backend does not declare PERSIST")
+        memory.ingest(session("s1", ("user", ALICE_FACT)), user_id="alice")
+        memory.close()
+
     # ------------------------------------------------------------------ basics
     def test_declares_identity(self, memory: Memory) -> None:
         assert memory.name and memory.description
@@ -192,12 +201,7 @@ class MemoryConformance:
             second.close()
 
     def test_persistent_state_lives_in_data_dir(self, tmp_path: Path) -> None:
-        first = self.make_memory(tmp_path / "here")
-        if Capability.PERSIST not in first.capabilities:
-            first.close()
-            pytest.skip("backend does not declare PERSIST")
-        first.ingest(session("s1", ("user", ALICE_FACT)), user_id="alice")
-        first.close()
+        self._store_alice_fact_and_close(tmp_path / "here")
         files = [p for p in (tmp_path / "here").rglob("*") if p.is_file() and p.name != ".memlab.lock"]
         if self.stores_in_data_dir:
             assert files, "a persistent backend wrote nothing under its data_dir"
@@ -273,12 +277,7 @@ class MemoryConformance:
         assert len(memory.list_memories(user_id="bob")) == len(bob_items)
 
     def test_persists_across_reopen(self, tmp_path: Path) -> None:
-        first = self.make_memory(tmp_path / "persist")
-        if Capability.PERSIST not in first.capabilities:
-            first.close()
-            pytest.skip("backend does not declare PERSIST")
-        first.ingest(session("s1", ("user", ALICE_FACT)), user_id="alice")
-        first.close()
+        self._store_alice_fact_and_close(tmp_path / "persist")
         second = self.make_memory(tmp_path / "persist")
         try:
             assert self._recalls(second.retrieve("cat named Pixel", user_id="alice"), "pixel")

@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from memlab.embedders import Embedder, get_embedder
 from memlab.errors import MemlabError, NotFoundError
 from memlab.locks import DirectoryLock
 from memlab.memory import BackendConfig, Capability, Memory, render_turns, turn_source
+from memlab.pg import StoreUrl
 from memlab.types import MemoryItem, Retrieval, Session
 from memlab_plugins.profile.extract_rules import RuleExtractor, stance_of, strip_label
 from memlab_plugins.profile.models import Operation, OperationRecord, OpType, ProfileEntry
@@ -67,18 +68,11 @@ class ProfileConfig(BackendConfig):
         default="skip", description="an LLM batch still invalid after a retry: skip the session's ops, or raise"
     )
     # PostgreSQL store (memlab_plugins.profile.pg_store): several workers and hosts share one database.
-    store: str | None = Field(
+    store: StoreUrl = Field(
         default=None,
         description="None/'file' = SQLite in the data directory; postgresql://user@host:5432/db = that database",
     )
     pool_size: int = Field(default=4, ge=1, description="PostgreSQL store: connections per process")
-
-    @field_validator("store")
-    @classmethod
-    def _store_url(cls, value: str | None) -> str | None:
-        from memlab.pg import check_store_url
-
-        return check_store_url(value)
 
 
 class ProfileMemory(Memory):

@@ -153,9 +153,8 @@ _SWITCH_TO = re.compile(
     re.IGNORECASE,
 )
 _PREFER = re.compile(
-    r"\b(?:prefer(?:red)?|'d rather(?: have| do| go for| eat| drink| use| read| watch| play)?|"
-    r"would rather(?: have| do| go for| eat| drink| use| read| watch| play)?)\s+(?P<y>.+?)\s+"
-    r"(?:over|rather than|instead of|than)\s+(?P<x>.+)",
+    r"\b(?:prefer(?:red)?|(?:'d|would) rather(?: have| do| go for| eat| drink| use| read| watch| play)?)\s+"
+    r"(?P<y>.+?)\s+(?:over|rather than|instead of|than)\s+(?P<x>.+)",
     re.IGNORECASE,
 )
 # "prefer tea to coffee": "to" also follows verbs ("prefer sticking to", "prefer listening to"),
@@ -167,49 +166,60 @@ _LABEL = re.compile(
     re.IGNORECASE,
 )
 _I_AM = r"\b(?:I'm|I am|I've been|I have been|we're|we are)\s+" + _ADV
-_AWAY = [
-    re.compile(r"\bno more\s+(?!than\b|and\b|or\b|of\b|[,.])(?P<x>.+)", re.I),
-    re.compile(
+
+
+def _cues(*cues: tuple[str, bool]) -> list[tuple[re.Pattern[str], bool]]:
+    """Case-blind cue patterns, tried in order, each with whether it states a change by itself."""
+    return [(re.compile(pattern, re.I), by_itself) for pattern, by_itself in cues]
+
+
+# "no more X", "I'm off X", "I'm done with X", "I don't like X anymore" are changes in themselves;
+# "I can't stand X", "I'm not a fan of X", "I'm not into X" need a change word.
+_AWAY = _cues(
+    (r"\bno more\s+(?!than\b|and\b|or\b|of\b|[,.])(?P<x>.+)", True),
+    (
         _I_AM + r"off\s+(?!to\b|work\b|duty\b|the clock\b|the hook\b|for\b|on\b|from\b|today\b|tomorrow\b|"
         r"tonight\b|now\b|again\b|sick\b|school\b|my\b)(?P<x>.+)",
-        re.I,
+        True,
     ),
-    re.compile(_I_AM + r"(?:done with|through with|fed up with|sick of|tired of|sick and tired of)\s+(?P<x>.+)", re.I),
-    re.compile(r"\b(?:can't|cannot|can not|couldn't) stand\s+(?P<x>.+)", re.I),
-    re.compile(
+    (_I_AM + r"(?:done with|through with|fed up with|sick of|tired of|sick and tired of)\s+(?P<x>.+)", True),
+    (r"\b(?:can't|cannot|can not|couldn't) stand\s+(?P<x>.+)", False),
+    (
         _I_AM + r"(?:not|no longer|never been)\s+(?:really\s+|that\s+|much\s+of\s+)?(?:a\s+)?"
         r"(?:big\s+|huge\s+|real\s+|great\s+)?fan\s+of\s+(?P<x>.+)",
-        re.I,
+        False,
     ),
-    re.compile(_I_AM + r"(?:not|no longer)\s+(?:really\s+|that\s+|so\s+)?into\s+(?P<x>.+)", re.I),
-    re.compile(
+    (_I_AM + r"(?:not|no longer)\s+(?:really\s+|that\s+|so\s+)?into\s+(?P<x>.+)", False),
+    (
         _I + r"\s+" + _ADV + r"(?:don't|do not|didn't|did not|no longer)\s+(?:really\s+|even\s+)?"
         r"(?:like|enjoy|love|care for|want|need|eat|drink)\s+(?P<x>.+?)\s+(?:anymore|any more|any longer)\b",
-        re.I,
+        True,
     ),
-]
+)
 # "X isn't for me anymore": the aspect is the subject, before the verb.
 _NOT_FOR_ME = re.compile(
     r"^(?P<x>.+?)\s+(?:isn't|is not|aren't|are not|isn't really|just isn't|just aren't|has stopped being|"
     r"stopped being|is no longer|are no longer)\s+(?:really\s+)?(?:for me|my thing|my cup of tea|my style|my jam)\b",
     re.I,
 )
-_TOWARD = [
-    re.compile(
+# "grown to love X", "warmed up to X", "fell in love with X" are changes in themselves; "I'm into X" and
+# "I'm a fan of X" need "now" or another change word.
+_TOWARD = _cues(
+    (
         _I + r"\s+" + _ADV + r"(?:grown|grew|come|came|learned|learnt|started|begun|began)\s+to\s+"
         r"(?:really\s+|truly\s+|actually\s+)?(?:love|enjoy|like|appreciate|adore)\s+(?P<x>.+)",
-        re.I,
+        True,
     ),
-    re.compile(
+    (
         r"\b(?:I'm|I am|I've been|I have been|I've gotten|I have gotten|I got|I've got|we're)\s+"
         + _ADV
         + r"(?:really\s+|totally\s+|so\s+|very\s+|big\s+|heavily\s+)?(?:getting\s+)?into\s+(?P<x>.+)",
-        re.I,
+        False,
     ),
-    re.compile(_I_AM + r"(?:now\s+)?(?:a\s+)?(?:big\s+|huge\s+|real\s+|great\s+)?fan\s+of\s+(?P<x>.+)", re.I),
-    re.compile(_I + r"\s+" + _ADV + r"(?:warmed|warming)\s+(?:up\s+)?to\s+(?P<x>.+)", re.I),
-    re.compile(_I + r"\s+" + _ADV + r"(?:fallen|fell)\s+in\s+love\s+with\s+(?P<x>.+)", re.I),
-]
+    (_I_AM + r"(?:now\s+)?(?:a\s+)?(?:big\s+|huge\s+|real\s+|great\s+)?fan\s+of\s+(?P<x>.+)", False),
+    (_I + r"\s+" + _ADV + r"(?:warmed|warming)\s+(?:up\s+)?to\s+(?P<x>.+)", True),
+    (_I + r"\s+" + _ADV + r"(?:fallen|fell)\s+in\s+love\s+with\s+(?P<x>.+)", True),
+)
 _SUBJECT_FILLER = re.compile(
     r"^(?:(?:and|but|so|honestly|frankly|well|also|actually|sadly|anyway|to be honest|I think|I guess|I've realized|"
     r"I realized|I've found|I found|I feel like|it turns out|turns out)[, ]+)+",
@@ -281,21 +291,19 @@ def _cue_statements(clause: str, reason: str | None) -> list[CueStatement]:
     m = _LABEL.search(clause)
     if m and not hedged(clause, m.start()):
         return [CueStatement(m.group("x"), Stance.FACT, "start", reason, "label")]
-    for i, pattern in enumerate(_AWAY):
+    for pattern, by_itself in _AWAY:
         m = pattern.search(clause)
         if m and not hedged(clause, m.start()):
-            # "no more X", "I'm off X", "I'm done with X" are changes in themselves; the others need a change word.
-            change = "away" if i in (0, 1, 2, 6) or _marked(clause) else "none"
+            change = "away" if by_itself or _marked(clause) else "none"
             return [CueStatement(m.group("x"), Stance.DISLIKES, change, reason, "away")]
     m = _NOT_FOR_ME.search(clause)
     if m:
         subject = _SUBJECT_FILLER.sub("", m.group("x")).strip()
         if subject and subject.split()[0].lower() not in _PRONOUN and not hedged(subject, len(subject)):
             return [CueStatement(subject, Stance.DISLIKES, "away" if _marked(clause) else "none", reason, "away")]
-    for i, pattern in enumerate(_TOWARD):
+    for pattern, by_itself in _TOWARD:
         m = pattern.search(clause)
         if m and not hedged(clause, m.start()):
-            # "grown to love", "warmed up to", "fell in love with" are changes; "I'm into X" needs "now" or similar.
-            change = "start" if i not in (1, 2) or _marked(clause) else "none"
+            change = "start" if by_itself or _marked(clause) else "none"
             return [CueStatement(m.group("x"), Stance.LIKES, change, reason, "toward")]
     return []

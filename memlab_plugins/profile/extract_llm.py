@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -26,7 +27,7 @@ from memlab.errors import MemlabError
 from memlab.llm.base import LLM
 from memlab.types import Session
 from memlab_plugins.profile.extract_rules import strip_label
-from memlab_plugins.profile.models import Evidence, Operation, OpType, Stance
+from memlab_plugins.profile.models import Evidence, Operation, OperationFields, OpType
 from memlab_plugins.profile.resolve import ProfileView
 
 SYSTEM_PROMPT = """You maintain a long-term profile of a user from their conversations.
@@ -42,16 +43,14 @@ Rules:
 - Use only entry ids from the profile and turn indexes from the session. Reply with the JSON object only."""
 
 
-class LLMOperation(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class LLMOperation(OperationFields):
+    """An operation as the model writes it: the evidence is the index of the turn that states it."""
 
-    op: OpType
-    entry_id: str | None = None
-    aspect: str | None = None
-    value: str | None = None
-    stance: Stance | None = None
-    reason: str | None = None
     turn_index: int = Field(ge=0)
+
+    def operation(self, evidence: Evidence) -> Operation:
+        """The store's operation; raises ValidationError when the fields do not fit ``op``."""
+        return Operation(**self.model_dump(exclude={"turn_index"}), evidence=[evidence])
 
 
 class LLMReply(BaseModel):
@@ -108,15 +107,7 @@ def parse_reply(text: str, view: ProfileView, session: Session, first_turn: int,
             raise ValueError(f"{where}: entry {item.entry_id!r} is current; use UPDATE")
         quote = strip_label(session.messages[item.turn_index - first_turn].content)[:quote_chars]
         try:
-            op = Operation(
-                op=item.op,
-                entry_id=item.entry_id,
-                aspect=item.aspect,
-                value=item.value,
-                stance=item.stance,
-                reason=item.reason,
-                evidence=[Evidence(session_id=session.id, turn_index=item.turn_index, quote=quote)],
-            )
+            op = item.operation(Evidence(session_id=session.id, turn_index=item.turn_index, quote=quote))
         except ValidationError as exc:
             raise ValueError(f"{where}: {exc.errors()[0]['msg']}") from exc
         if item.entry_id is not None and item.op is not OpType.NOOP:
@@ -125,30 +116,26 @@ def parse_reply(text: str, view: ProfileView, session: Session, first_turn: int,
     return ops
 
 
+@dataclass(eq=False)
 class LLMExtractor:
-    """Asks ``llm`` for a session's operations; ``max_profile_entries`` bounds the profile shown."""
+    """Asks ``llm`` for a session's operations; ``max_profile_entries`` bounds the profile shown.
 
-    source = "llm"
+    The counters after the options add up over the extractor's life (the backend reports them).
+    """
 
-    def __init__(
-        self,
-        llm: LLM,
-        *,
-        max_profile_entries: int = 80,
-        quote_chars: int = 300,
-        max_turn_chars: int = 2000,
-        on_usage: Callable[[int, int, float], None] | None = None,
-    ) -> None:
-        self.llm = llm
-        self.on_usage = on_usage
-        self.max_profile_entries = max_profile_entries
-        self.quote_chars = quote_chars
-        self.max_turn_chars = max_turn_chars
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
-        self.calls = 0
-        self.retries = 0
-        self.invalid_replies = 0
+    source: ClassVar[str] = "llm"
+
+    llm: LLM
+    _: KW_ONLY
+    max_profile_entries: int = 80
+    quote_chars: int = 300
+    max_turn_chars: int = 2000
+    on_usage: Callable[[int, int, float], None] | None = None
+    prompt_tokens: int = field(default=0, init=False)
+    completion_tokens: int = field(default=0, init=False)
+    calls: int = field(default=0, init=False)
+    retries: int = field(default=0, init=False)
+    invalid_replies: int = field(default=0, init=False)
 
     def prompt(self, session: Session, first_turn: int, view: ProfileView) -> str:
         shown = view.entries[-self.max_profile_entries :]

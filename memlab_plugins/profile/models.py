@@ -87,15 +87,8 @@ class ProfileEntry(BaseModel):
         return f"{self.aspect}: {self.value}"
 
 
-class Operation(BaseModel):
-    """One change proposed by an extractor (or a user through the API).
-
-    - ADD: a new aspect (``aspect``, ``value``, ``stance``); ``entry_id`` may name the id to give it,
-      or a *closed* entry to reopen (the user took something up again).
-    - UPDATE: ``entry_id``'s current version is closed and a new one opens with the given fields.
-    - DELETE: ``entry_id``'s current version is closed with no successor ("I no longer do X").
-    - NOOP: nothing changes (a repeat); logged so the operation log explains every statement.
-    """
+class OperationFields(BaseModel):
+    """What every proposed change names: the operation, the entry it targets, and the new content."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -105,6 +98,18 @@ class Operation(BaseModel):
     value: str | None = None
     stance: Stance | None = None
     reason: str | None = None
+
+
+class Operation(OperationFields):
+    """One change proposed by an extractor (or a user through the API).
+
+    - ADD: a new aspect (``aspect``, ``value``, ``stance``); ``entry_id`` may name the id to give it,
+      or a *closed* entry to reopen (the user took something up again).
+    - UPDATE: ``entry_id``'s current version is closed and a new one opens with the given fields.
+    - DELETE: ``entry_id``'s current version is closed with no successor ("I no longer do X").
+    - NOOP: nothing changes (a repeat); logged so the operation log explains every statement.
+    """
+
     evidence: list[Evidence] = Field(default_factory=list)
     kind: Kind | None = Field(default=None, description="ADD: 'statement' unless given; UPDATE keeps the entry's kind")
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memlab.errors import MemlabError
+from memlab.schema_versions import upgrade_schema
 
 SCHEMA_VERSION = 3
 
@@ -119,15 +120,10 @@ def _initialise(db: sqlite3.Connection, path: Path | None) -> None:
     )
     db.execute("BEGIN IMMEDIATE")
     try:
-        version = int(db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
-        if version > SCHEMA_VERSION:
-            raise ProfileStoreError(
-                f"{path}: profile store schema version {version} is newer than this memlab ({SCHEMA_VERSION})"
-            )
-        while version < SCHEMA_VERSION:
-            MIGRATIONS[version](db)
-            version += 1
-            db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(version),))
+        stored = schema_version(db)
+        upgrade_schema(db, stored, SCHEMA_VERSION, MIGRATIONS, where=f"{path} (profile store)", error=ProfileStoreError)
+        if stored < SCHEMA_VERSION:
+            db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
     except BaseException:
         db.execute("ROLLBACK")
         raise
