@@ -82,8 +82,6 @@ class PoolExecutor(Executor, Generic[OptionsT]):
         book = Book(jobs, record, self.options.retries)
         self.workers = book.workers
         pool = self.open_pool(plugin_refs(jobs), len(jobs))
-        # No more attempts submitted than free workers: a pool that loses a worker may fail every
-        # attempt it holds, so only attempts actually running should pay for it.
         todo: deque[tuple[int, Job]] = deque((i, portable_job(j)) for i, j in enumerate(jobs))
         try:
             while todo or pool.busy():
