@@ -116,19 +116,14 @@ def _print_report(run_dir: Path, plots: bool) -> None:
     from memlab import report
 
     summary = report.load_run(run_dir)
-    print(report.terminal_table(summary))
-    for extra in (
+    blocks = (
+        report.terminal_table(summary),
         report.paired_table(summary),
         report.distance_table(summary),
         report.metrics_table(summary, per_type=False),
-    ):
-        if extra:
-            print()
-            print(extra)
-    if summary.failed_jobs:
-        print(f"\n{len(summary.failed_jobs)} job(s) failed:")
-        for job in summary.failed_jobs:
-            print(f"  {job['backend']} / {job['context_id'][:16]}: {job['error']}")
+        report.failed_jobs_text(summary),
+    )
+    print("\n\n".join(block for block in blocks if block))
     if summary.data_issues:
         print(f"\n{len(summary.data_issues)} data issue(s), first: {summary.data_issues[0]}")
     if plots:

@@ -175,15 +175,12 @@ def run_demo(dataset: str | None, out: Path, *, progress: bool = True) -> int:
         result = run_with_details(config)
         summary = report.load_run(out)
         plots = report.write_report(out)
-    print(report.terminal_table(summary))
-    paired = report.paired_table(summary)
-    if paired:
-        print()
-        print(paired)
-    if summary.failed_jobs:
-        print(f"\n{len(summary.failed_jobs)} job(s) failed (details in {log_path}):")
-        for job in summary.failed_jobs:
-            print(f"  {job['backend']} / {job['context_id'][:16]}: {job['error']}")
+    blocks = (
+        report.terminal_table(summary),
+        report.paired_table(summary),
+        report.failed_jobs_text(summary, details_in=log_path),
+    )
+    print("\n\n".join(block for block in blocks if block))
     print()
     for line in explain(summary):
         print(line)

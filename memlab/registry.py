@@ -215,15 +215,21 @@ def _type_name(annotation: Any) -> str:
 
 
 # ----------------------------------------------------------------------- validation
-def validate_backend(name: str, obj: Any) -> None:
-    from memlab.memory import CAPABILITY_HOOKS, BackendConfig, Memory
-
-    where = f"backend {name!r} ({getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)})"
-    if not (isinstance(obj, type) and issubclass(obj, Memory)):
-        raise PluginValidationError(f"{where} is not a subclass of memlab.Memory")
+def _check_plugin_class(kind: str, name: str, obj: Any, base: type, base_name: str) -> str:
+    """Check that ``obj`` is a concrete subclass of ``base``; return how errors name the plugin."""
+    where = f"{kind} {name!r} ({getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)})"
+    if not (isinstance(obj, type) and issubclass(obj, base)):
+        raise PluginValidationError(f"{where} is not a subclass of {base_name}")
     missing = sorted(getattr(obj, "__abstractmethods__", ()))
     if missing:
         raise PluginValidationError(f"{where} does not implement {', '.join(missing)}")
+    return where
+
+
+def validate_backend(name: str, obj: Any) -> None:
+    from memlab.memory import CAPABILITY_HOOKS, BackendConfig, Memory
+
+    where = _check_plugin_class("backend", name, obj, Memory, "memlab.Memory")
     config = getattr(obj, "Config", None)
     if not (isinstance(config, type) and issubclass(config, BackendConfig)):
         raise PluginValidationError(f"{where}: Config must subclass memlab.BackendConfig")
@@ -242,12 +248,7 @@ def validate_backend(name: str, obj: Any) -> None:
 def validate_reader(name: str, obj: Any) -> None:
     from memlab.readers.base import Reader
 
-    where = f"reader {name!r} ({getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)})"
-    if not (isinstance(obj, type) and issubclass(obj, Reader)):
-        raise PluginValidationError(f"{where} is not a subclass of memlab.readers.Reader")
-    missing = sorted(getattr(obj, "__abstractmethods__", ()))
-    if missing:
-        raise PluginValidationError(f"{where} does not implement {', '.join(missing)}")
+    where = _check_plugin_class("reader", name, obj, Reader, "memlab.readers.Reader")
     config = getattr(obj, "Config", None)
     if not (isinstance(config, type) and issubclass(config, BaseModel)):
         raise PluginValidationError(f"{where}: Config must be a pydantic model")

@@ -57,7 +57,23 @@ DISTANCE_BUCKETS: list[tuple[str, int, float]] = [
 ]
 
 
-class Prediction(BaseModel):
+class Costs(BaseModel):
+    """What answering cost: seconds per stage, and the reader's and the backend's (ingest) LLM tokens
+    and dollars. A prediction's are its question's (ingest: since the previous question); a row's
+    are the sums over its predictions. (Unknown keys: as each subclass says.)"""
+
+    ingest_seconds: float = 0.0
+    retrieve_seconds: float = 0.0
+    answer_seconds: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    ingest_prompt_tokens: int = Field(default=0, description="LLM tokens a backend spent ingesting")
+    ingest_completion_tokens: int = 0
+    ingest_cost_usd: float = 0.0
+
+
+class Prediction(Costs):
     """One answered question for one (backend, reader)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -81,15 +97,6 @@ class Prediction(BaseModel):
         default=None, description="history message indexes behind the retrieved items; None if unknown"
     )
     evidence_messages: list[int] = Field(default_factory=list)
-    ingest_seconds: float = 0.0
-    retrieve_seconds: float = 0.0
-    answer_seconds: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    ingest_prompt_tokens: int = Field(default=0, description="LLM tokens spent ingesting since the previous question")
-    ingest_completion_tokens: int = 0
-    ingest_cost_usd: float = 0.0
     metrics: dict[str, float] = Field(default_factory=dict)
     error: str | None = None
     fingerprint: str | None = Field(default=None, description="hash of the settings that determine this answer")
@@ -126,7 +133,7 @@ class PairedComparison(BaseModel):
     p_value: float
 
 
-class RowSummary(BaseModel):
+class RowSummary(Costs):
     backend: str
     reader: str
     control: bool = False
@@ -136,15 +143,6 @@ class RowSummary(BaseModel):
     questions: int = 0
     errors: int = 0
     mean_context_tokens: float = 0.0
-    ingest_seconds: float = 0.0
-    retrieve_seconds: float = 0.0
-    answer_seconds: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    ingest_prompt_tokens: int = 0
-    ingest_completion_tokens: int = 0
-    ingest_cost_usd: float = 0.0
     metrics: dict[str, float] = Field(default_factory=dict)
     metrics_per_type: dict[str, dict[str, float]] = Field(default_factory=dict)
     vs_controls: list[PairedComparison] = Field(default_factory=list)
@@ -426,15 +424,7 @@ def summarize_rows(predictions: list[Prediction]) -> list[RowSummary]:
                 questions=len(preds),
                 errors=sum(p.error is not None for p in preds),
                 mean_context_tokens=sum(p.context_tokens for p in preds) / len(preds),
-                ingest_seconds=sum(p.ingest_seconds for p in preds),
-                retrieve_seconds=sum(p.retrieve_seconds for p in preds),
-                answer_seconds=sum(p.answer_seconds for p in preds),
-                prompt_tokens=sum(p.prompt_tokens for p in preds),
-                completion_tokens=sum(p.completion_tokens for p in preds),
-                cost_usd=sum(p.cost_usd for p in preds),
-                ingest_prompt_tokens=sum(p.ingest_prompt_tokens for p in preds),
-                ingest_completion_tokens=sum(p.ingest_completion_tokens for p in preds),
-                ingest_cost_usd=sum(p.ingest_cost_usd for p in preds),
+                **{name: sum(getattr(p, name) for p in preds) for name in Costs.model_fields},
                 fingerprint=preds[-1].fingerprint,
                 metrics=_row_metrics(preds),
                 metrics_per_type={t: _mean_metrics(v) for t, v in sorted(by_type.items())},

@@ -90,63 +90,34 @@ ACCURACY_PROMPT = (
     'Just return the label CORRECT or WRONG in a json format with the key as "label".\n'
 )
 
+
 # ----------------------------------------------------------------------------- LongMemEval
-# Verbatim from xiaowu0162/LongMemEval src/evaluation/evaluate_qa.py, get_anscheck_prompt
-# (positional fields: question, answer - or rubric / explanation -, model response).
-LONGMEMEVAL_STANDARD = (
-    "I will give you a question, a correct answer, and a response from a model. Please answer yes if the response contains the correct answer. Otherwise, answer no. If the response is equivalent to the correct answer or contains all the intermediate steps to get the correct answer, you should also answer yes. If the response only contains a subset of the information required by the answer, answer no. \n"
-    "\n"
-    "Question: {}\n"
-    "\n"
-    "Correct Answer: {}\n"
-    "\n"
-    "Model Response: {}\n"
-    "\n"
-    "Is the model response correct? Answer yes or no only."
+# Verbatim from xiaowu0162/LongMemEval src/evaluation/evaluate_qa.py, get_anscheck_prompt. Its five
+# templates share one layout: an instruction, the three positional fields (question, answer - or
+# rubric / explanation -, model response) and a closing question; the instructions are kept whole.
+def _anscheck_template(
+    instruction: str, answer_field: str = "Correct Answer", ask: str = "Is the model response correct?"
+) -> str:
+    return f"{instruction}\n\nQuestion: {{}}\n\n{answer_field}: {{}}\n\nModel Response: {{}}\n\n{ask} Answer yes or no only."
+
+
+LONGMEMEVAL_STANDARD = _anscheck_template(
+    "I will give you a question, a correct answer, and a response from a model. Please answer yes if the response contains the correct answer. Otherwise, answer no. If the response is equivalent to the correct answer or contains all the intermediate steps to get the correct answer, you should also answer yes. If the response only contains a subset of the information required by the answer, answer no. "
 )
-LONGMEMEVAL_TEMPORAL = (
-    "I will give you a question, a correct answer, and a response from a model. Please answer yes if the response contains the correct answer. Otherwise, answer no. If the response is equivalent to the correct answer or contains all the intermediate steps to get the correct answer, you should also answer yes. If the response only contains a subset of the information required by the answer, answer no. In addition, do not penalize off-by-one errors for the number of days. If the question asks for the number of days/weeks/months, etc., and the model makes off-by-one errors (e.g., predicting 19 days when the answer is 18), the model's response is still correct. \n"
-    "\n"
-    "Question: {}\n"
-    "\n"
-    "Correct Answer: {}\n"
-    "\n"
-    "Model Response: {}\n"
-    "\n"
-    "Is the model response correct? Answer yes or no only."
+LONGMEMEVAL_TEMPORAL = _anscheck_template(
+    "I will give you a question, a correct answer, and a response from a model. Please answer yes if the response contains the correct answer. Otherwise, answer no. If the response is equivalent to the correct answer or contains all the intermediate steps to get the correct answer, you should also answer yes. If the response only contains a subset of the information required by the answer, answer no. In addition, do not penalize off-by-one errors for the number of days. If the question asks for the number of days/weeks/months, etc., and the model makes off-by-one errors (e.g., predicting 19 days when the answer is 18), the model's response is still correct. "
 )
-LONGMEMEVAL_KNOWLEDGE_UPDATE = (
-    "I will give you a question, a correct answer, and a response from a model. Please answer yes if the response contains the correct answer. Otherwise, answer no. If the response contains some previous information along with an updated answer, the response should be considered as correct as long as the updated answer is the required answer.\n"
-    "\n"
-    "Question: {}\n"
-    "\n"
-    "Correct Answer: {}\n"
-    "\n"
-    "Model Response: {}\n"
-    "\n"
-    "Is the model response correct? Answer yes or no only."
+LONGMEMEVAL_KNOWLEDGE_UPDATE = _anscheck_template(
+    "I will give you a question, a correct answer, and a response from a model. Please answer yes if the response contains the correct answer. Otherwise, answer no. If the response contains some previous information along with an updated answer, the response should be considered as correct as long as the updated answer is the required answer."
 )
-LONGMEMEVAL_PREFERENCE = (
-    "I will give you a question, a rubric for desired personalized response, and a response from a model. Please answer yes if the response satisfies the desired response. Otherwise, answer no. The model does not need to reflect all the points in the rubric. The response is correct as long as it recalls and utilizes the user's personal information correctly.\n"
-    "\n"
-    "Question: {}\n"
-    "\n"
-    "Rubric: {}\n"
-    "\n"
-    "Model Response: {}\n"
-    "\n"
-    "Is the model response correct? Answer yes or no only."
+LONGMEMEVAL_PREFERENCE = _anscheck_template(
+    "I will give you a question, a rubric for desired personalized response, and a response from a model. Please answer yes if the response satisfies the desired response. Otherwise, answer no. The model does not need to reflect all the points in the rubric. The response is correct as long as it recalls and utilizes the user's personal information correctly.",
+    answer_field="Rubric",
 )
-LONGMEMEVAL_ABSTENTION = (
-    "I will give you an unanswerable question, an explanation, and a response from a model. Please answer yes if the model correctly identifies the question as unanswerable. The model could say that the information is incomplete, or some other information is given but the asked information is not.\n"
-    "\n"
-    "Question: {}\n"
-    "\n"
-    "Explanation: {}\n"
-    "\n"
-    "Model Response: {}\n"
-    "\n"
-    "Does the model correctly identify the question as unanswerable? Answer yes or no only."
+LONGMEMEVAL_ABSTENTION = _anscheck_template(
+    "I will give you an unanswerable question, an explanation, and a response from a model. Please answer yes if the model correctly identifies the question as unanswerable. The model could say that the information is incomplete, or some other information is given but the asked information is not.",
+    answer_field="Explanation",
+    ask="Does the model correctly identify the question as unanswerable?",
 )
 
 LONGMEMEVAL_TYPES: dict[str, str] = {

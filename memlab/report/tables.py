@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from memlab.datasets.question_types import CANONICAL_TYPES, LEGACY_NAMES, SHORT_NAMES
 from memlab.report.loading import is_control
@@ -200,6 +201,17 @@ def paired_table(summary: RunSummary) -> str:
         return ""
     headers = ["Backend", "Reader", "vs control", "n", "wins", "losses", "p (McNemar)"]
     return _md(headers, body, {3, 4, 5, 6})
+
+
+def failed_jobs_text(summary: RunSummary, details_in: str | Path | None = None) -> str:
+    """The failed jobs for the terminal: a count (and where their details are), then one line per
+    job (backend / context: error); empty string when no job failed."""
+    if not summary.failed_jobs:
+        return ""
+    where = f" (details in {details_in})" if details_in else ""
+    lines = [f"{len(summary.failed_jobs)} job(s) failed{where}:"]
+    lines += [f"  {job['backend']} / {job['context_id'][:16]}: {job['error']}" for job in summary.failed_jobs]
+    return "\n".join(lines)
 
 
 def _metric_order(name: str) -> tuple[str, int, str]:

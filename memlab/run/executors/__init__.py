@@ -5,14 +5,16 @@ files: executors hand predictions back (streamed as they are made) and the drive
 Every executor keeps the same guarantees: each prediction is emitted once; heavy objects load once
 per worker; a job that raises is retried (process, ray) re-running only its unanswered questions,
 and if it keeps failing its error is yielded while the other jobs' results are kept; workers end
-with the driver.
+with the driver. The process and Ray executors share one dispatch and retry loop
+(``pool.PoolExecutor``) and differ only in their pool of workers.
 """
 
 from __future__ import annotations
 
 import traceback
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -24,7 +26,9 @@ from memlab.run.job import Job, run_job
 __all__ = ["Executor", "LocalExecutor", "make_executor", "parse_options"]
 
 
-class Executor(Protocol):
+class Executor(ABC):
+    """Where a run's jobs run; the driver calls ``execute``, each executor implements ``run_jobs``."""
+
     def execute(
         self,
         jobs: Sequence[Job],
@@ -32,7 +36,16 @@ class Executor(Protocol):
         progress: Callable[[int], Any],
     ) -> Iterator[Outcome]:
         """Run ``jobs``; call ``emit`` once per prediction (in the driver) and yield each job's outcome."""
-        ...
+
+        def record(prediction: Prediction) -> None:
+            emit(prediction)
+            progress(1)  # progress counts predictions
+
+        return self.run_jobs(jobs, record)
+
+    @abstractmethod
+    def run_jobs(self, jobs: Sequence[Job], record: Callable[[Prediction], None]) -> Iterator[Outcome]:
+        """Run ``jobs``, calling ``record`` (in the driver) once per prediction; yield each job's outcome."""
 
 
 def parse_options(model: type[BaseModel], name: str, options: dict[str, Any]) -> Any:
@@ -42,22 +55,13 @@ def parse_options(model: type[BaseModel], name: str, options: dict[str, Any]) ->
         raise MemlabError(f"invalid options for executor {name!r}:\n{exc}") from exc
 
 
-class LocalExecutor:
+class LocalExecutor(Executor):
     """Jobs in order, in this process; every prediction reaches disk as soon as it exists."""
 
-    def execute(
-        self,
-        jobs: Sequence[Job],
-        emit: Callable[[Prediction], None],
-        progress: Callable[[int], Any],
-    ) -> Iterator[Outcome]:
-        def stream(prediction: Prediction) -> None:
-            emit(prediction)
-            progress(1)
-
+    def run_jobs(self, jobs: Sequence[Job], record: Callable[[Prediction], None]) -> Iterator[Outcome]:
         for job in jobs:
             try:
-                outcome: list[Prediction] | BaseException = run_job(job, emit=stream)
+                outcome: list[Prediction] | BaseException = run_job(job, emit=record)
             except Exception as exc:  # reported in the summary; other jobs go on
                 if isinstance(exc, ResultsWriteError):
                     raise  # the driver's own writer failed (disk full): stop the run, not one job

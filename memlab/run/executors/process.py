@@ -10,39 +10,23 @@ import queue as queue_module
 import signal
 import sys
 import traceback
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from memlab.results import Prediction
-from memlab.run.executors.worker import (
-    Book,
-    JobOutcome,
-    Outcome,
-    PluginRef,
-    WorkerInfo,
-    WorkerLostError,
-    end_with_parent,
-    plugin_refs,
-    portable_job,
-    run_in_worker,
-)
+from memlab.run.executors import parse_options
+from memlab.run.executors.pool import PoolExecutor, PoolOptions
+from memlab.run.executors.worker import JobOutcome, PluginRef, WorkerLostError, end_with_parent, run_in_worker
 from memlab.run.job import Job
 
-POLL_SECONDS = 0.2  # how often the driver drains streamed predictions while jobs run
 
-
-class ProcessOptions(BaseModel):
+class ProcessOptions(PoolOptions):
     """Options of ``--executor process``."""
 
-    model_config = ConfigDict(extra="forbid")
-
     workers: int | None = Field(default=None, ge=1, description="worker processes (default: usable cores)")
-    retries: int = Field(default=2, ge=0, description="extra attempts for a job that raises")
     threads_per_worker: int | None = Field(
         default=None, ge=1, description="torch/BLAS threads per worker (default: usable cores / workers)"
     )
@@ -80,82 +64,77 @@ def _process_task(index: int, job: Job, plugins: list[PluginRef]) -> JobOutcome:
     return run_in_worker(index, job, plugins, _stream.put if _stream is not None else None)
 
 
-def _mp_batch(stream: Any) -> list[Any]:
-    items = []
-    while True:
+class _ProcessPool:
+    """A ``ProcessPoolExecutor`` of ``size`` spawned workers, replaced when a worker dies (that breaks it)."""
+
+    def __init__(self, size: int, threads: int, plugins: list[PluginRef]) -> None:
+        self.size, self.threads, self.plugins = size, threads, plugins
+        self.context = multiprocessing.get_context("spawn")
+        self.stream = self.context.Queue()
+        self.pool = self._new_pool()
+        self.generation = 0
+        self.running: dict[Future[JobOutcome], tuple[int, int]] = {}  # -> (job index, pool generation)
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            self.size,
+            mp_context=self.context,
+            initializer=_init_process_worker,
+            initargs=(self.stream, self.threads, os.getpid()),
+        )
+
+    def busy(self) -> bool:
+        return bool(self.running)
+
+    def has_free_worker(self) -> bool:
+        # When a worker dies the pool breaks and fails every job it holds: hold no queued ones.
+        return len(self.running) < self.size
+
+    def submit(self, index: int, job: Job) -> None:
+        self.running[self.pool.submit(_process_task, index, job, self.plugins)] = (index, self.generation)
+
+    def wait(self, timeout: float) -> list[Future[JobOutcome]]:
+        done, _ = wait(self.running, timeout=timeout, return_when=FIRST_COMPLETED)
+        return list(done)
+
+    def streamed(self) -> list[tuple[int, Prediction]]:
+        items = []
+        while True:
+            try:
+                items.append(self.stream.get_nowait())
+            except queue_module.Empty:
+                return items
+
+    def collect(self, handle: Future[JobOutcome]) -> JobOutcome:
+        index, born = self.running.pop(handle)
         try:
-            items.append(stream.get_nowait())
-        except queue_module.Empty:
-            return items
+            return handle.result()
+        except BrokenProcessPool as exc:
+            if born == self.generation:  # replace the broken pool once, not once per lost job
+                self.pool.shutdown(wait=False, cancel_futures=True)
+                self.pool, self.generation = self._new_pool(), self.generation + 1
+            return JobOutcome(index, error=WorkerLostError(f"a worker process died: {exc}"))
+        except Exception as exc:  # the task could not even be sent or received
+            return JobOutcome(index, error=exc, traceback=traceback.format_exc())
+
+    def close(self) -> None:
+        if self.running:
+            # Stopped early (interrupt, or emit failed): end running jobs now, so none keeps
+            # writing to a state directory that a resumed run is about to reuse.
+            for process in list((getattr(self.pool, "_processes", None) or {}).values()):
+                process.terminate()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.stream.close()
+        self.stream.cancel_join_thread()
 
 
-class ProcessExecutor:
+class ProcessExecutor(PoolExecutor[ProcessOptions]):
     """Jobs on a pool of worker processes on this machine."""
 
     def __init__(self, **options: Any) -> None:
-        from memlab.run.executors import parse_options
+        super().__init__(parse_options(ProcessOptions, "process", options))
 
-        self.options: ProcessOptions = parse_options(ProcessOptions, "process", options)
-        self.workers: dict[str, WorkerInfo] = {}
-
-    def execute(
-        self,
-        jobs: Sequence[Job],
-        emit: Callable[[Prediction], None],
-        progress: Callable[[int], Any],
-    ) -> Iterator[Outcome]:
-        if not jobs:
-            return
-        book = Book(jobs, emit, progress, self.options.retries)
-        self.workers = book.workers
-        plugins = plugin_refs(jobs)
-        size = min(self.options.workers or usable_cores(), len(jobs))
-        context = multiprocessing.get_context("spawn")
-        stream = context.Queue()
+    def open_pool(self, plugins: list[PluginRef], jobs: int) -> _ProcessPool:
+        size = min(self.options.workers or usable_cores(), jobs)
         threads = self.options.threads_per_worker or max(1, usable_cores() // size)
-
-        def new_pool() -> ProcessPoolExecutor:
-            return ProcessPoolExecutor(
-                size, mp_context=context, initializer=_init_process_worker, initargs=(stream, threads, os.getpid())
-            )
-
-        pool = new_pool()
-        generation = 0
-        # No more jobs in the pool than workers: when a worker dies the pool breaks and fails every
-        # job it holds, so only jobs actually running should pay an attempt for it.
-        todo: deque[tuple[int, Job]] = deque((i, portable_job(j)) for i, j in enumerate(jobs))
-        pending: dict[Future[JobOutcome], tuple[int, int]] = {}
-
-        try:
-            while todo or pending:
-                while todo and len(pending) < size:
-                    index, job = todo.popleft()
-                    pending[pool.submit(_process_task, index, job, plugins)] = (index, generation)
-                done, _ = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
-                for index, prediction in _mp_batch(stream):
-                    book.accept(index, prediction)
-                for future in done:
-                    index, born = pending.pop(future)
-                    try:
-                        outcome = future.result()
-                    except BrokenProcessPool as exc:
-                        outcome = JobOutcome(index, error=WorkerLostError(f"a worker process died: {exc}"))
-                        if born == generation:  # replace the broken pool once, not once per lost job
-                            pool.shutdown(wait=False, cancel_futures=True)
-                            pool, generation = new_pool(), generation + 1
-                    except Exception as exc:  # the task could not even be sent or received
-                        outcome = JobOutcome(index, error=exc, traceback=traceback.format_exc())
-                    result = book.finish(outcome)
-                    if isinstance(result, Job):
-                        todo.append((index, result))
-                    else:
-                        yield result
-        finally:
-            if pending:
-                # Stopped early (interrupt, or emit failed): end running jobs now, so none keeps
-                # writing to a state directory that a resumed run is about to reuse.
-                for process in list((getattr(pool, "_processes", None) or {}).values()):
-                    process.terminate()
-            pool.shutdown(wait=True, cancel_futures=True)
-            stream.close()
-            stream.cancel_join_thread()
+        return _ProcessPool(size, threads, plugins)

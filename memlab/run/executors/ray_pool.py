@@ -8,39 +8,31 @@ import os
 import socket
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from memlab.errors import MemlabError, MissingDependencyError
 from memlab.results import Prediction
+from memlab.run.executors import parse_options
+from memlab.run.executors.pool import PoolExecutor, PoolOptions
 from memlab.run.executors.process import usable_cores
 from memlab.run.executors.worker import (
-    Book,
     JobOutcome,
-    Outcome,
     PluginRef,
-    WorkerInfo,
     WorkerLostError,
     _portable,
     end_with_parent,
-    plugin_refs,
-    portable_job,
     run_in_worker,
 )
 from memlab.run.job import Job
 
 RAY_HINT = 'pip install "memlab[ray]"  (or: pip install "ray>=2.9")'
-POLL_SECONDS = 0.2
 
 
-class RayOptions(BaseModel):
+class RayOptions(PoolOptions):
     """Options of ``--executor ray`` (Ray itself gives each worker cpus_per_job BLAS threads)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    retries: int = Field(default=2, ge=0, description="extra attempts for a job that raises")
     address: str | None = Field(
         default=None, description="existing cluster ('auto', 'ray://host:10001', host:6379); None starts a local Ray"
     )
@@ -76,15 +68,72 @@ class _RayJobWorker:
         return run_in_worker(index, job, plugins, self._stream.put)
 
 
-class RayExecutor:
+class _RayPool:
+    """A fixed number of Ray actors; an actor that dies is replaced by a new one."""
+
+    def __init__(self, ray: Any, options: RayOptions, size: int, plugins: list[PluginRef]) -> None:
+        from ray.util.queue import Queue
+
+        self.ray, self.plugins = ray, plugins
+        self.stream = Queue(actor_options={"num_cpus": 0})  # takes no CPU slot away from the workers
+        self.actor_class = ray.remote(_RayJobWorker).options(
+            num_cpus=options.cpus_per_job, num_gpus=options.gpus_per_job
+        )
+        self.driver = (socket.gethostname(), os.getpid())
+        self.actors = [self._new_actor() for _ in range(size)]
+        self.idle = deque(self.actors)
+        self.running: dict[Any, tuple[Any, int]] = {}  # object ref -> (actor, job index)
+
+    def _new_actor(self) -> Any:
+        return self.actor_class.remote(self.stream, *self.driver)
+
+    def busy(self) -> bool:
+        return bool(self.running)
+
+    def has_free_worker(self) -> bool:
+        return bool(self.idle)
+
+    def submit(self, index: int, job: Job) -> None:
+        actor = self.idle.popleft()
+        self.running[actor.run.remote(index, job, self.plugins)] = (actor, index)
+
+    def wait(self, timeout: float) -> list[Any]:
+        ready, _ = self.ray.wait(list(self.running), num_returns=1, timeout=timeout)
+        return list(ready)
+
+    def streamed(self) -> list[tuple[int, Prediction]]:
+        size = self.stream.qsize()
+        return self.stream.get_nowait_batch(size) if size else []
+
+    def collect(self, handle: Any) -> JobOutcome:
+        from ray.exceptions import RayActorError
+
+        actor, index = self.running.pop(handle)
+        try:
+            outcome = self.ray.get(handle)
+        except RayActorError as exc:  # the actor's process died: replace it
+            outcome = JobOutcome(index, error=WorkerLostError(f"a Ray worker died: {exc}"))
+            self.ray.kill(actor)
+            self.actors.remove(actor)
+            actor = self._new_actor()
+            self.actors.append(actor)
+        except Exception as exc:  # e.g. the outcome could not be deserialized
+            outcome = JobOutcome(index, error=_portable(exc), traceback=traceback.format_exc())
+        self.idle.append(actor)
+        return outcome
+
+    def close(self) -> None:
+        for actor in self.actors:  # also ends jobs still running when the run stops early
+            self.ray.kill(actor)
+        self.stream.shutdown()
+
+
+class RayExecutor(PoolExecutor[RayOptions]):
     """Jobs on a pool of Ray actors."""
 
     def __init__(self, **options: Any) -> None:
-        from memlab.run.executors import parse_options
-
-        self.options: RayOptions = parse_options(RayOptions, "ray", options)
+        super().__init__(parse_options(RayOptions, "ray", options))
         self.ray = import_ray()  # fail now, with the install hint, not after planning the run
-        self.workers: dict[str, WorkerInfo] = {}
 
     def _connect(self) -> None:
         ray = self.ray
@@ -116,64 +165,6 @@ class RayExecutor:
         cpus = float(self.ray.cluster_resources().get("CPU", 1))
         return max(1, min(jobs, int(cpus // self.options.cpus_per_job)))
 
-    def execute(
-        self,
-        jobs: Sequence[Job],
-        emit: Callable[[Prediction], None],
-        progress: Callable[[int], Any],
-    ) -> Iterator[Outcome]:
-        if not jobs:
-            return
-        ray = self.ray
+    def open_pool(self, plugins: list[PluginRef], jobs: int) -> _RayPool:
         self._connect()
-        from ray.exceptions import RayActorError
-        from ray.util.queue import Queue
-
-        book = Book(jobs, emit, progress, self.options.retries)
-        self.workers = book.workers
-        plugins = plugin_refs(jobs)
-        stream = Queue(actor_options={"num_cpus": 0})  # takes no CPU slot away from the workers
-        actor_class = ray.remote(_RayJobWorker).options(
-            num_cpus=self.options.cpus_per_job, num_gpus=self.options.gpus_per_job
-        )
-        driver = (socket.gethostname(), os.getpid())
-        actors = [actor_class.remote(stream, *driver) for _ in range(self._pool_size(len(jobs)))]
-        idle = deque(actors)
-        todo: deque[tuple[int, Job]] = deque((i, portable_job(j)) for i, j in enumerate(jobs))
-        pending: dict[Any, tuple[Any, int]] = {}
-
-        def batch(q: Any) -> list[Any]:
-            size = q.qsize()
-            return q.get_nowait_batch(size) if size else []
-
-        try:
-            while todo or pending:
-                while todo and idle:
-                    actor = idle.popleft()
-                    index, job = todo.popleft()
-                    pending[actor.run.remote(index, job, plugins)] = (actor, index)
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_SECONDS)
-                for index, prediction in batch(stream):
-                    book.accept(index, prediction)
-                for ref in ready:
-                    actor, index = pending.pop(ref)
-                    try:
-                        outcome = ray.get(ref)
-                    except RayActorError as exc:  # the actor's process died: replace it
-                        outcome = JobOutcome(index, error=WorkerLostError(f"a Ray worker died: {exc}"))
-                        ray.kill(actor)
-                        actors.remove(actor)
-                        actor = actor_class.remote(stream, *driver)
-                        actors.append(actor)
-                    except Exception as exc:  # e.g. the outcome could not be deserialized
-                        outcome = JobOutcome(index, error=_portable(exc), traceback=traceback.format_exc())
-                    idle.append(actor)
-                    result = book.finish(outcome)
-                    if isinstance(result, Job):
-                        todo.append((index, result))
-                    else:
-                        yield result
-        finally:
-            for actor in actors:  # also ends jobs still running when the run stops early
-                ray.kill(actor)
-            stream.shutdown()
+        return _RayPool(self.ray, self.options, self._pool_size(jobs), plugins)

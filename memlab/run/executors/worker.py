@@ -240,14 +240,11 @@ class _Tracked:
 
 
 class Book:
-    """Driver-side bookkeeping shared by the executors: emits each prediction once, decides retries."""
+    """Driver-side bookkeeping shared by the executors: records each prediction once, decides retries."""
 
-    def __init__(
-        self, jobs: Sequence[Job], emit: Callable[[Prediction], None], progress: Callable[[int], Any], retries: int
-    ) -> None:
+    def __init__(self, jobs: Sequence[Job], record: Callable[[Prediction], None], retries: int) -> None:
         self.tracked = [_Tracked(job) for job in jobs]
-        self._emit = emit
-        self._progress = progress
+        self._record = record
         self.retries = retries
         self.workers: dict[str, WorkerInfo] = {}
 
@@ -256,8 +253,7 @@ class Book:
         if prediction.question_id in answered:  # streamed and returned, or re-answered by a retry
             return
         answered[prediction.question_id] = prediction
-        self._emit(prediction)
-        self._progress(1)
+        self._record(prediction)
 
     def finish(self, outcome: JobOutcome) -> Job | Outcome:
         """Record an attempt; return the job to run again (a retry), or the job's final outcome."""
