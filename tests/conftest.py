@@ -34,12 +34,22 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+def _shared(shared_data: Path, relative: str, what: str) -> Path:
+    """A file or folder of the shared data; its absence skips the test, saying where it was looked for."""
+    path = shared_data / relative
+    if not path.exists():
+        pytest.skip(f"{what} not found at {path}")
+    return path
+
+
 @pytest.fixture(scope="session")
 def personamem_dev(shared_data: Path) -> Path:
-    path = shared_data / "personamem" / "128k-dev"
-    if not path.is_dir():
-        pytest.skip(f"PersonaMem dev history not found at {path}")
-    return path
+    return _shared(shared_data, "personamem/128k-dev", "PersonaMem dev history")
+
+
+@pytest.fixture(scope="session")
+def locomo_dev(shared_data: Path) -> Path:
+    return _shared(shared_data, "locomo/locomo10-dev.json", "LoCoMo dev file")
 
 
 @pytest.fixture(scope="session")

@@ -22,14 +22,6 @@ from memlab.eval.retrieval import evidence_to_indexes
 
 
 @pytest.fixture(scope="module")
-def locomo_dev(shared_data: Path) -> Path:
-    path = shared_data / "locomo" / "locomo10-dev.json"
-    if not path.is_file():
-        pytest.skip(f"LoCoMo dev file not found at {path}")
-    return path
-
-
-@pytest.fixture(scope="module")
 def dev(locomo_dev: Path):
     return load_locomo(locomo_dev)
 

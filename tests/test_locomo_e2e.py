@@ -29,14 +29,6 @@ MAX_QUESTIONS = 8  # the first 8 of conv-30 in replay order hold 5 category-5 qu
 
 
 @pytest.fixture(scope="module")
-def locomo_dev(shared_data: Path) -> Path:
-    path = shared_data / "locomo" / "locomo10-dev.json"
-    if not path.is_file():
-        pytest.skip(f"LoCoMo dev file not found at {path}")
-    return path
-
-
-@pytest.fixture(scope="module")
 def asked(locomo_dev: Path) -> list[Question]:
     return load_locomo(locomo_dev).questions_for(CONTEXT)[:MAX_QUESTIONS]
 

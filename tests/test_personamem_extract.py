@@ -1,13 +1,16 @@
 """Golden tests of PersonaMem's official answer extractor and of the llm reader's two parsers.
 
-Each expected verdict was worked out by hand from the reference's rules
-(bowen-upenn/PersonaMem ``Evaluation.extract_answer``; MemOS ``extract_choice_answer``): the set
-of letters after the last ``<final_answer>`` (exact spelling; ``</final_answer>`` cut), else the
-whole reply; parenthesised letters if any, else bare ones; correct iff one of the two sets is
-exactly the correct letter.
+Each expected verdict (one case a line in ``data/personamem_extract_golden.jsonl``) was worked out
+by hand from the reference's rules (bowen-upenn/PersonaMem ``Evaluation.extract_answer``; MemOS
+``extract_choice_answer``): the set of letters after the last ``<final_answer>`` (exact spelling;
+``</final_answer>`` cut), else the whole reply; parenthesised letters if any, else bare ones;
+correct iff one of the two sets is exactly the correct letter.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 
@@ -18,37 +21,12 @@ from memlab.types import Question, Retrieval
 
 OPTIONS = ["(a) Go hiking in the Alps", "(b) Visit a jazz club", "(c) Stay home and read", "(d) Try surfing"]
 
-# (reply, correct letter, official verdict, lenient verdict)
+# Each case: reply, correct letter, the official and the lenient verdict, and (where it is not
+# plain) why. The disagreements come first, then the agreements.
+GOLDEN_FILE = Path(__file__).parent / "data" / "personamem_extract_golden.jsonl"
 GOLDEN = [
-    # --- the disagreements: lenient credits, official does not
-    ("Options (a) and (b) ignore the user's knee injury, so the answer is (c).", "c", False, True),
-    ("Answer: C. It suggests a quiet evening, which fits.", "c", False, True),  # "a" is a second letter
-    ("Visit a jazz club", "b", False, True),  # bare option text: the article "a" is the only letter
-    ("<final_answer> B) Visit a jazz club", "b", False, True),  # "b)" is not "(b)"; "a" counts too
-    ("Option (d) forgets the injury; the final answer is (b).", "b", False, True),
-    ("Final answer: d, because a surf trip fits the user.", "d", False, True),
-    ("Maybe (b). <Final_Answer> (a)", "a", False, True),  # the tag is matched case-sensitively
-    # --- the other way round: official credits, lenient refuses
-    ("A good plan depends on the weather.", "a", True, False),
-    # --- agreements
-    ("(b)", "b", True, True),
-    ("b", "b", True, True),
-    ("B.", "b", True, True),
-    ("(C)", "c", True, True),
-    ("<final_answer>(c)", "c", True, True),
-    ("<final_answer>(b)</final_answer>", "b", True, True),
-    ("Reasoning: (a) is wrong, (d) too. <final_answer> (c) </final_answer>", "c", True, True),
-    ("I think (a) is wrong; the user loves music, so (b).\n<final_answer>: (b)", "b", True, True),
-    ("<final_answer> c", "c", True, True),
-    ("The answer is (D) because they like the ocean.", "d", True, True),
-    ("(c) is the best choice.\n<final_answer> as above", "c", True, True),  # tail empty: whole reply
-    ("(e) none of these, so (b)", "b", True, True),  # only a-d count
-    ('{"answer": "d"}', "d", True, True),
-    ("I'd pick (a) or (b).", "a", False, False),
-    ("", "a", False, False),
-    ("I cannot tell from the memory.", "c", False, False),
-    ("<final_answer>", "b", False, False),
-    ("The answer is (b).", "c", False, False),
+    (case["reply"], case["correct"], case["official"], case["lenient"])
+    for case in map(json.loads, GOLDEN_FILE.read_text(encoding="utf-8").splitlines())
 ]
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,20 @@ class DataIssue(BaseModel):
         where = self.file + (f", row {self.row}" if self.row is not None else "")
         where += f", field {self.field!r}" if self.field else ""
         return f"{where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class RowIssues:
+    """Where a loader reports the problems of one input row: each issue names the file and the row,
+    and its message opens with the row's own id (a sample or question id), so it can be found."""
+
+    issues: list[DataIssue]
+    file: str
+    row: int
+    row_id: str
+
+    def add(self, field: str, message: str) -> None:
+        self.issues.append(DataIssue(file=self.file, row=self.row, field=field, message=f"{self.row_id}: {message}"))
 
 
 @dataclass
@@ -106,6 +121,36 @@ def data_home(name: str) -> Path:
     (default ``~/.cache/memlab/datasets/<name>``). One variable for every dataset."""
     root = os.environ.get("MEMLAB_DATA_DIR") or Path.home() / ".cache" / "memlab" / "datasets"
     return Path(root) / name
+
+
+def hub_download(repo_id: str, name: str, target: Path, *, what: str, advice: str) -> Path:
+    """File ``name`` of the Hugging Face dataset ``repo_id``, downloaded into folder ``target``.
+
+    Offline mode, DNS/socket refusals, HTTP errors and missing files all mean the same thing to the
+    user, so any failure is one ``DatasetUnavailableError``: "<what> is not in <target> and could
+    not be downloaded", the cause, then ``advice`` (what to download and where to put it).
+    """
+    from memlab.errors import DatasetUnavailableError
+
+    try:
+        from huggingface_hub import hf_hub_download
+
+        return Path(hf_hub_download(repo_id=repo_id, repo_type="dataset", filename=name, local_dir=target))
+    except Exception as exc:
+        offline = " (HF_HUB_OFFLINE=1 is set)" if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") else ""
+        raise DatasetUnavailableError(
+            f"{what} is not in {target} and could not be downloaded{offline}: {type(exc).__name__}: {exc}\n{advice}"
+        ) from exc
+
+
+def parse_datetime(text: str, formats: Iterable[str]) -> datetime | None:
+    """``text`` read with the first of ``formats`` that fits it; None when none does."""
+    for fmt in formats:
+        try:
+            return datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    return None
 
 
 def read_json_list(path: Path, what: str) -> list[Any]:

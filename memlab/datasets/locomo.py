@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.datasets.base import DataIssue, Dataset, History, data_home, read_json_list
+from memlab.datasets.base import DataIssue, Dataset, History, RowIssues, data_home, parse_datetime, read_json_list
 from memlab.errors import DataFormatError, DatasetUnavailableError
 from memlab.types import Message, Question, Role
 
@@ -74,12 +74,7 @@ def default_cache_dir() -> Path:
 def parse_locomo_datetime(text: str) -> datetime | None:
     """'1:56 pm on 8 May, 2023' -> datetime; None when the text has another shape."""
     cleaned = " ".join(str(text).replace(",", " ").split())
-    for fmt in ("%I:%M %p on %d %B %Y", "%I:%M%p on %d %B %Y", "%I:%M %p on %d %b %Y"):
-        try:
-            return datetime.strptime(cleaned, fmt)
-        except ValueError:
-            continue
-    return None
+    return parse_datetime(cleaned, ("%I:%M %p on %d %B %Y", "%I:%M%p on %d %B %Y", "%I:%M %p on %d %b %Y"))
 
 
 def download_locomo(target: Path | None = None, *, url: str = LOCOMO_URL, timeout: float = 60.0) -> Path:
@@ -147,6 +142,7 @@ def _load_history(
     if None in speakers or len(speakers) != 2:
         raise DataFormatError(f"{file}, {sample_id}: needs two distinct names in speaker_a and speaker_b")
 
+    report = RowIssues(issues, file, row, str(sample_id))
     numbers = sorted(int(m.group(1)) for key in conv if (m := _SESSION_KEY.match(key)))
     messages: list[Message] = []
     starts: list[int] = []
@@ -160,14 +156,7 @@ def _load_history(
         raw_date = conv.get(f"session_{number}_date_time")
         when = parse_locomo_datetime(raw_date) if raw_date else None
         if raw_date and when is None:
-            issues.append(
-                DataIssue(
-                    file=file,
-                    row=row,
-                    field=f"session_{number}_date_time",
-                    message=f"{sample_id}: cannot parse date-time {raw_date!r}; timestamps left empty",
-                )
-            )
+            report.add(f"session_{number}_date_time", f"cannot parse date-time {raw_date!r}; timestamps left empty")
         starts.append(len(messages))
         session_meta.append({"session_number": number, "date_time": raw_date, "sample_id": sample_id})
         for position, turn in enumerate(turns):
@@ -179,13 +168,8 @@ def _load_history(
             role = speakers.get(name)
             if role is None:
                 # An unknown speaker would silently flip roles; keep the turn as the user's, named.
-                issues.append(
-                    DataIssue(
-                        file=file,
-                        row=row,
-                        field=f"session_{number}[{position}].speaker",
-                        message=f"{sample_id}: speaker {name!r} is neither speaker_a nor speaker_b",
-                    )
+                report.add(
+                    f"session_{number}[{position}].speaker", f"speaker {name!r} is neither speaker_a nor speaker_b"
                 )
                 role = SPEAKER_ROLES[0]
             dia_id = normalize_dia_id(str(turn.get("dia_id", ""))) or f"D{number}:{position + 1}"
@@ -209,63 +193,34 @@ def _load_history(
     return history, index_of
 
 
-def _evidence(
-    raw: Any, known: dict[str, int], file: str, row: int, sample_id: str, issues: list[DataIssue]
-) -> list[str]:
+def _evidence(raw: Any, known: dict[str, int], report: RowIssues) -> list[str]:
     """Evidence ids that exist in the history; the rest become data issues."""
     values = raw if isinstance(raw, list) else [raw] if raw else []
     found: list[str] = []
     for value in values:
         parts = [p for p in re.split(r"[;,\s]+", str(value)) if p]
         if len(parts) > 1:
-            issues.append(
-                DataIssue(
-                    file=file,
-                    row=row,
-                    field="evidence",
-                    message=f"{sample_id}: evidence {value!r} holds several ids; split",
-                )
-            )
+            report.add("evidence", f"evidence {value!r} holds several ids; split")
         for part in parts:
             dia_id = normalize_dia_id(part)
             if dia_id is None or dia_id not in known:
-                issues.append(
-                    DataIssue(
-                        file=file,
-                        row=row,
-                        field="evidence",
-                        message=f"{sample_id}: evidence {part!r} names no turn of the conversation",
-                    )
-                )
+                report.add("evidence", f"evidence {part!r} names no turn of the conversation")
             elif dia_id not in found:
                 found.append(dia_id)
     return found
 
 
-def _question(
-    qa: dict[str, Any], history: History, known: dict[str, int], file: str, row: int, issues: list[DataIssue]
-) -> Question | None:
-    sample_id = history.id
+def _question(qa: dict[str, Any], history: History, known: dict[str, int], report: RowIssues) -> Question | None:
+    """The question of ``report.row`` (its index in the conversation's ``qa`` list), or None when skipped."""
+    sample_id, row = history.id, report.row
     if not isinstance(qa, dict):
-        issues.append(
-            DataIssue(
-                file=file,
-                row=row,
-                field="qa",
-                message=f"{sample_id}: question skipped (an object was expected, got {type(qa).__name__})",
-            )
-        )
+        report.add("qa", f"question skipped (an object was expected, got {type(qa).__name__})")
         return None
     text = str(qa.get("question", "")).strip()
     category = qa.get("category")
     if not text or category not in CATEGORIES:
-        issues.append(
-            DataIssue(
-                file=file,
-                row=row,
-                field="question" if not text else "category",
-                message=f"{sample_id}: question skipped (text {text[:40]!r}, category {category!r})",
-            )
+        report.add(
+            "question" if not text else "category", f"question skipped (text {text[:40]!r}, category {category!r})"
         )
         return None
     metadata: dict[str, Any] = {
@@ -285,9 +240,7 @@ def _question(
     else:
         answer = qa.get("answer")
     if answer is None:
-        issues.append(
-            DataIssue(file=file, row=row, field="answer", message=f"{sample_id}: question has no answer; skipped")
-        )
+        report.add("answer", "question has no answer; skipped")
         return None
     return Question(
         id=f"{sample_id}:q{row}",
@@ -296,7 +249,7 @@ def _question(
         answer_text=str(answer),
         context_id=sample_id,
         end_index=len(history.messages),
-        evidence=_evidence(qa.get("evidence"), known, file, row, sample_id, issues),
+        evidence=_evidence(qa.get("evidence"), known, report),
         metadata=metadata,
     )
 
@@ -305,17 +258,14 @@ def load_locomo(path: str | Path | None = None) -> Dataset:
     """Load a LoCoMo file (``None``: the full ``locomo10.json``, downloaded once into the cache)."""
     resolved = _resolve(path)
     file = str(resolved)
-    data = read_json_list(resolved, "conversations")
-    histories: dict[str, History] = {}
-    questions: list[Question] = []
-    issues: list[DataIssue] = []
-    for row, sample in enumerate(data):
-        history, known = _load_history(sample, file, row, issues)
-        if history.id in histories:
+    dataset = Dataset(name="locomo", histories={}, questions=[], source=file)
+    for row, sample in enumerate(read_json_list(resolved, "conversations")):
+        history, known = _load_history(sample, file, row, dataset.issues)
+        if history.id in dataset.histories:
             raise DataFormatError(f"{file}, conversation {row}: sample_id {history.id!r} appears twice")
-        histories[history.id] = history
+        dataset.histories[history.id] = history
         for qa_index, qa in enumerate(sample.get("qa") or []):
-            question = _question(qa, history, known, file, qa_index, issues)
+            question = _question(qa, history, known, RowIssues(dataset.issues, file, qa_index, history.id))
             if question is not None:
-                questions.append(question)
-    return Dataset(name="locomo", histories=histories, questions=questions, issues=issues, source=file)
+                dataset.questions.append(question)
+    return dataset

@@ -24,12 +24,20 @@ not hold the answer, ``answer`` explains why) have no evidence and ``metadata["a
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.datasets.base import DataIssue, Dataset, History, data_home, read_json_list
+from memlab.datasets.base import (
+    DataIssue,
+    Dataset,
+    History,
+    RowIssues,
+    data_home,
+    hub_download,
+    parse_datetime,
+    read_json_list,
+)
 from memlab.errors import DataFormatError, DatasetUnavailableError, MemlabError
 from memlab.types import Message, Question
 
@@ -69,13 +77,7 @@ def default_data_dir() -> Path:
 
 def parse_longmemeval_date(text: str) -> datetime | None:
     """'2023/05/30 (Tue) 23:40' -> datetime; None when the text has another shape."""
-    cleaned = " ".join(str(text).split())
-    for fmt in ("%Y/%m/%d (%a) %H:%M", "%Y/%m/%d %H:%M", "%Y/%m/%d"):
-        try:
-            return datetime.strptime(cleaned, fmt)
-        except ValueError:
-            continue
-    return None
+    return parse_datetime(" ".join(str(text).split()), ("%Y/%m/%d (%a) %H:%M", "%Y/%m/%d %H:%M", "%Y/%m/%d"))
 
 
 def download_longmemeval(variant: str, target: Path | None = None) -> Path:
@@ -94,21 +96,17 @@ def download_longmemeval(variant: str, target: Path | None = None) -> Path:
         if (target / name).is_file():
             return target / name
     name = FILES[key][0]
-    try:
-        from huggingface_hub import hf_hub_download
-
-        return Path(hf_hub_download(repo_id=HF_REPO, repo_type="dataset", filename=name, local_dir=target))
-    # Offline mode, DNS/socket refusals, HTTP errors and missing files all mean the same thing to
-    # the user: one actionable message (the cause is chained).
-    except Exception as exc:
-        offline = " (HF_HUB_OFFLINE=1 is set)" if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") else ""
-        raise DatasetUnavailableError(
-            f"LongMemEval {key!r} is not in {target} and could not be downloaded{offline}: "
-            f"{type(exc).__name__}: {exc}\n"
+    return hub_download(
+        HF_REPO,
+        name,
+        target,
+        what=f"LongMemEval {key!r}",
+        advice=(
             f"Download {name} from {HF_URL} (Files tab, or {HF_URL}/resolve/main/{name}) and put it in "
             f"{target}, or set MEMLAB_DATA_DIR to the folder above a 'longmemeval' folder holding it, or "
             f"pass the file: --dataset longmemeval:/path/to/{name}"
-        ) from exc
+        ),
+    )
 
 
 def _resolve(spec: str | Path | None) -> Path:
@@ -128,11 +126,9 @@ class _Entry:
     """One released entry being turned into a history and a question; problems become issues."""
 
     def __init__(self, raw: dict[str, Any], file: str, row: int, issues: list[DataIssue]) -> None:
-        self.raw, self.file, self.row, self.issues = raw, file, row, issues
+        self.raw, self.file, self.row = raw, file, row
         self.qid = str(raw["question_id"])
-
-    def issue(self, field: str, message: str) -> None:
-        self.issues.append(DataIssue(file=self.file, row=self.row, field=field, message=f"{self.qid}: {message}"))
+        self.report = RowIssues(issues, file, row, self.qid)
 
     def sessions(self) -> list[tuple[datetime | None, str, str, list[Any]]]:
         """(date, raw date, session id, turns) per session, in replay order."""
@@ -148,13 +144,15 @@ class _Entry:
         parsed = [parse_longmemeval_date(d) for d in dates]
         for number, (raw_date, when) in enumerate(zip(dates, parsed)):
             if when is None:
-                self.issue(f"haystack_dates[{number}]", f"cannot parse date {raw_date!r}; its turns have no timestamp")
+                self.report.add(
+                    f"haystack_dates[{number}]", f"cannot parse date {raw_date!r}; its turns have no timestamp"
+                )
         order = list(range(len(sessions)))
         dated = [when for when in parsed if when is not None]
         if len(dated) == len(parsed):
             order.sort(key=lambda n: dated[n])  # stable: same-date sessions keep the file's order
         else:
-            self.issue("haystack_dates", "sessions kept in file order (not every date parses)")
+            self.report.add("haystack_dates", "sessions kept in file order (not every date parses)")
         return [(parsed[n], str(dates[n]), str(ids[n]), sessions[n]) for n in order]
 
     def history(self) -> tuple[History, list[int], dict[str, list[int]]]:
@@ -178,7 +176,7 @@ class _Entry:
                     or turn.get("role") not in ROLES
                     or not isinstance(turn.get("content"), str)
                 ):
-                    self.issue(where, "turn skipped (needs role user/assistant and text content)")
+                    self.report.add(where, "turn skipped (needs role user/assistant and text content)")
                     continue
                 index = len(messages) + len(kept)
                 if turn.get("has_answer") is True:
@@ -186,7 +184,7 @@ class _Entry:
                 indexes.append(index)
                 kept.append(Message(role=turn["role"], content=turn["content"], timestamp=when))
             if not kept:
-                self.issue(f"haystack_sessions[{session_id}]", "session has no turns; skipped")
+                self.report.add(f"haystack_sessions[{session_id}]", "session has no turns; skipped")
                 continue
             starts.append(len(messages))
             messages.extend(kept)
@@ -205,10 +203,10 @@ class _Entry:
         text = str(self.raw["question"]).strip()
         qtype = str(self.raw["question_type"]).strip()
         if not text:
-            self.issue("question", "question skipped (empty text)")
+            self.report.add("question", "question skipped (empty text)")
             return None
         if qtype not in QUESTION_TYPES:
-            self.issue("question_type", f"unknown question type {qtype!r} (known: {', '.join(QUESTION_TYPES)})")
+            self.report.add("question_type", f"unknown question type {qtype!r} (known: {', '.join(QUESTION_TYPES)})")
         abstention = self.qid.endswith(ABSTENTION_SUFFIX)
         answer_sessions = [str(s) for s in self.raw.get("answer_session_ids") or []]
         evidence: list[int] = []
@@ -217,14 +215,14 @@ class _Entry:
             for session_id in answer_sessions:
                 indexes = by_session.get(session_id)
                 if indexes is None:
-                    self.issue("answer_session_ids", f"answer session {session_id!r} is not in the haystack")
+                    self.report.add("answer_session_ids", f"answer session {session_id!r} is not in the haystack")
                 elif not set(indexes) & set(marked):
                     evidence.extend(indexes)  # an answer session with no marked turn: all of it is evidence
             evidence = sorted(set(evidence))
         raw_date = str(self.raw.get("question_date") or "")
         when = parse_longmemeval_date(raw_date) if raw_date else None
         if raw_date and when is None:
-            self.issue("question_date", f"cannot parse question date {raw_date!r}")
+            self.report.add("question_date", f"cannot parse question date {raw_date!r}")
         metadata: dict[str, Any] = {
             "dataset": "longmemeval",
             "question_type": qtype,
@@ -251,13 +249,10 @@ def load_longmemeval(spec: str | Path | None = None) -> Dataset:
     ``$MEMLAB_DATA_DIR/longmemeval`` and downloaded there once; ``None`` means ``s``)."""
     resolved = _resolve(spec)
     file = str(resolved)
-    data = read_json_list(resolved, "LongMemEval entries")
-    histories: dict[str, History] = {}
-    questions: list[Question] = []
-    issues: list[DataIssue] = []
-    for row, raw in enumerate(data):
+    dataset = Dataset(name="longmemeval", histories={}, questions=[], source=file)
+    for row, raw in enumerate(read_json_list(resolved, "LongMemEval entries")):
         if not isinstance(raw, dict):
-            issues.append(
+            dataset.issues.append(
                 DataIssue(
                     file=file, row=row, message=f"entry skipped (an object was expected, got {type(raw).__name__})"
                 )
@@ -265,21 +260,15 @@ def load_longmemeval(spec: str | Path | None = None) -> Dataset:
             continue
         missing = [key for key in REQUIRED if key not in raw]
         if missing:
-            issues.append(
-                DataIssue(
-                    file=file,
-                    row=row,
-                    field=missing[0],
-                    message=f"{raw.get('question_id', '?')}: entry skipped (missing {', '.join(missing)})",
-                )
-            )
+            report = RowIssues(dataset.issues, file, row, str(raw.get("question_id", "?")))
+            report.add(missing[0], f"entry skipped (missing {', '.join(missing)})")
             continue
-        entry = _Entry(raw, file, row, issues)
-        if entry.qid in histories:
+        entry = _Entry(raw, file, row, dataset.issues)
+        if entry.qid in dataset.histories:
             raise DataFormatError(f"{file}, entry {row}: question_id {entry.qid!r} appears twice")
         history, marked, by_session = entry.history()
         question = entry.question(history, marked, by_session)
-        histories[history.id] = history
+        dataset.histories[history.id] = history
         if question is not None:
-            questions.append(question)
-    return Dataset(name="longmemeval", histories=histories, questions=questions, issues=issues, source=file)
+            dataset.questions.append(question)
+    return dataset

@@ -20,7 +20,6 @@ from __future__ import annotations
 import ast
 import csv
 import json
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memlab.datasets.base import DataIssue, Dataset, History, data_home, split_at_system
+from memlab.datasets.base import DataIssue, Dataset, History, data_home, hub_download, split_at_system
 from memlab.datasets.question_types import KNOWN_TYPES
 from memlab.errors import DataFormatError, DatasetUnavailableError, MemlabError
 from memlab.types import OPTION_LETTERS, Message, Question
@@ -84,21 +83,17 @@ def download_personamem(size: str, target: Path | None = None) -> Path:
     names = _file_names(canonical)
     missing = [name for name in names if not (target / name).is_file()]
     for name in missing:
-        try:
-            from huggingface_hub import hf_hub_download
-
-            hf_hub_download(repo_id=HF_REPO, repo_type="dataset", filename=name, local_dir=target)
-        # Offline mode, DNS/socket refusals, HTTP errors and missing-file errors all mean the same
-        # thing to the user, so they share one actionable message (the cause is chained).
-        except Exception as exc:
-            offline = " (HF_HUB_OFFLINE=1 is set)" if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") else ""
-            raise DatasetUnavailableError(
-                f"PersonaMem {canonical} is not in {target} and could not be downloaded{offline}: "
-                f"{type(exc).__name__}: {exc}\n"
+        hub_download(
+            HF_REPO,
+            name,
+            target,
+            what=f"PersonaMem {canonical}",
+            advice=(
                 f"Download {' and '.join(names)} from {HF_URL} (Files tab) and put them in {target}, "
                 f"or set MEMLAB_DATA_DIR to the folder that holds them, or pass that folder's path "
                 f"instead of {canonical!r}."
-            ) from exc
+            ),
+        )
     return target
 
 

@@ -11,16 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from memlab.datasets.synthetic.phrases import (
-    CHANGE_REPLIES,
     CHANGE_STANCE,
-    EVENT_REPLIES,
     FACT_STATEMENTS,
     FILLER,
     FIRST_STANCE,
     IDEA_MENTIONS,
-    IDEA_REPLIES,
     LEADS,
     LIKE,
+    REPLIES,
     STANCES,
     TAILS,
     Aspect,
@@ -100,18 +98,20 @@ def events(
         def bind(index: int, kind: str = kind, value: str = value) -> None:
             facts_out[kind] = (value, index)
 
-        out.append(Event(session, "fact", wrap(statement[:1].upper() + statement[1:]), rng.choice(EVENT_REPLIES), bind))
+        out.append(
+            Event(session, "fact", wrap(statement[:1].upper() + statement[1:]), rng.choice(REPLIES["event"]), bind)
+        )
     for plan in plans:
         item = plan.aspect.item
         for number, step in enumerate(plan.steps):
             if step.reason is None:
                 text = rng.choice(FIRST_STANCE[step.stance]).format(item=item)
-                reply = rng.choice(EVENT_REPLIES)
+                reply = rng.choice(REPLIES["event"])
             else:
                 text = rng.choice(CHANGE_STANCE[step.stance]).format(
                     item=item, reason=person(step.reason.text, user=True)
                 )
-                reply = rng.choice(CHANGE_REPLIES)
+                reply = rng.choice(REPLIES["change"])
             text = text[:1].upper() + text[1:]
 
             def bind_step(index: int, step: StanceStep = step) -> None:
@@ -135,7 +135,7 @@ def events(
                         session,
                         "idea",
                         wrap(mention),
-                        rng.choice(IDEA_REPLIES),
+                        rng.choice(REPLIES["idea"]),
                         bind_idea,
                         after=event if session == step.session else None,
                     )

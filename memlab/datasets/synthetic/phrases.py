@@ -38,6 +38,14 @@ class FactQuestion:
 
 
 @dataclass(frozen=True)
+class Wording:
+    """How a question type is asked: its question phrasings and the option templates (one per question)."""
+
+    questions: tuple[str, ...]
+    options: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class TrackTemplate:
     template: str  # slots {item}, {p0}.. (past stances) and {nK} (the current one)
     past: dict[str, str]
@@ -85,9 +93,9 @@ CHANGE_STANCE = _tables("change_stance")
 IDEA_MENTIONS = _tuple("idea_mentions")
 LEADS = _tuple("leads")
 TAILS = _tuple("tails")
-EVENT_REPLIES = _tuple("event_replies")
-CHANGE_REPLIES = _tuple("change_replies")
-IDEA_REPLIES = _tuple("idea_replies")
+# The assistant's answer to what the user just told: an "event" (a fact or a first stance), a
+# "change" of stance with its reason, or an "idea" the user already tried.
+REPLIES = _tables("replies")
 # Small talk as (user, assistant) pairs; a filler turn may combine two of them.
 FILLER: tuple[tuple[str, str], ...] = tuple((user, assistant) for user, assistant in _DATA["filler"])
 # One phrasing family per acknowledge-latest question: every stance, and a stance-free reply, in the same words.
@@ -98,12 +106,10 @@ ACK_GENERIC_PLAIN = _tuple("ack_generic_plain")
 TRACK_THREE = tuple(TrackTemplate(**t) for t in _DATA["track_three"])
 TRACK_TWO = tuple(TrackTemplate(**t) for t in _DATA["track_two"])
 TRACK_QUESTIONS = _tuple("track_questions")
-REVISIT_QUESTIONS = _tuple("revisit_questions")
-REVISIT_OPTIONS = _tuple("revisit_options")
-RECOMMEND_QUESTIONS = _tuple("recommend_questions")
-RECOMMEND_OPTIONS = _tuple("recommend_options")
-SUGGEST_QUESTIONS = _tuple("suggest_questions")
-SUGGEST_OPTIONS = _tuple("suggest_options")
+# By question type (memlab.datasets.question_types), for the types whose options share one template.
+WORDINGS: dict[str, Wording] = {
+    qtype: Wording(tuple(w["questions"]), tuple(w["options"])) for qtype, w in _DATA["wordings"].items()
+}
 GENERALIZE_TAILS = _tuple("generalize_tails")
 # Neutral remarks that lengthen a randomly chosen option (questions.balance_lengths), shortest first.
 CLOSING_REMARKS = tuple(sorted(_DATA["closing_remarks"], key=len))

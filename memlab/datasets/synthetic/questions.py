@@ -36,16 +36,11 @@ from memlab.datasets.synthetic.phrases import (
     GENERALIZE_TAILS,
     LIKE,
     MOTIVE_ADVICE,
-    RECOMMEND_OPTIONS,
-    RECOMMEND_QUESTIONS,
-    REVISIT_OPTIONS,
-    REVISIT_QUESTIONS,
     STANCES,
-    SUGGEST_OPTIONS,
-    SUGGEST_QUESTIONS,
     TRACK_QUESTIONS,
     TRACK_THREE,
     TRACK_TWO,
+    WORDINGS,
     Aspect,
     Reason,
     article,
@@ -149,7 +144,7 @@ def revisit(state: State, plan: AspectPlan, rng: random.Random) -> Draft | None:
     item = plan.aspect.item
     latest = changes[-1].reason
     assert latest is not None
-    template = rng.choice(REVISIT_OPTIONS)
+    template = rng.choice(WORDINGS[REVISIT_REASONS].options)
     stale = changes[-2].reason if len(changes) > 1 else None
     pool = [r for stance in STANCES for r in plan.aspect.reasons[stance] if r not in (latest, stale)]
     picks: list[tuple[Reason, str]] = [(latest, "correct")]
@@ -157,7 +152,7 @@ def revisit(state: State, plan: AspectPlan, rng: random.Random) -> Draft | None:
         picks.append((stale, "stale"))
     picks += [(r, "other_reason") for r in rng.sample(pool, 4 - len(picks))]
     options = [(template.format(reason=person(r.text, user=False)), kind) for r, kind in picks]
-    question = rng.choice(REVISIT_QUESTIONS).format(item=item)
+    question = rng.choice(WORDINGS[REVISIT_REASONS].questions).format(item=item)
     return Draft(item, question, options, [changes[-1].index], person(latest.text, user=True))
 
 
@@ -204,10 +199,12 @@ def recommend(state: State, plan: AspectPlan, rng: random.Random) -> Draft | Non
         picks += [(a, kind) for a in rng.sample(group, take)]
     if len(picks) < 3:
         return None
-    template = rng.choice(RECOMMEND_OPTIONS)
+    template = rng.choice(WORDINGS[RECOMMEND].options)
     options = [(template.format(rec=plan.aspect.recommendation), "correct")]
     options += [(template.format(rec=a.recommendation), kind) for a, kind in picks]
-    return Draft(plan.aspect.item, rng.choice(RECOMMEND_QUESTIONS), options, [steps[-1].index], plan.aspect.item)
+    return Draft(
+        plan.aspect.item, rng.choice(WORDINGS[RECOMMEND].questions), options, [steps[-1].index], plan.aspect.item
+    )
 
 
 def suggest(state: State, plan: AspectPlan, rng: random.Random) -> Draft | None:
@@ -220,12 +217,12 @@ def suggest(state: State, plan: AspectPlan, rng: random.Random) -> Draft | None:
         return None
     item = plan.aspect.item
     fresh = rng.choice(untried)
-    template = rng.choice(SUGGEST_OPTIONS)
+    template = rng.choice(WORDINGS[SUGGEST_NEW].options)
     picks = rng.sample(done, 3)
     options = [(template.format(idea=fresh), "correct")]
     options += [(template.format(idea=idea), "already_done") for idea, _ in picks]
     evidence = sorted({steps[-1].index, *(index for _, index in picks)})
-    return Draft(item, rng.choice(SUGGEST_QUESTIONS).format(item=item), options, evidence, item)
+    return Draft(item, rng.choice(WORDINGS[SUGGEST_NEW].questions).format(item=item), options, evidence, item)
 
 
 ASPECT_BUILDERS: dict[str, Callable[[State, AspectPlan, random.Random], Draft | None]] = {
