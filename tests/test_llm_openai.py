@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from question_helpers import choice_question
 
 from memlab.llm import LLMConfigError, LLMRequestFailed, make_llm
 from memlab.llm.base import LLM, LLMResponse
@@ -118,14 +119,10 @@ def config(server: ScriptedServer, tmp_path, **extra: Any) -> dict[str, Any]:
     }
 
 
-QUESTION = Question(
-    id="q1",
-    type="recall_user_shared_facts",
-    text="User: What should I cook tonight?",
-    options=["(a) Steak", "(b) A vegetarian curry", "(c) Pork ribs", "(d) Nothing"],
+QUESTION = choice_question(
+    "User: What should I cook tonight?",
+    ["(a) Steak", "(b) A vegetarian curry", "(c) Pork ribs", "(d) Nothing"],
     answer=1,
-    context_id="ctx",
-    end_index=3,
 )
 MEMORY = Retrieval(context="User: I became vegetarian last month.", tokens=8)
 HELLO = [{"role": "user", "content": "hi"}]
