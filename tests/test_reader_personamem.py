@@ -312,18 +312,7 @@ def test_answer_many_keeps_order_and_builds_one_llm():
             letter = messages[-1].content.split("Plans ")[1][0]
             return LLMResponse(text=json.dumps({"answer": letter.upper()}))
 
-    questions = [
-        Question(
-            id=f"q{i}",
-            type="t",
-            text=f"Plans {letter}?",
-            options=["(a) x", "(b) y", "(c) z", "(d) w"],
-            answer=i,
-            context_id="c",
-            end_index=0,
-        )
-        for i, letter in enumerate("abcd")
-    ]
+    questions = [choice_question(f"Plans {letter}?", answer=i, id=f"q{i}") for i, letter in enumerate("abcd")]
     reader = create_reader("personamem_baseline", {"llm": {"cache": False, "max_concurrency": 3}}, llm=Echo())
     answers = reader.answer_many([(q, Retrieval()) for q in questions])
     assert [a.choice for a in answers] == [0, 1, 2, 3]
