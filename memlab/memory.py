@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -45,6 +45,8 @@ from memlab.tokens import count_tokens
 from memlab.types import MemoryItem, Message, Retrieval, Session
 
 _USER_ID = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
+
+ConfigT = TypeVar("ConfigT", bound=BaseModel)
 
 MAX_K = 100_000  # the most items one retrieve may ask for (full_context asks for "all" turns with it)
 
@@ -95,6 +97,21 @@ def config_error_message(what: str, model: type[BaseModel], exc: ValidationError
     if any(error["type"] == "extra_forbidden" for error in exc.errors()):
         message += f"\nvalid keys: {', '.join(sorted(model.model_fields))}"
     return message
+
+
+def parse_plugin_config(model: type[ConfigT], config: BaseModel | Mapping[str, Any] | None, what: str) -> ConfigT:
+    """A plugin's (backend's, reader's) config as its ``model``: None gives the defaults; a bad key
+    or value raises ``MemlabError`` naming ``what`` and the key."""
+    if config is None:
+        return model()
+    if isinstance(config, model):
+        return config
+    if isinstance(config, BaseModel):
+        config = config.model_dump()
+    try:
+        return model.model_validate(dict(config))
+    except ValidationError as exc:
+        raise MemlabError(config_error_message(what, model, exc)) from exc
 
 
 def validate_user_id(user_id: str) -> str:
@@ -158,16 +175,7 @@ class Memory(ABC):
     # ------------------------------------------------------------------ config
     @classmethod
     def parse_config(cls, config: BackendConfig | Mapping[str, Any] | None) -> BackendConfig:
-        if config is None:
-            return cls.Config()
-        if isinstance(config, cls.Config):
-            return config
-        if isinstance(config, BaseModel):
-            config = config.model_dump()
-        try:
-            return cls.Config.model_validate(dict(config))
-        except ValidationError as exc:
-            raise MemlabError(config_error_message(f"backend {cls.name or cls.__name__!r}", cls.Config, exc)) from exc
+        return parse_plugin_config(cls.Config, config, f"backend {cls.name or cls.__name__!r}")
 
     # ------------------------------------------------------------------ public API
     def ingest(self, session: Session | Mapping[str, Any], *, user_id: str) -> IngestReport:

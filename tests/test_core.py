@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from pydantic import ValidationError
+from question_helpers import choice_question, open_question
 
 from memlab.embedders import CachedEmbedder, HashingEmbedder
 from memlab.errors import MemlabError
@@ -118,18 +119,9 @@ def test_longest_option_control_refuses_open_questions_clearly() -> None:
     from memlab.readers.controls import LongestOptionReader
 
     reader = LongestOptionReader()
-    open_question = Question(id="q1", type="t", text="when?", answer_text="May", context_id="c", end_index=0)
-    answer = reader.answer(open_question, Retrieval())
+    answer = reader.answer(open_question("when?", "May"), Retrieval())
     assert answer.choice is None and answer.error is not None and "multiple-choice" in answer.error
-    choice = Question(
-        id="q2",
-        type="t",
-        text="?",
-        options=["(a) x", "(b) longest", "(c) y", "(d) z"],
-        answer=1,
-        context_id="c",
-        end_index=0,
-    )
+    choice = choice_question(options=["(a) x", "(b) longest", "(c) y", "(d) z"], answer=1)
     assert reader.answer(choice, Retrieval()).choice == 1
 
 

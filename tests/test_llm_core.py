@@ -26,12 +26,13 @@ from memlab.llm.pricing import DEFAULT_PRICES, find_price
 
 
 class Scripted(LLM):
-    """Answers from a script; 'transient' entries raise a retryable error."""
+    """Answers from a script; 'transient' entries raise a retryable error. ``closed`` once closed."""
 
     def __init__(self, script: list[str] | None = None, name: str = "scripted:m") -> None:
         self.script = list(script or [])
         self.name = name
         self.calls: list[list[ChatMessage]] = []
+        self.closed = False
 
     def _chat(self, messages, *, json_mode, temperature, max_tokens):
         self.calls.append(messages)
@@ -39,6 +40,9 @@ class Scripted(LLM):
         if item == "transient":
             raise TransientLLMError("busy", retry_after=0.0)
         return LLMResponse(text=item, prompt_tokens=1000, completion_tokens=10)
+
+    def close(self):
+        self.closed = True
 
 
 FAST = RetryPolicy(max_retries=2, initial_backoff=0.0, jitter=0.0)
@@ -187,13 +191,7 @@ def test_cached_answers_are_priced_with_the_current_table(tmp_path):
 def test_close_releases_the_cache_file_and_the_provider(tmp_path):
     import sqlite3
 
-    class Closable(Scripted):
-        closed = False
-
-        def close(self):
-            self.closed = True
-
-    inner = Closable(["a"])
+    inner = Scripted(["a"])
     llm = make_llm({"cache_dir": str(tmp_path)}, llm=inner)
     llm.chat(HELLO)
     llm.close()

@@ -7,11 +7,12 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel, G
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
+from question_helpers import choice_question
 
 from memlab.llm import LLM, LLMError, LLMResponse, make_llm
 from memlab.llm.langchain_adapter import LangChainLLM, MemlabChatModel
 from memlab.readers.llm import LLMReader
-from memlab.types import Question, Retrieval
+from memlab.types import Retrieval
 
 
 class Recording(LLM):
@@ -64,9 +65,7 @@ def test_make_llm_from_langchain_class_path(tmp_path):
 
 
 def test_reader_with_a_langchain_model_instance(tmp_path):
-    question = Question(
-        id="q", type="t", text="Pick one", options=["w", "x", "y", "z"], answer=3, context_id="c", end_index=0
-    )
+    question = choice_question("Pick one", ["w", "x", "y", "z"], answer=3)
     reader = LLMReader({"llm": {"cache_dir": str(tmp_path)}}, llm=FakeListChatModel(responses=["<final_answer> (d)"]))
     assert reader.answer(question, Retrieval()).choice == 3
     assert reader.describe() == "llm:langchain:FakeListChatModel:lenient"

@@ -11,13 +11,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from question_helpers import choice_question, open_question
 
 from memlab.llm import LLMConfigError, LLMRequestFailed, make_llm
 from memlab.llm.base import LLM, LLMResponse
 from memlab.llm.server import OpenAICompatServer
 from memlab.readers.llm import LLMReader
 from memlab.registry import create_reader
-from memlab.types import Question, Retrieval
+from memlab.types import Retrieval
 
 
 class ScriptedServer(ThreadingHTTPServer):
@@ -118,14 +119,10 @@ def config(server: ScriptedServer, tmp_path, **extra: Any) -> dict[str, Any]:
     }
 
 
-QUESTION = Question(
-    id="q1",
-    type="recall_user_shared_facts",
-    text="User: What should I cook tonight?",
-    options=["(a) Steak", "(b) A vegetarian curry", "(c) Pork ribs", "(d) Nothing"],
+QUESTION = choice_question(
+    "User: What should I cook tonight?",
+    ["(a) Steak", "(b) A vegetarian curry", "(c) Pork ribs", "(d) Nothing"],
     answer=1,
-    context_id="ctx",
-    end_index=3,
 )
 MEMORY = Retrieval(context="User: I became vegetarian last month.", tokens=8)
 HELLO = [{"role": "user", "content": "hi"}]
@@ -227,9 +224,7 @@ def test_reader_json_mode(server, tmp_path):
 
 
 def test_reader_open_question(server, tmp_path):
-    open_q = Question(
-        id="o1", type="single_hop", text="Where does the user live?", answer_text="Lisbon", context_id="c", end_index=1
-    )
+    open_q = open_question("Where does the user live?", "Lisbon")
     server.script = [("ok", "Lisbon")]
     answer = LLMReader({"llm": config(server, tmp_path)}).answer(open_q, Retrieval(context="User: I live in Lisbon."))
     assert answer.text == "Lisbon" and answer.choice is None

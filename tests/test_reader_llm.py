@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from question_helpers import choice_question
 
 from memlab.llm import LLM, LLMResponse
 from memlab.readers.llm import LLMReader, final_text, parse_choice
-from memlab.types import Question, Retrieval
+from memlab.types import Retrieval
 
 OPTIONS = ["(a) Go hiking in the Alps", "(b) Visit a jazz club", "(c) Stay home and read", "(d) Try surfing"]
 
@@ -63,15 +64,17 @@ class Replies(LLM):
     def __init__(self, replies):
         self.replies = list(replies)
         self.prompts = []
+        self.closed = False
 
     def _chat(self, messages, *, json_mode, temperature, max_tokens):
         self.prompts.append(messages)
         return LLMResponse(text=self.replies.pop(0), prompt_tokens=40, completion_tokens=3)
 
+    def close(self):
+        self.closed = True
 
-QUESTION = Question(
-    id="q", type="t", text="User: Any plans for me?", options=OPTIONS, answer=1, context_id="c", end_index=2
-)
+
+QUESTION = choice_question("User: Any plans for me?", OPTIONS, answer=1)
 
 
 def test_prompt_holds_memory_question_and_relabelled_options(tmp_path):
@@ -144,13 +147,7 @@ def test_answer_many_builds_one_llm_for_all_threads(monkeypatch):
 def test_close_keeps_a_given_llm_open_and_closes_the_cache_it_opened(tmp_path):
     import sqlite3
 
-    class Closable(Replies):
-        closed = False
-
-        def close(self):
-            self.closed = True
-
-    given = Closable(["(a)"])
+    given = Replies(["(a)"])
     reader = LLMReader({"llm": {"cache_dir": str(tmp_path)}}, llm=given)
     reader.answer(QUESTION, Retrieval())
     cache = reader.llm.cache

@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from question_helpers import choice_question
 
 from memlab.errors import ConfigurationError
 from memlab.eval.answers import score_open_answer
@@ -150,9 +151,7 @@ def test_no_speakers_no_start_prompt_and_empty_memory(tmp_path: Path) -> None:
 
 
 def test_multiple_choice_is_a_setup_error(tmp_path: Path) -> None:
-    mc = Question(
-        id="q", type="t", text="?", options=["(a) x", "(b) y", "(c) z", "(d) w"], answer=0, context_id="c", end_index=0
-    )
+    mc = choice_question()
     with pytest.raises(ConfigurationError, match="open questions"):
         _reader(RecordingLLM(), tmp_path).answer(mc, Retrieval())
 

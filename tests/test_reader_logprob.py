@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import pytest
+from question_helpers import choice_question, open_question
 
 from memlab.errors import MemlabError
 from memlab.readers.logprob import LogprobReader
-from memlab.types import Question, Retrieval
+from memlab.types import Retrieval
 
-QUESTION = Question(
-    id="q",
-    type="recall_user_shared_facts",
-    text="Can you suggest a dinner for me tonight?",
-    options=[
+QUESTION = choice_question(
+    "Can you suggest a dinner for me tonight?",
+    [
         "(a) How about a juicy beef steak with fries?",
         "(b) Since you are vegetarian, how about a chickpea and spinach curry?",
         "(c) Grilled pork chops would be great.",
         "(d) Try a bacon cheeseburger.",
     ],
     answer=1,
-    context_id="c",
-    end_index=2,
 )
 MEMORY = Retrieval(context="User: I became a strict vegetarian last month, I never eat meat now.")
 
@@ -76,14 +73,7 @@ def test_logprob_reader_answers_open_questions_by_generation(tmp_path, smollm2_g
     reader = LogprobReader(
         {"llm": {"model": str(smollm2_gguf), "device": "cpu", "cache_dir": str(tmp_path)}, "open_max_tokens": 12}
     )
-    open_q = Question(
-        id="o",
-        type="single_hop",
-        text="What city does the user live in?",
-        answer_text="Paris",
-        context_id="c",
-        end_index=1,
-    )
+    open_q = open_question("What city does the user live in?", "Paris")
     answer = reader.answer(open_q, Retrieval(context="User: I live in Paris, near the Louvre."))
     assert answer.error is None and answer.text and answer.completion_tokens <= 12
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from question_helpers import choice_question
 
 from memlab.errors import ConfigurationError
 from memlab.eval.personamem_extract import official_is_correct
@@ -175,15 +176,7 @@ def test_baseline_facts_heading_and_answer_parsing():
     from memlab.readers.personamem import parse_baseline_answer
     from memlab.types import MemoryItem
 
-    question = Question(
-        id="q",
-        type="t",
-        text="Plans?",
-        options=["(a) x", "(b) y", "(c) z", "(d) w"],
-        answer=1,
-        context_id="c",
-        end_index=3,
-    )
+    question = choice_question("Plans?", answer=1)
     facts = Retrieval(
         items=[MemoryItem(id="1", text="Likes jazz", source={"turns": []}), MemoryItem(id="2", text="Hates rain")]
     )
@@ -224,30 +217,37 @@ def scripted_reply(body: dict[str, Any]) -> str:
     return REPLY_TEMPLATES[template].format(x=letter, X=letter.upper())
 
 
-def _run(dev: Path, out: Path, server: RecordingServer, backends: str, reader: str, extra: list[str]) -> Any:
+def _scripted_run(dev: Path, out: Path, backends: str, reader: str, questions: int) -> tuple[Any, RecordingServer]:
+    """``memlab run`` on the first ``questions`` questions against a server giving ``scripted_reply``:
+    the run's summary, and the server with every request and reply it recorded."""
     from memlab.cli import main
     from memlab.results import RunSummary
 
-    argv = [
-        "run",
-        "--dataset",
-        str(dev),
-        "--backends",
-        backends,
-        "--reader",
-        reader,
-        "--out",
-        str(out),
-        "--llm.base-url",
-        server.base_url,
-        "--llm.model",
-        "gpt-4o",
-        "--no-progress",
-        "--no-plots",
-        *extra,
-    ]
-    main(argv)
-    return RunSummary.load(out)
+    with RecordingServer(scripted_reply) as server:
+        main(
+            [
+                "run",
+                "--dataset",
+                str(dev),
+                "--backends",
+                backends,
+                "--reader",
+                reader,
+                "--out",
+                str(out),
+                "--llm.base-url",
+                server.base_url,
+                "--llm.model",
+                "gpt-4o",
+                "--no-progress",
+                "--no-plots",
+                "--max-questions",
+                str(questions),
+                "--rag.embedder",
+                "hashing",
+            ]
+        )
+    return RunSummary.load(out), server
 
 
 def _question_block(row: dict[str, str], baseline: bool) -> str:
@@ -282,15 +282,7 @@ def _expected(server: RecordingServer, rows: list[dict[str, str]], *, baseline: 
 @pytest.mark.data
 def test_run_long_context_accuracy_is_the_official_extractors(personamem_dev: Path, tmp_path: Path):
     rows, _ = _raw(personamem_dev)
-    with RecordingServer(scripted_reply) as server:
-        summary = _run(
-            personamem_dev,
-            tmp_path / "run",
-            server,
-            "full_context,rag",
-            "personamem",
-            ["--max-questions", "6", "--rag.embedder", "hashing"],
-        )
+    summary, server = _scripted_run(personamem_dev, tmp_path / "run", "full_context,rag", "personamem", questions=6)
     full = summary.row("full_context", "personamem:openai:gpt-4o")
     blind = summary.row("none", "personamem:openai:gpt-4o")
     assert full.questions == 6 and full.errors == 0 and blind.questions == 6
@@ -304,15 +296,7 @@ def test_run_long_context_accuracy_is_the_official_extractors(personamem_dev: Pa
 @pytest.mark.data
 def test_run_baseline_accuracy_is_the_references(personamem_dev: Path, tmp_path: Path):
     rows, _ = _raw(personamem_dev)
-    with RecordingServer(scripted_reply) as server:
-        summary = _run(
-            personamem_dev,
-            tmp_path / "run",
-            server,
-            "rag",
-            "personamem_baseline",
-            ["--max-questions", "8", "--rag.embedder", "hashing"],
-        )
+    summary, server = _scripted_run(personamem_dev, tmp_path / "run", "rag", "personamem_baseline", questions=8)
     rag = summary.row("rag", "personamem_baseline:openai:gpt-4o")
     assert rag.questions == 8 and rag.errors == 0
     assert (rag.accuracy.correct, rag.accuracy.n) == _expected(server, rows, baseline=True, memory=True)
@@ -328,18 +312,7 @@ def test_answer_many_keeps_order_and_builds_one_llm():
             letter = messages[-1].content.split("Plans ")[1][0]
             return LLMResponse(text=json.dumps({"answer": letter.upper()}))
 
-    questions = [
-        Question(
-            id=f"q{i}",
-            type="t",
-            text=f"Plans {letter}?",
-            options=["(a) x", "(b) y", "(c) z", "(d) w"],
-            answer=i,
-            context_id="c",
-            end_index=0,
-        )
-        for i, letter in enumerate("abcd")
-    ]
+    questions = [choice_question(f"Plans {letter}?", answer=i, id=f"q{i}") for i, letter in enumerate("abcd")]
     reader = create_reader("personamem_baseline", {"llm": {"cache": False, "max_concurrency": 3}}, llm=Echo())
     answers = reader.answer_many([(q, Retrieval()) for q in questions])
     assert [a.choice for a in answers] == [0, 1, 2, 3]

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memlab.tokens import count_tokens
+
 
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -25,6 +27,18 @@ class LLMResponse(BaseModel):
     completion_tokens: int = 0
     cached: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+def response_with_usage(
+    text: str, messages: list[ChatMessage], usage: tuple[int, int] | None, metadata: dict[str, Any]
+) -> LLMResponse:
+    """The reply with the provider's (prompt, completion) token usage; where the provider reported
+    none, counted here and marked ``metadata["usage_estimated"]``: an estimate beats a zero cost."""
+    if usage is None:
+        usage = (sum(count_tokens(m.content) for m in messages), count_tokens(text))
+        metadata = {**metadata, "usage_estimated": True}
+    prompt_tokens, completion_tokens = usage
+    return LLMResponse(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, metadata=metadata)
 
 
 class LLM(ABC):

@@ -4,6 +4,8 @@
   ChatOllama, ...) as a memlab ``LLM``, so readers and extractors can use it.
 * ``MemlabChatModel`` exposes a memlab ``LLM`` as a ``BaseChatModel``, so LangChain chains (and
   Mem0's ``langchain`` LLM provider) can use memlab's cached, retried, cost-counted models.
+  ``TextChatModel`` is its base (and that of the test models in ``memlab.testing.chat_models``):
+  a chat model whose reply is one text with its token usage.
 """
 
 from __future__ import annotations
@@ -16,9 +18,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict
 
-from memlab.llm.base import LLM, ChatMessage, LLMResponse, with_json_instruction
+from memlab.llm.base import LLM, ChatMessage, LLMResponse, response_with_usage, with_json_instruction
 from memlab.llm.errors import LLMError, TransientLLMError
-from memlab.tokens import count_tokens
 
 _TO_LANGCHAIN = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
 
@@ -62,18 +63,9 @@ class LangChainLLM(LLM):
             raise TransientLLMError(f"{type(exc).__name__}: {exc}") from exc
         except Exception as exc:  # a provider error of any kind fails this request, not the process
             raise LLMError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
-        text = _text_of(reply)
         usage = getattr(reply, "usage_metadata", None)
-        metadata: dict[str, Any] = {}
-        if usage:
-            prompt_tokens, completion_tokens = int(usage["input_tokens"]), int(usage["output_tokens"])
-        else:
-            prompt_tokens = sum(count_tokens(m.content) for m in messages)
-            completion_tokens = count_tokens(text)
-            metadata["usage_estimated"] = True
-        return LLMResponse(
-            text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, metadata=metadata
-        )
+        reported = (int(usage["input_tokens"]), int(usage["output_tokens"])) if usage else None
+        return response_with_usage(_text_of(reply), messages, reported, {})
 
 
 def _text_of(message: BaseMessage) -> str:
@@ -84,10 +76,40 @@ def _text_of(message: BaseMessage) -> str:
     return "".join(b if isinstance(b, str) else str(b.get("text", "")) for b in content if isinstance(b, (str, dict)))
 
 
-class MemlabChatModel(BaseChatModel):
-    """A LangChain chat model that answers through a memlab ``LLM``."""
+class TextChatModel(BaseChatModel):
+    """A LangChain chat model whose reply is one text: subclasses implement ``_reply``; cutting at
+    ``stop`` sequences and reporting token usage (on the message and as ``llm_output``) happen here."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def _reply(self, messages: list[BaseMessage], **kwargs: Any) -> LLMResponse:
+        """The reply text with its token usage (``kwargs``: the caller's per-call options)."""
+        raise NotImplementedError
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        response = self._reply(messages, **kwargs)
+        text = response.text
+        for marker in stop or []:
+            cut = text.find(marker)
+            if cut >= 0:
+                text = text[:cut]
+        usage = {
+            "input_tokens": response.prompt_tokens,
+            "output_tokens": response.completion_tokens,
+            "total_tokens": response.prompt_tokens + response.completion_tokens,
+        }
+        message = AIMessage(content=text, usage_metadata=usage, response_metadata=dict(response.metadata))
+        return ChatResult(generations=[ChatGeneration(message=message)], llm_output={"token_usage": usage})
+
+
+class MemlabChatModel(TextChatModel):
+    """A LangChain chat model that answers through a memlab ``LLM``."""
 
     llm: Any
     temperature: float = 0.0
@@ -102,34 +124,16 @@ class MemlabChatModel(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"llm": self.llm.name, "temperature": self.temperature, "max_tokens": self.max_tokens}
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _reply(self, messages: list[BaseMessage], **kwargs: Any) -> LLMResponse:
         if not isinstance(self.llm, LLM):
             raise TypeError(f"MemlabChatModel.llm must be a memlab LLM, got {type(self.llm).__name__}")
         converted = [ChatMessage(role=_role_of(m), content=_text_of(m)) for m in messages]
-        response = self.llm.chat(
+        return self.llm.chat(
             converted,
             json_mode=kwargs.get("json_mode", self.json_mode),
             temperature=kwargs.get("temperature", self.temperature),
             max_tokens=kwargs.get("max_tokens", self.max_tokens),
         )
-        text = response.text
-        for marker in stop or []:
-            cut = text.find(marker)
-            if cut >= 0:
-                text = text[:cut]
-        usage = {
-            "input_tokens": response.prompt_tokens,
-            "output_tokens": response.completion_tokens,
-            "total_tokens": response.prompt_tokens + response.completion_tokens,
-        }
-        message = AIMessage(content=text, usage_metadata=usage, response_metadata=dict(response.metadata))
-        return ChatResult(generations=[ChatGeneration(message=message)], llm_output={"token_usage": usage})
 
 
 def _role_of(message: BaseMessage) -> Literal["system", "user", "assistant"]:

@@ -13,9 +13,8 @@ import os
 from typing import Any
 
 from memlab.errors import MissingDependencyError
-from memlab.llm.base import LLM, ChatMessage, LLMResponse
+from memlab.llm.base import LLM, ChatMessage, LLMResponse, response_with_usage
 from memlab.llm.errors import LLMConfigError, LLMError, TransientLLMError
-from memlab.tokens import count_tokens
 
 try:
     import openai
@@ -109,20 +108,11 @@ class OpenAICompatLLM(LLM):
         if not isinstance(text, str):
             raise TransientLLMError(f"malformed response body: message content is {type(text).__name__}")
         usage = getattr(completion, "usage", None)
-        metadata: dict[str, Any] = {
-            "finish_reason": choices[0].finish_reason,
-            "model": getattr(completion, "model", None),
-        }
+        metadata = {"finish_reason": choices[0].finish_reason, "model": getattr(completion, "model", None)}
+        reported = None  # some servers omit usage
         if usage is not None and usage.prompt_tokens is not None:
-            prompt_tokens, completion_tokens = int(usage.prompt_tokens), int(usage.completion_tokens or 0)
-        else:
-            # Some servers omit usage; an estimate beats reporting zero cost.
-            prompt_tokens = sum(count_tokens(m.content) for m in messages)
-            completion_tokens = count_tokens(text)
-            metadata["usage_estimated"] = True
-        return LLMResponse(
-            text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, metadata=metadata
-        )
+            reported = (int(usage.prompt_tokens), int(usage.completion_tokens or 0))
+        return response_with_usage(text, messages, reported, metadata)
 
     def close(self) -> None:
         self._client.close()

@@ -21,10 +21,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from memlab.errors import MemlabError
-from memlab.memory import config_error_message
+from memlab.memory import parse_plugin_config
 from memlab.types import Answer, Question, Retrieval
 
 
@@ -48,15 +47,7 @@ class Reader(ABC):
     ) -> None:
         # Where this reader caches embeddings / LLM responses; passed in by the runner, never a global.
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
-        if config is None:
-            self.config = self.Config()
-        elif isinstance(config, self.Config):
-            self.config = config
-        else:
-            try:
-                self.config = self.Config.model_validate(dict(config))
-            except ValidationError as exc:
-                raise MemlabError(config_error_message(f"reader {self.name!r}", self.Config, exc)) from exc
+        self.config = parse_plugin_config(self.Config, config, f"reader {self.name!r}")
 
     @abstractmethod
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:

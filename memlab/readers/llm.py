@@ -21,16 +21,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field
 
 from memlab.eval.personamem_extract import extract_official
 from memlab.llm.base import ChatMessage
-from memlab.llm.config import LLMConfig
-from memlab.llm.errors import LLMConfigError, LLMError
 from memlab.readers.base import strip_option_label
-from memlab.readers.llm_backed import LLMBackedReader, LLMReaderSettings
+from memlab.readers.llm_backed import LLMBackedReader, LLMReaderSettings, choice_answer, text_answer
 from memlab.tokens import truncate_front
 from memlab.types import OPTION_LETTERS, Answer, Question, Retrieval
 
@@ -51,26 +49,6 @@ JSON_INSTRUCTIONS = (
 OPEN_INSTRUCTIONS = "Answer the question in a short phrase (a few words), using what you remember about the user."
 
 
-class LLMReaderConfig(LLMReaderSettings):
-    llm: LLMConfig = Field(default_factory=LLMConfig)
-    max_tokens: int = Field(default=256, ge=1, description="reply budget for multiple-choice questions")
-    open_max_tokens: int = Field(default=64, ge=1, description="reply budget for open questions")
-    json_mode: bool = Field(default=False, description="ask for {'answer': letter} in JSON mode")
-    max_context_tokens: int | None = Field(
-        default=None, ge=1, description="keep only the newest part of the memory context (approximate tokens)"
-    )
-    instructions: str = PERSONAMEM_INSTRUCTIONS
-    system_prompt: str = Field(default=MEMORY_SYSTEM_PROMPT, description="must contain {memory}")
-    parser: Literal["lenient", "official"] = Field(
-        default="lenient", description="lenient: memlab's parser; official: PersonaMem's extractor (exact letter set)"
-    )
-
-    @field_validator("system_prompt")
-    @classmethod
-    def _memory_slot(cls, value: str) -> str:
-        return check_system_prompt(value)
-
-
 def check_system_prompt(template: str) -> str:
     """Refuse at config time a prompt that would fail (or drop the memory) on every question."""
     if "{memory}" not in template:
@@ -83,6 +61,25 @@ def check_system_prompt(template: str) -> str:
             f"as {{{{ and }}}} ({type(exc).__name__}: {exc})"
         ) from exc
     return template
+
+
+# Config field types of the readers that put the memory in a prompt (llm, logprob, locomo, longmemeval).
+SystemPrompt = Annotated[str, AfterValidator(check_system_prompt)]
+MaxContextTokens = Annotated[
+    int | None, Field(ge=1, description="keep only the newest part of the memory context (approximate tokens)")
+]
+
+
+class LLMReaderConfig(LLMReaderSettings):
+    max_tokens: int = Field(default=256, ge=1, description="reply budget for multiple-choice questions")
+    open_max_tokens: int = Field(default=64, ge=1, description="reply budget for open questions")
+    json_mode: bool = Field(default=False, description="ask for {'answer': letter} in JSON mode")
+    max_context_tokens: MaxContextTokens = None
+    instructions: str = PERSONAMEM_INSTRUCTIONS
+    system_prompt: SystemPrompt = Field(default=MEMORY_SYSTEM_PROMPT, description="must contain {memory}")
+    parser: Literal["lenient", "official"] = Field(
+        default="lenient", description="lenient: memlab's parser; official: PersonaMem's extractor (exact letter set)"
+    )
 
 
 def memory_text(retrieval: Retrieval, max_context_tokens: int | None) -> str:
@@ -207,41 +204,19 @@ class LLMReader(LLMBackedReader):
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:
         mc = question.is_multiple_choice
         json_mode = self.config.json_mode and mc
-        try:
-            response = self.llm.chat(
-                self.messages(question, retrieval),
-                json_mode=json_mode,
-                temperature=self.config.llm.temperature,
-                max_tokens=self.config.max_tokens if mc else self.config.open_max_tokens,
-            )
-        except LLMConfigError:
-            raise  # a broken setup (bad key, unknown model) is not one question's failure
-        except LLMError as exc:
-            return Answer(error=f"{type(exc).__name__}: {exc}", metadata={"model": self.llm.name})
-        metadata: dict[str, Any] = {
-            "model": self.llm.name,
-            "cost_usd": float(response.metadata.get("cost_usd", 0.0)),
-            "spent_usd": float(response.metadata.get("spent_usd", 0.0)),
-            "cached": response.cached,
-            "raw_reply": response.text,
-        }
+        response = self.ask_llm(
+            self.messages(question, retrieval),
+            json_mode=json_mode,
+            temperature=self.config.llm.temperature,
+            max_tokens=self.config.max_tokens if mc else self.config.open_max_tokens,
+        )
+        if isinstance(response, Answer):
+            return response  # the request failed
+        metadata = self.reply_metadata(response)
         if not mc:
-            return Answer(
-                text=final_text(response.text),
-                metadata=metadata,
-                prompt_tokens=response.prompt_tokens,
-                completion_tokens=response.completion_tokens,
-            )
+            return text_answer(final_text(response.text), response, metadata)
         choice = choose(response.text, question, self.config.parser, json_mode=json_mode)
         metadata["parse_failure"] = choice is None
         metadata["parser"] = self.config.parser
         metadata["metrics"] = {"lenient_only": lenient_only(response.text, question, json_mode=json_mode)}
-        scores = [1.0 if i == choice else 0.0 for i in range(len(question.options))] if choice is not None else []
-        return Answer(
-            choice=choice,
-            scores=scores,
-            text=response.text.strip(),
-            metadata=metadata,
-            prompt_tokens=response.prompt_tokens,
-            completion_tokens=response.completion_tokens,
-        )
+        return choice_answer(choice, question, response, metadata)

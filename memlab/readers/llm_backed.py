@@ -1,6 +1,7 @@
 """What every LLM-backed reader shares (``llm``, ``personamem``, ``personamem_baseline``, ``locomo``,
-``longmemeval``): its ``llm`` config block, the LLM built on first use, concurrent answering and
-closing what it built. Each reader keeps only its own prompt and parsing.
+``longmemeval``): its ``llm`` config block, the LLM built on first use, one request and the answer
+made of its reply, concurrent answering and closing what it built. Each reader keeps only its own
+prompt and parsing.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from typing import Any
 
 from pydantic import Field
 
-from memlab.llm.base import LLM
+from memlab.errors import ConfigurationError
+from memlab.llm.base import LLM, ChatMessage, LLMResponse
 from memlab.llm.config import LLMConfig, make_llm
+from memlab.llm.errors import LLMConfigError, LLMError
 from memlab.llm.managed import ManagedLLM
 from memlab.readers.base import Reader, ReaderConfig
 from memlab.types import Answer, Question, Retrieval
@@ -76,6 +79,27 @@ class LLMBackedReader(Reader):
     def describe(self) -> str:
         return f"{self.name}:{self.model_name()}"
 
+    def ask_llm(
+        self, messages: list[ChatMessage], *, temperature: float | None, max_tokens: int | None, json_mode: bool = False
+    ) -> LLMResponse | Answer:
+        """One request: the LLM's response, or the question's error ``Answer`` when the request failed."""
+        try:
+            return self.llm.chat(messages, json_mode=json_mode, temperature=temperature, max_tokens=max_tokens)
+        except LLMConfigError:
+            raise  # a broken setup (bad key, unknown model) is not one question's failure
+        except LLMError as exc:
+            return Answer(error=f"{type(exc).__name__}: {exc}", metadata={"model": self.llm.name})
+
+    def reply_metadata(self, response: LLMResponse) -> dict[str, Any]:
+        """What every answer made of a reply records; readers add their own keys (parser, options ...)."""
+        return {
+            "model": self.llm.name,
+            "cost_usd": float(response.metadata.get("cost_usd", 0.0)),
+            "spent_usd": float(response.metadata.get("spent_usd", 0.0)),
+            "cached": response.cached,
+            "raw_reply": response.text,
+        }
+
     def answer_many(self, items: Sequence[tuple[Question, Retrieval]]) -> list[Answer]:
         """Answer several questions with up to ``llm.max_concurrency`` requests in flight."""
         _ = self.llm  # built before the threads: one client, one cache handle, one concurrency bound
@@ -91,3 +115,35 @@ class LLMBackedReader(Reader):
             elif self._llm is not self._given and self._llm.cache is not None:
                 self._llm.cache.close()
         self._llm = None
+
+
+def text_answer(text: str, response: LLMResponse, metadata: dict[str, Any]) -> Answer:
+    """The answer to an open question: ``text`` (what the reader made of the reply) and the reply's usage."""
+    return Answer(
+        text=text,
+        metadata=metadata,
+        prompt_tokens=response.prompt_tokens,
+        completion_tokens=response.completion_tokens,
+    )
+
+
+def choice_answer(choice: int | None, question: Question, response: LLMResponse, metadata: dict[str, Any]) -> Answer:
+    """The answer to a multiple-choice question: the parsed ``choice`` (None: a parse failure, no
+    scores), a score of 1 for it and 0 for the other options, and the reply as the text."""
+    scores = [1.0 if i == choice else 0.0 for i in range(len(question.options))] if choice is not None else []
+    return Answer(
+        choice=choice,
+        scores=scores,
+        text=response.text.strip(),
+        metadata=metadata,
+        prompt_tokens=response.prompt_tokens,
+        completion_tokens=response.completion_tokens,
+    )
+
+
+def require_open_question(reader: str, question: Question) -> None:
+    """Open-question protocols (LoCoMo, LongMemEval) refuse a multiple-choice question as a setup error."""
+    if question.is_multiple_choice:
+        raise ConfigurationError(
+            f"the {reader} reader answers open questions; {question.id} is multiple choice (use --reader llm)"
+        )

@@ -24,16 +24,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from typing import Any
 
 from pydantic import Field
 
-from memlab.errors import ConfigurationError
 from memlab.llm.base import ChatMessage
-from memlab.llm.config import LLMConfig
-from memlab.llm.errors import LLMConfigError, LLMError
-from memlab.readers.llm import memory_text
-from memlab.readers.llm_backed import LLMBackedReader, LLMReaderSettings, describe_llm
+from memlab.readers.llm import MaxContextTokens, memory_text
+from memlab.readers.llm_backed import LLMBackedReader, LLMReaderSettings, require_open_question, text_answer
 from memlab.types import Answer, Question, Retrieval
 
 # ---- Prompt texts, verbatim from snap-research/locomo task_eval/evaluate_gpts.py (data, not code;
@@ -84,12 +80,9 @@ def map_adversarial_reply(reply: str, options: Mapping[str, str]) -> str:
 
 
 class LoCoMoReaderConfig(LLMReaderSettings):
-    llm: LLMConfig = Field(default_factory=LLMConfig)
     max_tokens: int = Field(default=32, ge=1, description="answer budget (LoCoMo: 32 tokens)")
     seed: int = Field(default=0, description="seeds the order of the two category-5 options")
-    max_context_tokens: int | None = Field(
-        default=None, ge=1, description="keep only the newest part of the memory context (approximate tokens)"
-    )
+    max_context_tokens: MaxContextTokens = None
 
 
 class LoCoMoReader(LLMBackedReader):
@@ -98,11 +91,6 @@ class LoCoMoReader(LLMBackedReader):
     Config = LoCoMoReaderConfig
 
     config: LoCoMoReaderConfig
-
-    def describe(self) -> str:
-        if self._given is not None:
-            return f"{self.name}:{self.llm.name}"
-        return f"{self.name}:{describe_llm(self.config.llm)}"
 
     def prompt(self, question: Question) -> tuple[str, dict[str, str] | None]:
         """The text after the context, and the category-5 options (None for other questions)."""
@@ -121,33 +109,14 @@ class LoCoMoReader(LLMBackedReader):
         return [ChatMessage(role="user", content=f"{start}{context}\n\n{tail}")], options
 
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:
-        if question.is_multiple_choice:
-            raise ConfigurationError(
-                f"the locomo reader answers open questions; {question.id} is multiple choice (use --reader llm)"
-            )
+        require_open_question(self.name, question)
         messages, options = self.messages(question, retrieval)
-        try:
-            response = self.llm.chat(
-                messages, temperature=self.config.llm.temperature, max_tokens=self.config.max_tokens
-            )
-        except LLMConfigError:
-            raise  # a broken setup (bad key, unknown model) is not one question's failure
-        except LLMError as exc:
-            return Answer(error=f"{type(exc).__name__}: {exc}", metadata={"model": self.llm.name})
+        response = self.ask_llm(messages, temperature=self.config.llm.temperature, max_tokens=self.config.max_tokens)
+        if isinstance(response, Answer):
+            return response  # the request failed
         text = response.text.strip()
-        metadata: dict[str, Any] = {
-            "model": self.llm.name,
-            "cost_usd": float(response.metadata.get("cost_usd", 0.0)),
-            "spent_usd": float(response.metadata.get("spent_usd", 0.0)),
-            "cached": response.cached,
-            "raw_reply": response.text,
-        }
+        metadata = self.reply_metadata(response)
         if options is not None:
             metadata["options"] = dict(options)
             text = map_adversarial_reply(text, options)
-        return Answer(
-            text=text,
-            metadata=metadata,
-            prompt_tokens=response.prompt_tokens,
-            completion_tokens=response.completion_tokens,
-        )
+        return text_answer(text, response, metadata)

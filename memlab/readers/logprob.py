@@ -32,7 +32,7 @@ from memlab.readers.base import Reader, ReaderConfig, argmax, strip_option_label
 from memlab.readers.llm import (
     MEMORY_SYSTEM_PROMPT,
     OPEN_INSTRUCTIONS,
-    check_system_prompt,
+    SystemPrompt,
     final_text,
     memory_text,
 )
@@ -53,12 +53,7 @@ class LogprobReaderConfig(ReaderConfig):
         default=None, ge=1, description="keep only the newest part of the memory (approximate tokens); default: no cut"
     )
     open_max_tokens: int = Field(default=64, ge=1)
-    system_prompt: str = Field(default=MEMORY_SYSTEM_PROMPT, description="must contain {memory}")
-
-    @field_validator("system_prompt")
-    @classmethod
-    def _memory_slot(cls, value: str) -> str:
-        return check_system_prompt(value)
+    system_prompt: SystemPrompt = Field(default=MEMORY_SYSTEM_PROMPT, description="must contain {memory}")
 
     @field_validator("llm")
     @classmethod

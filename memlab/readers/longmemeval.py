@@ -16,12 +16,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from memlab.errors import ConfigurationError
 from memlab.llm.base import ChatMessage
-from memlab.llm.config import LLMConfig
-from memlab.llm.errors import LLMConfigError, LLMError
-from memlab.readers.llm import memory_text
-from memlab.readers.llm_backed import LLMBackedReader, LLMReaderSettings, describe_llm
+from memlab.readers.llm import MaxContextTokens, memory_text
+from memlab.readers.llm_backed import LLMBackedReader, LLMReaderSettings, require_open_question, text_answer
 from memlab.types import Answer, Question, Retrieval
 
 # Verbatim from xiaowu0162/LongMemEval src/generation/run_generation.py (retrieval-based reading,
@@ -39,12 +36,9 @@ ANSWER_PROMPT_DIRECT = (
 
 
 class LongMemEvalReaderConfig(LLMReaderSettings):
-    llm: LLMConfig = Field(default_factory=LLMConfig)
     cot: bool = Field(default=True, description="step-by-step prompt (LongMemEval's recommended 'con' reading)")
     max_tokens: int | None = Field(default=None, ge=1, description="answer budget; default 800 with cot, else 500")
-    max_context_tokens: int | None = Field(
-        default=None, ge=1, description="keep only the newest part of the memory context (approximate tokens)"
-    )
+    max_context_tokens: MaxContextTokens = None
 
 
 class LongMemEvalReader(LLMBackedReader):
@@ -61,8 +55,7 @@ class LongMemEvalReader(LLMBackedReader):
         return 800 if self.config.cot else 500
 
     def describe(self) -> str:
-        model = self.llm.name if self._given is not None else describe_llm(self.config.llm)
-        return f"{self.name}:{model}" + ("" if self.config.cot else ":direct")
+        return super().describe() + ("" if self.config.cot else ":direct")
 
     def messages(self, question: Question, retrieval: Retrieval) -> list[ChatMessage]:
         template = ANSWER_PROMPT_COT if self.config.cot else ANSWER_PROMPT_DIRECT
@@ -71,28 +64,10 @@ class LongMemEvalReader(LLMBackedReader):
         return [ChatMessage(role="user", content=template.format(history, date, question.text))]
 
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:
-        if question.is_multiple_choice:
-            raise ConfigurationError(
-                f"the longmemeval reader answers open questions; {question.id} is multiple choice (use --reader llm)"
-            )
-        try:
-            response = self.llm.chat(
-                self.messages(question, retrieval),
-                temperature=self.config.llm.temperature,
-                max_tokens=self.answer_tokens,
-            )
-        except LLMConfigError:
-            raise
-        except LLMError as exc:
-            return Answer(error=f"{type(exc).__name__}: {exc}", metadata={"model": self.llm.name})
-        return Answer(
-            text=response.text.strip(),
-            prompt_tokens=response.prompt_tokens,
-            completion_tokens=response.completion_tokens,
-            metadata={
-                "model": self.llm.name,
-                "cost_usd": float(response.metadata.get("cost_usd", 0.0)),
-                "spent_usd": float(response.metadata.get("spent_usd", 0.0)),
-                "cached": response.cached,
-            },
+        require_open_question(self.name, question)
+        response = self.ask_llm(
+            self.messages(question, retrieval), temperature=self.config.llm.temperature, max_tokens=self.answer_tokens
         )
+        if isinstance(response, Answer):
+            return response  # the request failed
+        return text_answer(response.text.strip(), response, self.reply_metadata(response))

@@ -29,9 +29,8 @@ from memlab.errors import ConfigurationError
 from memlab.eval.personamem_extract import extract_official
 from memlab.llm.base import ChatMessage
 from memlab.llm.config import LLMConfig
-from memlab.llm.errors import LLMConfigError, LLMError
 from memlab.readers.llm import lenient_only
-from memlab.readers.llm_backed import LLMBackedReader, LLMReaderSettings
+from memlab.readers.llm_backed import LLMBackedReader, LLMReaderSettings, choice_answer
 from memlab.types import OPTION_LETTERS, Answer, MemoryItem, Question, Retrieval
 
 # Verbatim from bowen-upenn/PersonaMem inference_standalone_openai.py (Evaluation.query_llm); the
@@ -62,28 +61,6 @@ CHOICES_HEADING = "# Choices: \n{choices}"
 SystemTurns = Literal["auto", "merge", "keep", "drop"]
 
 
-class _LLMReader(LLMBackedReader):
-    """What both protocol readers share beyond ``LLMBackedReader``: one chat call with its metadata."""
-
-    config: PersonaMemReaderConfig | PersonaMemBaselineConfig  # each subclass narrows it to its own
-
-    def _chat(self, messages: list[ChatMessage], **kwargs: Any) -> tuple[Any, dict[str, Any]] | Answer:
-        try:
-            response = self.llm.chat(messages, **kwargs)
-        except LLMConfigError:
-            raise  # a broken setup (bad key, unknown model) is not one question's failure
-        except LLMError as exc:
-            return Answer(error=f"{type(exc).__name__}: {exc}", metadata={"model": self.llm.name})
-        metadata = {
-            "model": self.llm.name,
-            "cost_usd": float(response.metadata.get("cost_usd", 0.0)),
-            "spent_usd": float(response.metadata.get("spent_usd", 0.0)),
-            "cached": response.cached,
-            "raw_reply": response.text,
-        }
-        return response, metadata
-
-
 def _require_choice_question(reader: str, question: Question) -> None:
     if not question.is_multiple_choice:
         raise ConfigurationError(
@@ -100,7 +77,6 @@ def raw_options(question: Question) -> str:
 
 # ----------------------------------------------------------------------------- long context
 class PersonaMemReaderConfig(LLMReaderSettings):
-    llm: LLMConfig = Field(default_factory=LLMConfig)
     max_tokens: int | None = Field(
         default=None, ge=1, description="reply budget; default: none sent (the provider's default, as the reference)"
     )
@@ -165,7 +141,7 @@ def history_messages(question: Question, retrieval: Retrieval, reader: str) -> l
     return [{"role": str(role), "content": item.text} for role, item in zip(roles, items)]
 
 
-class PersonaMemReader(_LLMReader):
+class PersonaMemReader(LLMBackedReader):
     name = "personamem"
     description = (
         "PersonaMem's official long-context protocol (native chat history, official extractor); needs full_context"
@@ -203,12 +179,12 @@ class PersonaMemReader(_LLMReader):
         messages = self.messages(question, retrieval)
         # Provider defaults unless the user set them: the reference sends neither field.
         temperature = self.config.llm.temperature if "temperature" in self.config.llm.model_fields_set else None
-        result = self._chat(messages, temperature=temperature, max_tokens=self.config.max_tokens)
-        if isinstance(result, Answer):
-            return result
-        response, metadata = result
+        response = self.ask_llm(messages, temperature=temperature, max_tokens=self.config.max_tokens)
+        if isinstance(response, Answer):
+            return response  # the request failed
         extraction = extract_official(response.text)
         choice = extraction.choice(question.answer)
+        metadata = self.reply_metadata(response)
         metadata.update(
             parse_failure=choice is None,
             parser="official",
@@ -216,20 +192,11 @@ class PersonaMemReader(_LLMReader):
             system_turns=self.system_mode(),
             metrics={"lenient_only": lenient_only(response.text, question)},
         )
-        scores = [1.0 if i == choice else 0.0 for i in range(len(question.options))] if choice is not None else []
-        return Answer(
-            choice=choice,
-            scores=scores,
-            text=response.text.strip(),
-            metadata=metadata,
-            prompt_tokens=response.prompt_tokens,
-            completion_tokens=response.completion_tokens,
-        )
+        return choice_answer(choice, question, response, metadata)
 
 
 # ----------------------------------------------------------------------------- retrieval baseline
 class PersonaMemBaselineConfig(LLMReaderSettings):
-    llm: LLMConfig = Field(default_factory=LLMConfig)
     heading: Literal["auto", "contexts", "facts"] = Field(
         default="auto",
         description="auto: 'contexts' when every item is one stored message (rag turn chunks, the reference's RAG "
@@ -281,7 +248,7 @@ def parse_baseline_answer(reply: str) -> int | None:
     return OPTION_LETTERS.index(answer.lower())
 
 
-class PersonaMemBaselineReader(_LLMReader):
+class PersonaMemBaselineReader(LLMBackedReader):
     name = "personamem_baseline"
     description = "PersonaMem's official RAG/Mem0 baseline prompt (A-D only, JSON answer) over retrieved items"
     Config = PersonaMemBaselineConfig
@@ -320,23 +287,15 @@ class PersonaMemBaselineReader(_LLMReader):
 
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:
         messages = self.messages(question, retrieval)
-        result = self._chat(messages, temperature=self.config.llm.temperature, max_tokens=None)
-        if isinstance(result, Answer):
-            return result
-        response, metadata = result
+        response = self.ask_llm(messages, temperature=self.config.llm.temperature, max_tokens=None)
+        if isinstance(response, Answer):
+            return response  # the request failed
         choice = parse_baseline_answer(response.text)
+        metadata = self.reply_metadata(response)
         metadata.update(
             parse_failure=choice is None,
             parser="json_enum",
             heading=self.heading_kind(retrieval),
             metrics={"lenient_only": lenient_only(response.text, question)},
         )
-        scores = [1.0 if i == choice else 0.0 for i in range(len(question.options))] if choice is not None else []
-        return Answer(
-            choice=choice,
-            scores=scores,
-            text=response.text.strip(),
-            metadata=metadata,
-            prompt_tokens=response.prompt_tokens,
-            completion_tokens=response.completion_tokens,
-        )
+        return choice_answer(choice, question, response, metadata)

@@ -20,19 +20,16 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import ConfigDict, Field
+from langchain_core.messages import BaseMessage
+from pydantic import Field
 
+from memlab.llm.base import LLMResponse
+from memlab.llm.langchain_adapter import TextChatModel
 from memlab.tokens import count_tokens
 
 
-class FunctionChatModel(BaseChatModel):
+class FunctionChatModel(TextChatModel):
     """A chat model whose reply is ``respond(messages)``; every call's messages land in ``calls``."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     respond: Callable[[list[BaseMessage]], str]
     calls: list[list[BaseMessage]] = Field(default_factory=list)
@@ -41,30 +38,13 @@ class FunctionChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "memlab-function"
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _reply(self, messages: list[BaseMessage], **kwargs: Any) -> LLMResponse:
         self.calls.append(list(messages))
         text = self.respond(list(messages))
         if not isinstance(text, str):
             raise TypeError(f"respond() must return a string, got {type(text).__name__}")
-        for marker in stop or []:
-            cut = text.find(marker)
-            if cut >= 0:
-                text = text[:cut]
         prompt_tokens = sum(count_tokens(_content(m)) for m in messages)
-        completion_tokens = count_tokens(text)
-        usage = {
-            "input_tokens": prompt_tokens,
-            "output_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        }
-        message = AIMessage(content=text, usage_metadata=usage)
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return LLMResponse(text=text, prompt_tokens=prompt_tokens, completion_tokens=count_tokens(text))
 
 
 def _content(message: BaseMessage) -> str:
