@@ -8,6 +8,7 @@ import re
 import pytest
 
 from memlab.llm.base import LLM, ChatMessage, LLMResponse
+from memlab.llm.errors import ContextWindowExceeded, LLMConfigError, LLMRequestFailed
 from memlab.registry import create_backend
 from memlab.testing import session
 from memlab_plugins.profile.extract_llm import ExtractionError
@@ -212,6 +213,32 @@ def test_a_batch_the_store_refuses_is_rejected_whole(monkeypatch) -> None:  # ty
     assert mem.extraction_stats()["rejected_batches"] == 1 and "refused" in mem.extraction_failures[0]
     assert mem.get_profile("u") == []
     assert mem.ingest(session("s1", ("user", "More.")), user_id="u").first_turn == 1, "the turns were stored"
+
+
+class FailingLLM(LLM):
+    name = "failing"
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def _chat(self, messages, *, json_mode, temperature, max_tokens) -> LLMResponse:  # type: ignore[no-untyped-def]
+        raise self.error
+
+
+def test_a_session_the_endpoint_refuses_is_rejected_and_its_turns_kept() -> None:
+    mem = make(FailingLLM(ContextWindowExceeded("9000 tokens exceed the model's window of 8192")))
+    mem.ingest(session("s1", ("user", "I love jazz.")), user_id="u")
+    assert mem.extraction_stats()["rejected_batches"] == 1
+    assert "refused" in mem.extraction_failures[0] and "window" in mem.extraction_failures[0]
+    assert mem.ingest(session("s1", ("user", "More.")), user_id="u").first_turn == 1, "the turns were stored"
+
+
+@pytest.mark.parametrize("error", [LLMConfigError("bad key"), LLMRequestFailed("failed after 5 attempts")])
+def test_a_broken_setup_or_a_down_endpoint_still_raises(error: Exception) -> None:
+    mem = make(FailingLLM(error))
+    with pytest.raises(type(error)):
+        mem.ingest(session("s1", ("user", "I love jazz.")), user_id="u")
+    assert mem.extraction_stats()["rejected_batches"] == 0
 
 
 def test_json_wrapped_in_prose_is_read() -> None:

@@ -27,6 +27,7 @@ from pydantic import Field
 
 from memlab.embedders import Embedder, get_embedder
 from memlab.errors import MemlabError, NotFoundError
+from memlab.llm.errors import refused_request
 from memlab.locks import DirectoryLock
 from memlab.memory import BackendConfig, Capability, Memory, render_turns, turn_source
 from memlab.pg import StoreUrl
@@ -65,7 +66,9 @@ class ProfileConfig(BackendConfig):
     quote_chars: int = Field(default=300, ge=40, description="longest quote kept as evidence and shown")
     llm_max_profile_entries: int = Field(default=80, ge=1, description="entries shown to the LLM extractor")
     on_extraction_error: Literal["skip", "raise"] = Field(
-        default="skip", description="an LLM batch still invalid after a retry: skip the session's ops, or raise"
+        default="skip",
+        description="an LLM batch still invalid after a retry, or a session the endpoint refuses (over the model's "
+        "window): skip the session's ops (its turns are kept), or raise; a bad setup or a down endpoint always raises",
     )
     # PostgreSQL store (memlab_plugins.profile.pg_store): several workers and hosts share one database.
     store: StoreUrl = Field(
@@ -191,10 +194,13 @@ class ProfileMemory(Memory):
 
             try:
                 ops = self.llm_extractor.extract(session, first_turn=first_turn, view=view)
-            except ExtractionError as exc:
-                if self.config.on_extraction_error == "raise":
+            except Exception as exc:
+                # Invalid replies after a retry, or a request the endpoint refused (a session over the
+                # model's window): skip the operations, keep the turns. A broken setup still raises.
+                refused = refused_request(exc)
+                if not (isinstance(exc, ExtractionError) or refused) or self.config.on_extraction_error == "raise":
                     raise
-                self._reject(str(exc))
+                self._reject(str(exc) if refused is None else f"session {session.id!r}: the LLM refused it: {refused}")
                 ops = []
         else:
             statements = self.rules.statements(session.messages, first_turn)
