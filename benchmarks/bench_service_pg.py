@@ -125,29 +125,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['backend']:<9}{r['store']:<12}{r['workers']:>8}  {r['phase']:<8}{r['requests']:>9}{r['errors']:>7}"
             f"{r['rps']:>9}{r['p50_ms']:>9}{r['p99_ms']:>9}"
         )
+    pg_search = {(r["backend"], r["workers"]): r for r in rows if r["store"] == "postgresql" and r["phase"] == "search"}
     for backend in args.backends.split(","):
-        one = next(
-            (
-                r
-                for r in rows
-                if r["backend"] == backend
-                and r["store"] == "postgresql"
-                and r["workers"] == 1
-                and r["phase"] == "search"
-            ),
-            None,
-        )
-        two = next(
-            (
-                r
-                for r in rows
-                if r["backend"] == backend
-                and r["store"] == "postgresql"
-                and r["workers"] == 2
-                and r["phase"] == "search"
-            ),
-            None,
-        )
+        one, two = pg_search.get((backend, 1)), pg_search.get((backend, 2))
         if one and two:
             print(f"{backend}: search req/s with 2 workers / 1 worker = {two['rps'] / one['rps']:.2f}x")
     if args.json:
