@@ -24,7 +24,13 @@ import httpx
 import pytest
 
 from memlab.memory import BackendConfig, Capability, Memory, render_turns
-from memlab.testing.server_process import ServerProcess, free_port, start_memlab_serve
+from memlab.testing.server_process import (
+    ServerProcess,
+    free_port,
+    memlab_serve_command,
+    memlab_serve_env,
+    start_memlab_serve,
+)
 from memlab.types import MemoryItem, Retrieval, Session
 
 TESTS = Path(__file__).resolve().parent
@@ -148,6 +154,12 @@ def start_server(tmp: Path, *args: str, keys: str | None = KEYS_ENV, ready_timeo
     """``memlab serve *args`` (``notes`` registered) with ``keys`` as MEMLAB_API_KEYS, its output in ``tmp``."""
     log = tmp / f"server-{uuid.uuid4().hex[:8]}.log"
     return start_memlab_serve(*args, log=log, api_keys=keys, entry=LAUNCHER, timeout=ready_timeout)
+
+
+def serve_until_exit(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``memlab serve *args`` without API keys, run until it exits: a start that must be refused."""
+    command = memlab_serve_command(*args, port=free_port())
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=memlab_serve_env())
 
 
 def http(server: ServerProcess, key: str | None = ADMIN_KEY, *, header: str = "bearer") -> httpx.Client:
@@ -581,33 +593,13 @@ def test_keys_rotate_without_a_restart(tmp_path: Path) -> None:
 
 def test_second_service_on_one_data_directory_is_refused(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    first = start_server(tmp_path, "--backend", "full_context", "--data-dir", str(data))
-    try:
-        port = str(free_port())
-        second = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "memlab.server.cli",
-                "--backend",
-                "full_context",
-                "--data-dir",
-                str(data),
-                "--port",
-                port,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={k: v for k, v in os.environ.items() if k != "MEMLAB_API_KEYS"},
-        )
+    with start_server(tmp_path, "--backend", "full_context", "--data-dir", str(data)) as first:
+        second = serve_until_exit("--backend", "full_context", "--data-dir", str(data), timeout=60)
         assert second.returncode == 2
         assert second.stderr.startswith(f"memlab: error: {data} is in use") and "in use" in second.stderr
         assert f"memlab serve (pid {first.process.pid})" in second.stderr, second.stderr
         with http(first) as admin:  # the first one is unharmed
             assert add(admin, "alice", PIXEL).status_code == 201
-    finally:
-        first.stop()
 
 
 def test_damaged_user_files_never_leak_their_text(tmp_path: Path) -> None:

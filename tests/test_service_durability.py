@@ -12,7 +12,6 @@ tested is storage, not semantics.
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import subprocess
@@ -23,9 +22,9 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from test_server import ADMIN_KEY, http, start_server
+from test_server import ADMIN_KEY, http, serve_until_exit, start_server
 
-from memlab.testing.server_process import ServerProcess, free_port
+from memlab.testing.server_process import ServerProcess, memlab_serve_env
 
 # 6 server starts and 5 kills per backend in the first test alone: ~30-90 s each on a busy 2-core machine
 pytestmark = pytest.mark.slow
@@ -147,25 +146,7 @@ def check_all_found(server: ServerProcess, acked: set[tuple[str, str]], trial: i
 def test_second_process_on_a_data_directory_is_refused(backend: str, tmp_path: Path) -> None:
     data = tmp_path / "data"
     with serve(tmp_path, backend, data) as server:
-        env = {k: v for k, v in os.environ.items() if k != "MEMLAB_API_KEYS"}
-        second = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "memlab.server.cli",
-                "--backend",
-                backend,
-                "--data-dir",
-                str(data),
-                "--port",
-                str(free_port()),
-                *BACKENDS[backend],
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=env,
-        )
+        second = serve_until_exit("--backend", backend, "--data-dir", str(data), *BACKENDS[backend], timeout=120)
         assert second.returncode == 2 and second.stderr.startswith("memlab: error:"), second.stderr
         assert "in use" in second.stderr and f"pid {server.process.pid}" in second.stderr, second.stderr
         # A chatbot process opening the same directory with MemoryClient is refused by the backend's own lock.
@@ -173,7 +154,9 @@ def test_second_process_on_a_data_directory_is_refused(backend: str, tmp_path: P
             f"from memlab.client import MemoryClient; "
             f"MemoryClient({backend!r}, {BACKEND_CONFIG[backend]!r}, data_dir={str(data)!r})"
         )
-        client = subprocess.run([sys.executable, "-c", opener], capture_output=True, text=True, timeout=120, env=env)
+        client = subprocess.run(
+            [sys.executable, "-c", opener], capture_output=True, text=True, timeout=120, env=memlab_serve_env()
+        )
         assert client.returncode != 0 and "in use" in client.stderr, (
             f"a second process opened {backend}'s data directory: rc={client.returncode} {client.stderr[-800:]}"
         )

@@ -140,28 +140,33 @@ def start_server(
         time.sleep(0.1)
 
 
-def start_memlab_serve(
-    *args: str,
-    log: Path,
-    api_keys: str | None = None,
-    entry: Sequence[str] = MEMLAB_SERVE,
-    env: Mapping[str, str] | None = None,
-    **options: Any,
-) -> ServerProcess:
-    """``memlab serve *args`` on a free 127.0.0.1 port, warnings and errors only in its log.
+def memlab_serve_command(*args: str, port: int, entry: Sequence[str] = MEMLAB_SERVE) -> list[str]:
+    """``memlab serve *args`` on 127.0.0.1:``port``, logging warnings and errors only.
 
-    ``api_keys`` becomes ``MEMLAB_API_KEYS`` (None: the service gets no key from the environment);
     ``entry`` is what ``python`` runs instead of ``-m memlab.server.cli`` (e.g. a test's ``-c``
-    launcher that registers a backend first); ``env`` adds variables; ``options`` go to
-    ``start_server``. Model hubs are off (``HF_HUB_OFFLINE``) and so is mem0's telemetry.
+    launcher that registers a backend first).
     """
-    port = free_port()
-    child_env = {k: v for k, v in os.environ.items() if k != API_KEYS_ENV}
-    child_env.update({"HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False", **(env or {})})
+    return [sys.executable, *entry, "--host", HOST, "--port", str(port), "--log-level", "warning", *args]
+
+
+def memlab_serve_env(api_keys: str | None = None) -> dict[str, str]:
+    """This environment with ``api_keys`` as ``MEMLAB_API_KEYS`` (None: no key from the environment),
+    model hubs off (``HF_HUB_OFFLINE``) and mem0's telemetry off."""
+    env = {k: v for k, v in os.environ.items() if k != API_KEYS_ENV}
+    env.update({"HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False"})
     if api_keys:
-        child_env[API_KEYS_ENV] = api_keys
-    argv = [sys.executable, *entry, "--host", HOST, "--port", str(port), "--log-level", "warning", *args]
-    return start_server(argv, port=port, log=log, env=child_env, **options)
+        env[API_KEYS_ENV] = api_keys
+    return env
+
+
+def start_memlab_serve(
+    *args: str, log: Path, api_keys: str | None = None, entry: Sequence[str] = MEMLAB_SERVE, **options: Any
+) -> ServerProcess:
+    """``memlab serve *args`` on a free 127.0.0.1 port (see ``memlab_serve_command`` and
+    ``memlab_serve_env``), its output in ``log``; ``options`` go to ``start_server``."""
+    port = free_port()
+    command = memlab_serve_command(*args, port=port, entry=entry)
+    return start_server(command, port=port, log=log, env=memlab_serve_env(api_keys), **options)
 
 
 def _answers(url: str) -> bool:
