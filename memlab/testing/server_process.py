@@ -127,17 +127,18 @@ def start_server(
     server = ServerProcess(process, f"http://{HOST}:{port}", log, command, own_session, stop_signal, stop_timeout)
     health_url = server.url + health_path
     deadline = time.monotonic() + timeout
-    while True:
-        if process.poll() is not None:
-            raise ServerStartError(
-                _failure(server, f"exited with code {process.returncode} before {health_url} answered")
-            )
-        if _answers(health_url) and (ready is None or ready(server)):
-            return server
-        if time.monotonic() > deadline:
-            server.stop()
-            raise ServerStartError(_failure(server, f"was not healthy at {health_url} after {timeout:.0f} s"))
-        time.sleep(0.1)
+    try:
+        while not (_answers(health_url) and (ready is None or ready(server))):
+            if process.poll() is not None:
+                what = f"exited with code {process.returncode} before {health_url} answered"
+                raise ServerStartError(_failure(server, what))
+            if time.monotonic() > deadline:
+                raise ServerStartError(_failure(server, f"was not healthy at {health_url} after {timeout:.0f} s"))
+            time.sleep(0.1)
+    except BaseException:  # not ready, or the caller was interrupted: leave no server behind
+        server.stop()
+        raise
+    return server
 
 
 def memlab_serve_command(*args: str, port: int, entry: Sequence[str] = MEMLAB_SERVE) -> list[str]:
