@@ -29,9 +29,7 @@ import json
 import os
 import random
 import secrets
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from memlab.testing.server_process import ServerStartError, start_memlab_serve
 
 PETS = ["cat", "dog", "parrot", "rabbit", "turtle", "hamster"]
 NAMES = ["Pixel", "Miso", "Biscuit", "Juniper", "Clove", "Atlas", "Pepper", "Nimbus"]
@@ -78,12 +78,6 @@ def user_sessions(rng: random.Random, sessions: int) -> list[dict[str, Any]]:
             }
         )
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -208,42 +202,24 @@ async def run(args: argparse.Namespace, url: str, key: str) -> list[dict[str, An
 
 
 @contextmanager
-def served(
-    backend: str, port: int, key: str, data_dir: str, extra: list[str], *, wait_s: float = 300
-) -> Iterator[None]:
-    """A real ``memlab serve`` process on 127.0.0.1:``port``, ready (``/healthz``) inside the block,
-    stopped gracefully after it (persistent backends flush on shutdown, which can take a while)."""
-    env = {**os.environ, "MEMLAB_API_KEYS": key, "HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False"}
-    command = [sys.executable, "-m", "memlab.server.cli", "--backend", backend, "--data-dir", data_dir,
-               "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", *extra]  # fmt: skip
-    server = subprocess.Popen(command, env=env)
+def served(backend: str, key: str, work: Path, extra: list[str], *, wait_s: float = 300) -> Iterator[str]:
+    """A real ``memlab serve`` process on a free 127.0.0.1 port with its data directory under ``work``;
+    yields its URL once it is ready (``/healthz``), and stops it gracefully after the block (persistent
+    backends flush on shutdown, which can take a while), then shows what it logged."""
+    log = work / "server.log"
+    args = ["--backend", backend, "--data-dir", str(work / "data"), *extra]
     try:
-        deadline = time.monotonic() + wait_s
-        while True:
-            if server.poll() is not None:
-                raise SystemExit(f"server exited with {server.returncode}: {' '.join(command)}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1, trust_env=False).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit(f"server did not become ready in {wait_s:.0f} s")
-            time.sleep(0.2)
-        yield
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=300)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        server = start_memlab_serve(*args, log=log, api_keys=key, timeout=wait_s, stop_timeout=300)
+    except ServerStartError as exc:
+        raise SystemExit(str(exc)) from None
+    with server:
+        yield server.url
+    if output := log.read_text(errors="replace").strip():
+        print(f"[{backend}] server log:\n{output}", file=sys.stderr)
 
 
 def bench_backend(args: argparse.Namespace, backend: str, backend_args: list[str]) -> list[dict[str, Any]]:
     key = secrets.token_urlsafe(24)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
     own_args = [
         a
         for i, a in enumerate(backend_args)
@@ -251,8 +227,8 @@ def bench_backend(args: argparse.Namespace, backend: str, backend_args: list[str
     ]
     if args.store:
         own_args += [f"--{backend}.store", args.store]
-    with tempfile.TemporaryDirectory(prefix="memlab-bench-") as data_dir:
-        with served(backend, port, key, data_dir, ["--workers", str(args.workers), *own_args], wait_s=180):
+    with tempfile.TemporaryDirectory(prefix="memlab-bench-") as work:
+        with served(backend, key, Path(work), ["--workers", str(args.workers), *own_args], wait_s=180) as url:
             print(
                 f"[{backend}] server ready at {url}; storing {args.users} users, then searches ...",
                 file=sys.stderr,

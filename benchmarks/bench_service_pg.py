@@ -34,7 +34,7 @@ from urllib.parse import quote
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_service import QUERIES, free_port, served, summary, timed_requests, user_sessions  # noqa: E402
+from bench_service import QUERIES, served, summary, timed_requests, user_sessions  # noqa: E402
 
 
 def temporary_database(root: Path) -> tuple[str, Any]:
@@ -96,11 +96,10 @@ def main(argv: list[str] | None = None) -> int:
                 extra = [f"--{backend}.embedder", args.embedder, "--workers", str(workers)]
                 if kind == "postgresql":
                     extra += [f"--{backend}.store", store]
-                data_dir = tempfile.mkdtemp(prefix="data-", dir=root)
-                port = free_port()
+                work = Path(tempfile.mkdtemp(prefix="serve-", dir=root))
                 print(f"{backend} / {kind} / {workers} worker(s) ...", file=sys.stderr, flush=True)
-                with served(backend, port, key, data_dir, extra):
-                    results = asyncio.run(phases(args, f"http://127.0.0.1:{port}", key, f"{backend}{number}w{workers}"))
+                with served(backend, key, work, extra) as url:
+                    results = asyncio.run(phases(args, url, key, f"{backend}{number}w{workers}"))
                 for r in results:
                     rows.append({"backend": backend, "store": kind, "workers": workers, **r})
     finally:
@@ -126,29 +125,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['backend']:<9}{r['store']:<12}{r['workers']:>8}  {r['phase']:<8}{r['requests']:>9}{r['errors']:>7}"
             f"{r['rps']:>9}{r['p50_ms']:>9}{r['p99_ms']:>9}"
         )
+    pg_search = {(r["backend"], r["workers"]): r for r in rows if r["store"] == "postgresql" and r["phase"] == "search"}
     for backend in args.backends.split(","):
-        one = next(
-            (
-                r
-                for r in rows
-                if r["backend"] == backend
-                and r["store"] == "postgresql"
-                and r["workers"] == 1
-                and r["phase"] == "search"
-            ),
-            None,
-        )
-        two = next(
-            (
-                r
-                for r in rows
-                if r["backend"] == backend
-                and r["store"] == "postgresql"
-                and r["workers"] == 2
-                and r["phase"] == "search"
-            ),
-            None,
-        )
+        one, two = pg_search.get((backend, 1)), pg_search.get((backend, 2))
         if one and two:
             print(f"{backend}: search req/s with 2 workers / 1 worker = {two['rps'] / one['rps']:.2f}x")
     if args.json:

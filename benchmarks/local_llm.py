@@ -23,8 +23,6 @@ import argparse
 import importlib.util
 import logging
 import os
-import select
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,6 +43,7 @@ from memlab.readers.controls import LongestOptionReader  # noqa: E402
 from memlab.readers.embedding import EmbeddingReader  # noqa: E402
 from memlab.readers.llm import LLMReader  # noqa: E402
 from memlab.registry import create_backend  # noqa: E402
+from memlab.testing.server_process import free_port, start_server  # noqa: E402
 from memlab.types import Retrieval  # noqa: E402
 
 # One persona, short sessions: every exchange is an LLM call for mem0 and every session one
@@ -65,48 +64,14 @@ def smollm2_path() -> Path:
 @contextmanager
 def local_server(model: Path, *, log_path: Path, startup_timeout: float = 300.0) -> Iterator[str]:
     """``python -m memlab.llm.server`` on a free loopback port; yields its base URL (``.../v1``)."""
-    log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in finally
+    port = free_port()
+    command = [sys.executable, "-m", "memlab.llm.server", "--model", str(model), "--device", "cpu",
+               "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memlab.llm.server",
-            "--model",
-            str(model),
-            "--device",
-            "cpu",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=log,
-        text=True,
-        env=env,
-    )
-    try:
-        deadline = time.monotonic() + startup_timeout
-        line = ""
-        assert process.stdout is not None
-        while time.monotonic() < deadline and process.poll() is None:
-            ready, _, _ = select.select([process.stdout], [], [], 1.0)
-            if ready:
-                line = process.stdout.readline()
-                if line.startswith("serving "):
-                    break
-        if not line.startswith("serving "):
-            raise RuntimeError(f"the local LLM server did not start (see {log_path}): {log_path.read_text()[-2000:]}")
-        yield line.rsplit(" at ", 1)[1].strip()
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    with start_server(
+        command, port=port, log=log_path, health_path="/v1/models", env=env, timeout=startup_timeout, stop_timeout=20
+    ) as server:
+        yield f"{server.url}/v1"
 
 
 class _CountErrors(logging.Handler):

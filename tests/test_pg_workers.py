@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -17,6 +14,7 @@ import pytest
 from pg_fixtures import pg_server  # noqa: F401 - the session fixture
 
 from memlab.server.cli import main as serve_main
+from memlab.testing.server_process import start_memlab_serve
 
 BACKENDS = {"rag": ["--rag.embedder", "hashing"], "profile": ["--profile.embedder", "hashing"]}
 
@@ -27,12 +25,6 @@ def test_workers_refused_for_a_file_store(tmp_path: Path, capsys: pytest.Capture
     assert code == 2
     assert "--workers 2 needs a backend whose store is a database" in err and "--rag.store postgresql://" in err
     assert not (tmp_path / "user-alice").exists()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _children(pid: int) -> list[int]:
@@ -60,60 +52,18 @@ def service(request: pytest.FixtureRequest, pg_server, tmp_path_factory: pytest.
     backend = request.param
     store = pg_server.database_for(f"workers-{backend}")
     data_dir = tmp_path_factory.mktemp(f"serve-{backend}")
-    port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False", "MEMLAB_API_KEYS": ""}
-    log = (data_dir / "server.log").open("w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memlab.server.cli",
-            "--backend",
-            backend,
-            f"--{backend}.store",
-            store,
-            *BACKENDS[backend],
-            "--data-dir",
-            str(data_dir),
-            "--port",
-            str(port),
-            "--workers",
-            "2",
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own group: no orphans
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"memlab serve exited with {proc.returncode}:\n{(data_dir / 'server.log').read_text()}")
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200 and len(_workers(proc.pid)) == 2:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"memlab serve did not come up:\n{(data_dir / 'server.log').read_text()}")
-            time.sleep(0.5)
-        yield {"base": base, "proc": proc, "backend": backend}
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # workers still starting (a restarted one) go too
-        except ProcessLookupError:
-            pass
-        proc.wait()
-        log.close()
+    args = ["--backend", backend, "--data-dir", str(data_dir), "--workers", "2"]
+    args += [f"--{backend}.store", store, *BACKENDS[backend]]
+    with start_memlab_serve(
+        *args,
+        log=data_dir / "server.log",
+        timeout=180,
+        ready=lambda server: len(_workers(server.process.pid)) == 2,
+        own_session=True,  # a restarted worker still starting goes with the group at the end
+        stop_signal=signal.SIGINT,
+        stop_timeout=30,
+    ) as server:
+        yield {"base": server.url, "proc": server.process, "backend": backend}
 
 
 def _write(

@@ -12,12 +12,10 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -26,6 +24,13 @@ import httpx
 import pytest
 
 from memlab.memory import BackendConfig, Capability, Memory, render_turns
+from memlab.testing.server_process import (
+    ServerProcess,
+    free_port,
+    memlab_serve_command,
+    memlab_serve_env,
+    start_memlab_serve,
+)
 from memlab.types import MemoryItem, Retrieval, Session
 
 TESTS = Path(__file__).resolve().parent
@@ -138,71 +143,26 @@ def serve(argv: list[str]) -> int:
 
 
 # ---------------------------------------------------------------------- running a server process
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+# ``python -c`` this instead of ``-m memlab.server.cli``: the child registers ``notes`` first.
+LAUNCHER = (
+    "-c",
+    f"import sys; sys.path.insert(0, {str(TESTS)!r}); from test_server import serve; sys.exit(serve(sys.argv[1:]))",
+)
 
 
-@dataclass
-class Server:
-    process: subprocess.Popen
-    url: str
-    log: Path
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)  # graceful: the lifespan closes the backend
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+def start_server(tmp: Path, *args: str, keys: str | None = KEYS_ENV, ready_timeout: float = 60.0) -> ServerProcess:
+    """``memlab serve *args`` (``notes`` registered) with ``keys`` as MEMLAB_API_KEYS, its output in ``tmp``."""
+    log = tmp / f"server-{uuid.uuid4().hex[:8]}.log"
+    return start_memlab_serve(*args, log=log, api_keys=keys, entry=LAUNCHER, timeout=ready_timeout)
 
 
-def start_server(tmp: Path, *args: str, keys: str | None = KEYS_ENV, ready_timeout: float = 60.0) -> Server:
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "MEMLAB_API_KEYS"}
-    if keys:
-        env["MEMLAB_API_KEYS"] = keys
-    log = tmp / f"server-{port}.log"
-    launcher = (
-        f"import sys; sys.path.insert(0, {str(TESTS)!r}); from test_server import serve; sys.exit(serve(sys.argv[1:]))"
-    )
-    with log.open("wb") as handle:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                launcher,
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-                *args,
-            ],
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    server = Server(process, f"http://127.0.0.1:{port}", log)
-    deadline = time.monotonic() + ready_timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"server exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            if httpx.get(f"{server.url}/healthz", timeout=1.0, trust_env=False).status_code == 200:
-                return server
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    server.stop()
-    pytest.fail(f"server not ready after {ready_timeout}s:\n{log.read_text()}")
+def serve_until_exit(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``memlab serve *args`` without API keys, run until it exits: a start that must be refused."""
+    command = memlab_serve_command(*args, port=free_port())
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=memlab_serve_env())
 
 
-def http(server: Server, key: str | None = ADMIN_KEY, *, header: str = "bearer") -> httpx.Client:
+def http(server: ServerProcess, key: str | None = ADMIN_KEY, *, header: str = "bearer") -> httpx.Client:
     headers = {}
     if key is not None:
         headers = {"Authorization": f"Bearer {key}"} if header == "bearer" else {"X-API-Key": key}
@@ -218,7 +178,7 @@ def error_of(response: httpx.Response) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def notes_server(tmp_path_factory: pytest.TempPathFactory) -> Server:
+def notes_server(tmp_path_factory: pytest.TempPathFactory) -> ServerProcess:
     tmp = tmp_path_factory.mktemp("notes-server")
     server = start_server(tmp, "--backend", "notes", "--data-dir", str(tmp / "data"), "--max-body-bytes", "65536")
     yield server
@@ -233,7 +193,7 @@ def add(client: httpx.Client, user: str, *texts: str, session_id: str = "s1") ->
 
 
 # ---------------------------------------------------------------------- tests
-def test_auth_required_and_enforced(notes_server: Server) -> None:
+def test_auth_required_and_enforced(notes_server: ServerProcess) -> None:
     with http(notes_server, None) as anonymous:
         assert anonymous.get("/healthz").json() == {"status": "ok"}
         missing = anonymous.post("/v1/users/alice/search", json={"query": "cat"})
@@ -266,7 +226,7 @@ def test_auth_required_and_enforced(notes_server: Server) -> None:
             assert error_of(response)["code"] == "forbidden"
 
 
-def test_user_cannot_reach_another_users_memories_by_id(notes_server: Server) -> None:
+def test_user_cannot_reach_another_users_memories_by_id(notes_server: ServerProcess) -> None:
     with http(notes_server) as admin:
         assert add(admin, "carol", PIXEL).status_code == 201
         assert add(admin, "dave", BEES).status_code == 201
@@ -298,7 +258,7 @@ def test_user_cannot_reach_another_users_memories_by_id(notes_server: Server) ->
         assert admin.get("/v1/users/carol/memories").json()["items"] == []
 
 
-def test_oversized_and_malformed_bodies_get_4xx_with_a_message(notes_server: Server) -> None:
+def test_oversized_and_malformed_bodies_get_4xx_with_a_message(notes_server: ServerProcess) -> None:
     with http(notes_server) as admin:
         big = {"messages": [{"role": "user", "content": "x" * 70_000}]}
         too_big = admin.post("/v1/users/alice/messages", json=big)
@@ -530,7 +490,7 @@ def test_settings_from_file_flags_and_backend_options(tmp_path: Path, monkeypatc
 
 
 # ---------------------------------------------------------------------- export, content type, keys, one writer
-def test_export_and_missing_content_type_hint(notes_server: Server) -> None:
+def test_export_and_missing_content_type_hint(notes_server: ServerProcess) -> None:
     with http(notes_server) as admin:
         assert add(admin, "erin", PIXEL).status_code == 201
         document = admin.get("/v1/users/erin/export")
@@ -633,33 +593,13 @@ def test_keys_rotate_without_a_restart(tmp_path: Path) -> None:
 
 def test_second_service_on_one_data_directory_is_refused(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    first = start_server(tmp_path, "--backend", "full_context", "--data-dir", str(data))
-    try:
-        port = str(free_port())
-        second = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "memlab.server.cli",
-                "--backend",
-                "full_context",
-                "--data-dir",
-                str(data),
-                "--port",
-                port,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={k: v for k, v in os.environ.items() if k != "MEMLAB_API_KEYS"},
-        )
+    with start_server(tmp_path, "--backend", "full_context", "--data-dir", str(data)) as first:
+        second = serve_until_exit("--backend", "full_context", "--data-dir", str(data), timeout=60)
         assert second.returncode == 2
         assert second.stderr.startswith(f"memlab: error: {data} is in use") and "in use" in second.stderr
         assert f"memlab serve (pid {first.process.pid})" in second.stderr, second.stderr
         with http(first) as admin:  # the first one is unharmed
             assert add(admin, "alice", PIXEL).status_code == 201
-    finally:
-        first.stop()
 
 
 def test_damaged_user_files_never_leak_their_text(tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ tested is storage, not semantics.
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import subprocess
@@ -23,7 +22,12 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from test_server import ADMIN_KEY, Server, free_port, http, start_server
+from test_server import ADMIN_KEY, http, serve_until_exit, start_server
+
+from memlab.testing.server_process import ServerProcess, memlab_serve_env
+
+# 6 server starts and 5 kills per backend in the first test alone: ~30-90 s each on a busy 2-core machine
+pytestmark = pytest.mark.slow
 
 BACKENDS: dict[str, list[str]] = {
     "full_context": [],
@@ -43,7 +47,12 @@ SECRET = "My social security number is SECRET-778899"
 SECRET_BYTES = b"778899"
 
 
-def serve(tmp: Path, backend: str, data: Path) -> Server:
+@pytest.fixture(params=list(BACKENDS))
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def serve(tmp: Path, backend: str, data: Path) -> ServerProcess:
     return start_server(tmp, "--backend", backend, "--data-dir", str(data), *BACKENDS[backend], ready_timeout=120)
 
 
@@ -51,7 +60,7 @@ def token(trial: int, writer: int, n: int) -> str:
     return f"T{trial}W{writer}N{n}X"  # X ends it: no token is a prefix of another
 
 
-def burst_then_kill(server: Server, trial: int, kill_after: int) -> set[tuple[str, str]]:
+def burst_then_kill(server: ServerProcess, trial: int, kill_after: int) -> set[tuple[str, str]]:
     """Concurrent writers until ``kill_after`` writes are acknowledged, then SIGKILL mid-burst."""
     acked: set[tuple[str, str]] = set()
     failures: list[str] = []
@@ -100,8 +109,6 @@ def stored_text(client: httpx.Client, user: str, query: str) -> str:
     return "\n".join(parts)
 
 
-@pytest.mark.slow  # 6 server starts and 5 kills per backend: ~30-90 s each on a busy 2-core machine
-@pytest.mark.parametrize("backend", list(BACKENDS))
 def test_sigkill_during_concurrent_writes_loses_no_acknowledged_write(backend: str, tmp_path: Path) -> None:
     data = tmp_path / "data"
     rng = random.Random(15)
@@ -112,14 +119,11 @@ def test_sigkill_during_concurrent_writes_loses_no_acknowledged_write(backend: s
             check_all_found(server, acked, trial)
         acked |= burst_then_kill(server, trial, kill_after=rng.randint(5, 40))
         assert acked, "no write was acknowledged before the kill"
-    server = serve(tmp_path, backend, data)
-    try:
+    with serve(tmp_path, backend, data) as server:
         check_all_found(server, acked, TRIALS)
-    finally:
-        server.stop()
 
 
-def check_all_found(server: Server, acked: set[tuple[str, str]], trial: int) -> None:
+def check_all_found(server: ServerProcess, acked: set[tuple[str, str]], trial: int) -> None:
     missing = []
     with http(server) as client:
         for user in USERS:
@@ -139,31 +143,10 @@ def check_all_found(server: Server, acked: set[tuple[str, str]], trial: int) -> 
     )
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("backend", list(BACKENDS))
 def test_second_process_on_a_data_directory_is_refused(backend: str, tmp_path: Path) -> None:
     data = tmp_path / "data"
-    server = serve(tmp_path, backend, data)
-    try:
-        env = {k: v for k, v in os.environ.items() if k != "MEMLAB_API_KEYS"}
-        second = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "memlab.server.cli",
-                "--backend",
-                backend,
-                "--data-dir",
-                str(data),
-                "--port",
-                str(free_port()),
-                *BACKENDS[backend],
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=env,
-        )
+    with serve(tmp_path, backend, data) as server:
+        second = serve_until_exit("--backend", backend, "--data-dir", str(data), *BACKENDS[backend], timeout=120)
         assert second.returncode == 2 and second.stderr.startswith("memlab: error:"), second.stderr
         assert "in use" in second.stderr and f"pid {server.process.pid}" in second.stderr, second.stderr
         # A chatbot process opening the same directory with MemoryClient is refused by the backend's own lock.
@@ -171,15 +154,15 @@ def test_second_process_on_a_data_directory_is_refused(backend: str, tmp_path: P
             f"from memlab.client import MemoryClient; "
             f"MemoryClient({backend!r}, {BACKEND_CONFIG[backend]!r}, data_dir={str(data)!r})"
         )
-        client = subprocess.run([sys.executable, "-c", opener], capture_output=True, text=True, timeout=120, env=env)
+        client = subprocess.run(
+            [sys.executable, "-c", opener], capture_output=True, text=True, timeout=120, env=memlab_serve_env()
+        )
         assert client.returncode != 0 and "in use" in client.stderr, (
             f"a second process opened {backend}'s data directory: rc={client.returncode} {client.stderr[-800:]}"
         )
         with http(server) as admin:  # the first process is unharmed
             body = {"messages": [{"role": "user", "content": "I still work."}]}
             assert admin.post("/v1/users/ana/messages", json=body).status_code == 201
-    finally:
-        server.stop()
 
 
 def files_holding(data: Path, needle: bytes) -> list[str]:
@@ -199,12 +182,9 @@ def every_output(client: httpx.Client, user: str, ids: list[str]) -> str:
     return "\n".join(out)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("backend", list(BACKENDS))
 def test_deleted_secret_leaves_no_trace(backend: str, tmp_path: Path) -> None:
     data = tmp_path / "data"
-    server = serve(tmp_path, backend, data)
-    try:
+    with serve(tmp_path, backend, data) as server:
         with http(server) as admin:
             for user, text in (
                 ("ana", SECRET),
@@ -231,8 +211,6 @@ def test_deleted_secret_leaves_no_trace(backend: str, tmp_path: Path) -> None:
             assert "778899" not in after and "green tea" not in after
             assert not files_holding(data, SECRET_BYTES) and not files_holding(data, b"green tea")
             assert "Pixel" in admin.post("/v1/users/ben/search", json={"query": "cat Pixel"}).text
-    finally:
-        server.stop()
     assert not files_holding(data, SECRET_BYTES), "the secret reappeared on disk at shutdown"
     log = server.log.read_text()
     assert "778899" not in log and ADMIN_KEY not in log

@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from pydantic import ValidationError
 
@@ -23,14 +23,19 @@ from memlab.llm.base import LLM, ChatMessage
 from memlab.llm.errors import ContextWindowExceeded, LLMError
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: OpenAICompatServer
+class JSONHandler(BaseHTTPRequestHandler):
+    """Reads and answers JSON bodies, errors in OpenAI's shape; logs requests only when the server is verbose."""
+
+    server: LocalHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet by default
         if self.server.verbose:
             super().log_message(format, *args)
 
-    def _send(self, status: int, body: dict[str, Any]) -> None:
+    def read_json(self) -> Any:
+        return json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+
+    def send_json(self, status: int, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -38,25 +43,93 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, status: int, message: str, kind: str = "invalid_request_error", code: str | None = None) -> None:
-        self._send(status, {"error": {"message": message, "type": kind, "code": code}})
+    def send_json_error(
+        self, status: int, message: str, kind: str = "invalid_request_error", code: str | None = None
+    ) -> None:
+        self.send_json(status, {"error": {"message": message, "type": kind, "code": code}})
+
+
+def chat_completion(
+    text: str,
+    *,
+    model: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    finish_reason: str = "stop",
+    completion_id: str | None = None,
+) -> dict[str, Any]:
+    """The body of a ``/v1/chat/completions`` answer: one choice, ``text`` as the assistant's message."""
+    return {
+        "id": completion_id or f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish_reason}],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+_Server = TypeVar("_Server", bound="LocalHTTPServer")
+
+
+class LocalHTTPServer(ThreadingHTTPServer):
+    """A threaded HTTP server that ``start()`` (or a ``with`` block) runs in a daemon thread; ``.base_url``
+    is its OpenAI-style base URL (``http://host:port/v1``)."""
+
+    daemon_threads = True
+    thread_name = "memlab-http-server"
+    verbose = False
+
+    def __init__(self, handler: type[JSONHandler], *, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__((host, port), handler)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        # server_bind() sets server_address from getsockname(), which gives the host as str (typeshed
+        # also allows bytes, which is only what a caller may pass in).
+        host, port = cast("tuple[str, int]", self.server_address[:2])
+        return f"http://{host}:{port}/v1"
+
+    def start(self: _Server) -> _Server:
+        self._thread = threading.Thread(target=self.serve_forever, name=self.thread_name, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+    def __enter__(self: _Server) -> _Server:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class _Handler(JSONHandler):
+    server: OpenAICompatServer
 
     def do_GET(self) -> None:  # noqa: N802 - http.server naming
         if self.path.rstrip("/") == "/v1/models":
-            self._send(
+            self.send_json(
                 200, {"object": "list", "data": [{"id": self.server.model_id, "object": "model", "owned_by": "memlab"}]}
             )
         else:
-            self._error(404, f"no route {self.path}")
+            self.send_json_error(404, f"no route {self.path}")
 
     def do_POST(self) -> None:  # noqa: N802
         if self.path.rstrip("/") != "/v1/chat/completions":
-            self._error(404, f"no route {self.path}")
+            self.send_json_error(404, f"no route {self.path}")
             return
         # Every field is checked before the model runs: an exception escaping this handler would
         # drop the connection without any HTTP response.
         try:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            body = self.read_json()
             messages = [ChatMessage.model_validate(m) for m in body["messages"]]
             if not messages:
                 raise ValueError("'messages' must not be empty")
@@ -66,7 +139,7 @@ class _Handler(BaseHTTPRequestHandler):
             if temperature < 0:
                 raise ValueError("'temperature' must be >= 0")
         except (ValueError, KeyError, TypeError, AttributeError, ValidationError) as exc:
-            self._error(400, f"bad request: {exc}")
+            self.send_json_error(400, f"bad request: {exc}")
             return
         try:
             with self.server.lock:
@@ -75,34 +148,23 @@ class _Handler(BaseHTTPRequestHandler):
                 )
         except ContextWindowExceeded as exc:
             # As OpenAI answers it: a client error, so clients do not retry what can never fit.
-            self._error(400, str(exc), "invalid_request_error", code="context_length_exceeded")
+            self.send_json_error(400, str(exc), "invalid_request_error", code="context_length_exceeded")
             return
         except LLMError as exc:
-            self._error(500, str(exc), "server_error")
+            self.send_json_error(500, str(exc), "server_error")
             return
         except Exception as exc:  # a model failure must still answer the client
-            self._error(500, f"{type(exc).__name__}: {exc}", "server_error")
+            self.send_json_error(500, f"{type(exc).__name__}: {exc}", "server_error")
             return
-        self._send(
+        self.send_json(
             200,
-            {
-                "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": self.server.model_id,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": response.text},
-                        "finish_reason": response.metadata.get("finish_reason", "stop"),
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": response.prompt_tokens,
-                    "completion_tokens": response.completion_tokens,
-                    "total_tokens": response.prompt_tokens + response.completion_tokens,
-                },
-            },
+            chat_completion(
+                response.text,
+                model=self.server.model_id,
+                prompt_tokens=response.prompt_tokens,
+                completion_tokens=response.completion_tokens,
+                finish_reason=response.metadata.get("finish_reason", "stop"),
+            ),
         )
 
 
@@ -114,36 +176,19 @@ def _optional_int(value: Any, name: str) -> int | None:
     return value
 
 
-class OpenAICompatServer(ThreadingHTTPServer):
+class OpenAICompatServer(LocalHTTPServer):
     """``OpenAICompatServer(llm).start()`` serves on 127.0.0.1; ``.base_url`` is what clients use."""
 
-    daemon_threads = True
+    thread_name = "memlab-llm-server"
 
     def __init__(
         self, llm: LLM, *, host: str = "127.0.0.1", port: int = 0, model_id: str | None = None, verbose: bool = False
     ) -> None:
-        super().__init__((host, port), _Handler)
+        super().__init__(_Handler, host=host, port=port)
         self.llm = llm
         self.model_id = model_id or llm.name
         self.verbose = verbose
         self.lock = threading.Lock()  # local models answer one request at a time
-        self._thread: threading.Thread | None = None
-
-    @property
-    def base_url(self) -> str:
-        # server_bind() sets server_address from getsockname(), which gives the host as str (typeshed
-        # also allows bytes, which is only what a caller may pass in).
-        host, port = cast("tuple[str, int]", self.server_address[:2])
-        return f"http://{host}:{port}/v1"
-
-    def start(self) -> OpenAICompatServer:
-        self._thread = threading.Thread(target=self.serve_forever, name="memlab-llm-server", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.shutdown()
-        self.server_close()
 
 
 def main(argv: list[str] | None = None) -> None:

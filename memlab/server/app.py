@@ -12,10 +12,10 @@ A service that opens its own backend holds ``<data-dir>/.serve`` with a ``Direct
 
 # No "from __future__ import annotations": FastAPI must see the locally built types, not strings.
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path as Path_  # fastapi's Path (path parameters) is used below
-from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, TypeVar
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Response, status
 
@@ -43,6 +43,8 @@ from memlab.types import MemoryItem
 
 if TYPE_CHECKING:
     from memlab.server.schemas import AddMessagesShape, SearchShape, UpdateShape
+
+Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
 
 UserId = Annotated[str, Path(pattern=ID_PATTERN, description="the user whose memory this call reads or changes")]
 ItemId = Annotated[
@@ -198,102 +200,74 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
             },
         }
 
-    @app.post(
-        "/v1/users/{user_id}/messages",
-        response_model=IngestResponse,
-        status_code=201,
-        responses=_ERRORS,
-        tags=["memory"],
-        operation_id="add_messages",
-    )
+    def user_route(method: str, path: str, **options: Any) -> Callable[[Endpoint], Endpoint]:
+        """Register a data endpoint under ``/v1/users/{user_id}``; its OpenAPI operation id is its name."""
+
+        def register(endpoint: Endpoint) -> Endpoint:
+            app.add_api_route(
+                f"/v1/users/{{user_id}}{path}",
+                endpoint,
+                methods=[method],
+                tags=["memory"],
+                operation_id=endpoint.__name__,
+                **options,
+            )
+            return endpoint
+
+        return register
+
+    @user_route("POST", "/messages", response_model=IngestResponse, status_code=201, responses=_ERRORS)
     def add_messages(user_id: User, body: AddMessages) -> Any:
         """Store messages as the next turns of a session of this user."""
         return client.remember(user_id, [m.model_dump() for m in body.messages], session_id=body.session_id)
 
-    @app.post(
-        "/v1/users/{user_id}/search",
-        response_model=SearchResponse,
-        responses=_ERRORS,
-        tags=["memory"],
-        operation_id="search",
-    )
+    @user_route("POST", "/search", response_model=SearchResponse, responses=_ERRORS)
     def search(user_id: User, body: Search) -> Any:
         """What this user's memory holds that is relevant to the query."""
         return client.recall(user_id, body.query, k=body.k)
 
-    @app.get(
-        "/v1/users/{user_id}/memories",
+    @user_route(
+        "GET",
+        "/memories",
         response_model=MemoryList,
         responses=_ITEM_ERRORS,
-        tags=["memory"],
         openapi_extra={"responses": {"200": {"links": _ITEM_LINKS}}},
-        operation_id="list_memories",
     )
     def list_memories(user_id: User) -> Any:
         """All of this user's memories (backends with the 'list' capability)."""
         require("memories", "GET")
         return {"items": client.memories(user_id)}
 
-    @app.get(
-        "/v1/users/{user_id}/export",
-        response_model=ExportResponse,
-        responses={**_ERRORS, 405: {"model": ErrorResponse}},
-        tags=["memory"],
-        operation_id="export_user",
-    )
+    @user_route("GET", "/export", response_model=ExportResponse, responses={**_ERRORS, 405: {"model": ErrorResponse}})
     def export_user(user_id: User) -> Any:
         """Everything stored about this user, as one JSON document (backend, user_id, items, ...)."""
         return client.export(user_id)
 
-    @app.delete("/v1/users/{user_id}", status_code=204, responses=_ERRORS, tags=["memory"], operation_id="forget_user")
+    @user_route("DELETE", "", status_code=204, responses=_ERRORS)
     def forget_user(user_id: User) -> Response:
         """Delete everything stored about this user."""
         client.forget(user_id)
         return Response(status_code=status.HTTP_204_NO_CONTENT)
 
-    @app.get(
-        "/v1/users/{user_id}/memories/{item_id}/history",
-        response_model=HistoryResponse,
-        responses=_ITEM_ERRORS,
-        tags=["memory"],
-        operation_id="memory_history",
-    )
+    @user_route("GET", "/memories/{item_id}/history", response_model=HistoryResponse, responses=_ITEM_ERRORS)
     def memory_history(user_id: User, item_id: ItemId) -> Any:
         """How one memory changed over time (backends with the 'history' capability)."""
         require("history", "GET")
         return {"item_id": item_id, "events": client.history(user_id, item_id)}
 
-    @app.get(
-        "/v1/users/{user_id}/memories/{item_id}",
-        response_model=MemoryItem,
-        responses=_ITEM_ERRORS,
-        tags=["memory"],
-        operation_id="get_memory",
-    )
+    @user_route("GET", "/memories/{item_id}", response_model=MemoryItem, responses=_ITEM_ERRORS)
     def get_memory(user_id: User, item_id: ItemId) -> Any:
         """One of this user's memories by id."""
         require("memory", "GET")
         return client.get(user_id, item_id)
 
-    @app.patch(
-        "/v1/users/{user_id}/memories/{item_id}",
-        response_model=MemoryItem,
-        responses=_ITEM_ERRORS,
-        tags=["memory"],
-        operation_id="update_memory",
-    )
+    @user_route("PATCH", "/memories/{item_id}", response_model=MemoryItem, responses=_ITEM_ERRORS)
     def update_memory(user_id: User, item_id: ItemId, body: Update) -> Any:
         """Replace the text of one of this user's memories."""
         require("memory", "PATCH")
         return client.update(user_id, item_id, body.text)
 
-    @app.delete(
-        "/v1/users/{user_id}/memories/{item_id}",
-        status_code=204,
-        responses=_ITEM_ERRORS,
-        tags=["memory"],
-        operation_id="delete_memory",
-    )
+    @user_route("DELETE", "/memories/{item_id}", status_code=204, responses=_ITEM_ERRORS)
     def delete_memory(user_id: User, item_id: ItemId) -> Response:
         """Delete one of this user's memories."""
         require("memory", "DELETE")
