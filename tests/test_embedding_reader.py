@@ -125,3 +125,68 @@ def test_novelty_cues_are_configurable_and_validated() -> None:
 def test_blind_reader_ignores_novelty() -> None:
     answer = EmbeddingReader(embedder=HashingEmbedder()).answer(NEW_IDEA, Retrieval())
     assert answer.metadata == {"blind": True}
+
+
+# ----------------------------------------------------------------------------- questions about change
+WORD_STANCES = {"likes": "likes", "dislikes": "dislikes", "neutral": "neutral"}
+CHANGE = Question(
+    id="q3",
+    type="track_full_preference_evolution",
+    text="How has my opinion of karaoke evolved?",
+    # The same words in both orders: an embedding cannot tell them apart, only the order can.
+    options=[
+        "(a) Karaoke went from neutral to dislikes.",
+        "(b) Karaoke went from dislikes to neutral.",
+        "(c) Karaoke went from likes to neutral.",
+        "(d) Karaoke went from dislikes to likes.",
+    ],
+    answer=1,
+    context_id="c",
+    end_index=5,
+)
+
+
+def karaoke(timeline: list[str] | None) -> Retrieval:
+    metadata = {"timeline": timeline} if timeline is not None else {}
+    entry = MemoryItem(id="p1", text="karaoke: neutral about (changed from dislikes)", metadata=metadata)
+    return Retrieval(items=[entry, MemoryItem(id="t1", text="I sang at a party.", metadata={"timeline": []})])
+
+
+def test_an_option_walking_the_remembered_timeline_wins_a_question_about_change() -> None:
+    reader = EmbeddingReader({"stance_descriptions": WORD_STANCES}, embedder=HashingEmbedder())
+    answer = reader.answer(CHANGE, karaoke(["dislikes", "dislikes", "neutral"]))  # a repeat is one step
+    assert answer.choice == 1
+    assert answer.metadata["timeline"] == ["dislikes", "neutral"]
+    assert answer.metadata["option_stances"][:2] == [["neutral", "dislikes"], ["dislikes", "neutral"]]
+
+
+def test_without_a_timeline_or_change_wording_the_reading_is_unchanged() -> None:
+    reader = EmbeddingReader({"stance_descriptions": WORD_STANCES}, embedder=HashingEmbedder())
+    without = reader.answer(CHANGE, karaoke(None))
+    assert "timeline" not in without.metadata and without.scores[0] == without.scores[1]
+    plain = CHANGE.model_copy(update={"text": "Tell me about karaoke."})
+    assert not reader.asks_about_change(plain)
+    assert "timeline" not in reader.answer(plain, karaoke(["dislikes", "neutral"])).metadata
+    off = EmbeddingReader({"stance_descriptions": WORD_STANCES, "change_weight": 0.0}, embedder=HashingEmbedder())
+    scores = off.answer(CHANGE, karaoke(["dislikes", "neutral"])).scores
+    assert scores[0] == scores[1]
+
+
+def test_change_wording_is_read_from_the_question_not_its_type_label() -> None:
+    reader = EmbeddingReader(embedder=HashingEmbedder())
+    for text in (
+        "How would you describe the way my opinion of jazz has evolved?",
+        "Remind me how my attitude to sushi has shifted since we started talking.",
+        "How have my feelings about yoga changed over time?",
+    ):
+        assert reader.asks_about_change(CHANGE.model_copy(update={"text": text})), text
+    assert not reader.asks_about_change(QUESTION.model_copy(update={"type": CHANGE.type}))
+
+
+def test_minilm_reads_the_stances_an_option_walks_through() -> None:
+    reader = EmbeddingReader()  # the packaged MiniLM, as runs use it
+    assert reader.stances_in("Your take on karaoke went from outright dislike to indifference.") == [
+        "dislikes",
+        "neutral",
+    ]
+    assert reader.stances_in("Your take on karaoke went.") == []  # no stance, no step

@@ -84,8 +84,11 @@ def test_flip_updates_and_closes_old_version() -> None:
     assert old["valid_to"] == 1 and new["valid_to"] is None and new["valid_from"] == 1
     assert "clay hurts my hands" in new["reason"]
     assert [e.stance for e in mem.get_profile("u")] == [Stance.DISLIKES]
-    text = mem.retrieve("pottery", user_id="u").context
+    retrieval = mem.retrieve("pottery", user_id="u")
+    text = retrieval.context
     assert "dislikes" in text and "earlier: likes" in text and "clay hurts my hands" in text
+    entry = next(i for i in retrieval.items if i.id == entry_id)
+    assert entry.metadata["timeline"] == ["likes", "dislikes"]  # oldest first, for readers of change
 
 
 def test_repeat_is_noop() -> None:

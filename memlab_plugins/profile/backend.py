@@ -343,6 +343,8 @@ class ProfileMemory(Memory):
                 "current": latest.current,
                 "version": latest.version,
                 "versions": len(versions),
+                # How the user's stance moved, oldest first: what a reader needs for "how has my view changed?"
+                "timeline": [v.stance.value for v in versions] if latest.kind == "statement" else [],
             },
         )
 
