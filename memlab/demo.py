@@ -11,14 +11,19 @@ kept but stays out of the output.
 from __future__ import annotations
 
 import logging
+import shutil
 import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memlab.datasets.question_types import SHORT_NAMES
 from memlab.results import RowSummary, RunSummary
+
+if TYPE_CHECKING:
+    from memlab.run.spec import RunConfig
 
 # Every backend that runs offline on the embedded defaults (no model download, no LLM).
 DEMO_BACKENDS = ("full_context", "rag", "profile", "mem0")
@@ -149,18 +154,37 @@ def explain(summary: RunSummary) -> list[str]:
 
 
 def run_demo(dataset: str | None, out: Path, *, progress: bool = True) -> int:
-    from memlab import report
-    from memlab.run.driver import run_with_details
+    from memlab.run.driver import SettingsChangedError
     from memlab.run.spec import BackendSpec, RunConfig
 
     out = Path(out)
-    log_path = out / "demo.log"
     config = RunConfig(
         dataset=dataset or DEMO_DATASET,
         backends=[BackendSpec(name=name) for name in DEMO_BACKENDS],
         out=out,
         progress=progress,
     )
+    try:
+        return _run_and_explain(config, out)
+    except SettingsChangedError:
+        # The demo owns its folder: answers made by another memlab version (other reader or backend
+        # settings) cannot be resumed, so they are kept aside and the demo starts afresh.
+        previous = out.with_name(out.name + ".previous")
+        shutil.rmtree(previous, ignore_errors=True)
+        out.rename(previous)
+        print(
+            f"memlab demo: {out} held a demo made with other settings (another memlab version); "
+            f"moved it to {previous}, starting afresh",
+            file=sys.stderr,
+        )
+        return _run_and_explain(config, out)
+
+
+def _run_and_explain(config: RunConfig, out: Path) -> int:
+    from memlab import report
+    from memlab.run.driver import run_with_details
+
+    log_path = out / "demo.log"
     print(
         f"memlab demo: {config.dataset}, backends {', '.join(DEMO_BACKENDS)} (+ blind controls), offline; "
         f"library messages go to {log_path}",

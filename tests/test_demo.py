@@ -104,3 +104,30 @@ def test_demo_end_to_end_prints_table_lines_and_no_library_noise(tmp_path: Path,
     ]
     assert not noise, noise
     assert (out / "demo.log").is_file()
+
+
+def test_a_demo_folder_from_other_settings_is_kept_aside_and_the_demo_starts_afresh(
+    tmp_path: Path,
+    monkeypatch,
+    capsys,  # type: ignore[no-untyped-def]
+) -> None:
+    from memlab import demo
+    from memlab.run import driver
+
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / "predictions.jsonl").write_text("{}\n")
+    calls: list[bool] = []
+
+    def fake_run(config):  # type: ignore[no-untyped-def]
+        calls.append((out / "predictions.jsonl").exists())
+        if len(calls) == 1:
+            raise driver.SettingsChangedError("cannot resume: ... made with other settings")
+        raise RuntimeError("stop here: the second attempt ran in an empty folder")
+
+    monkeypatch.setattr(driver, "run_with_details", fake_run)
+    with pytest.raises(RuntimeError, match="second attempt"):
+        demo.run_demo(None, out, progress=False)
+    assert calls == [True, False]
+    assert (tmp_path / "demo.previous" / "predictions.jsonl").read_text() == "{}\n"
+    assert "moved it to" in capsys.readouterr().err
