@@ -161,9 +161,7 @@ def replay(name: str, dataset: Dataset, reader: Reader, backend: str | None, con
                 _check_store(memory, user, row)
                 for key, value in getattr(memory, "extraction_stats", dict)().items():  # mem0, profile
                     row.count(STAT_LABELS.get(key, key), value)
-                failures = getattr(memory, "extraction_failures", None) or getattr(
-                    getattr(memory, "extraction", None), "failures", []
-                )
+                failures = getattr(memory, "extraction_failures", [])
                 if failures and not row.notes:
                     row.notes.append(failures[0][:300])
         finally:

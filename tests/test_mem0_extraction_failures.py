@@ -72,6 +72,7 @@ def test_a_refused_window_is_skipped_and_counted_the_others_are_stored(tmp_path:
     assert memory.extraction_stats() == {"windows": 2, "failed_windows": 1, "unparsed_replies": 0}
     assert "session 's', turns 0-0" in memory.extraction.failures[0] and "window" in memory.extraction.failures[0]
     assert memory.export("u")["extraction_stats"]["failed_windows"] == 1
+    assert memory.extraction_failures == memory.extraction.failures  # named as the profile names its list
     # The turn count advanced: the next session continues after both turns.
     assert memory.ingest(session("s", ("user", "More.")), user_id="u").first_turn == 2
     memory.close()

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from memlab.testing.server_process import free_port
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -36,12 +37,6 @@ def json_documents(text: str) -> list[dict]:
         document, at = decoder.raw_decode(text, start)
         documents.append(document)
     return documents
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.slow  # loads MiniLM in the server (profile backend): ~10-20 s on a busy machine

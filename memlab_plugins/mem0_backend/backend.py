@@ -172,6 +172,11 @@ class Mem0Memory(IngestMixin, Memory):
         with self._calls:
             return super().export(user_id)
 
+    @property
+    def extraction_failures(self) -> list[str]:
+        """Why windows were skipped (the newest 100, oldest first), named as the profile backend names its list."""
+        return self.extraction.failures
+
     def extraction_stats(self) -> dict[str, int]:
         """What mem0's fact extraction did in this process: windows sent, skipped (refused), replies mem0 could not read."""
         return self.extraction.counts()
