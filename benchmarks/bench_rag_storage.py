@@ -3,7 +3,7 @@
 A chatbot stores every message as it arrives, so a user accumulates thousands of one-message
 ingests. The old layout wrote three fsynced files per ingest plus a growing manifest (1,418 files
 and a 60 KB manifest after 708 single-message ingests); the snapshot + append-only log layout
-(``memlab_plugins.rag_store``) keeps two files per user. The hashing embedder is used so that the
+(``memlab_plugins.rag.file_store``) keeps two files per user. The hashing embedder is used so that the
 numbers are the storage's own cost, not the model's.
 
     python benchmarks/bench_rag_storage.py                 # 708 ingests, as in the issue

@@ -14,7 +14,7 @@ from memlab.registry import create_backend
 from memlab.testing import MemoryConformance, session
 from memlab.testing.tiny_bge_m3 import cached_tiny_bge_m3
 from memlab.types import Message, Session
-from memlab_plugins import rag_store
+from memlab_plugins.rag import file_store as rag_store
 from memlab_plugins.rag import RagConfig, RagMemory, chunk_session
 
 FACTS = [
@@ -679,7 +679,7 @@ def test_the_embedder_comes_from_get_embedder_with_the_run_cache(tmp_path: Path)
 
 
 def test_non_default_model_settings_never_bypass_the_factory(monkeypatch: pytest.MonkeyPatch) -> None:
-    import memlab_plugins.rag as rag_module
+    import memlab_plugins.rag.backend as rag_module
 
     calls: list[tuple[Any, ...]] = []
 

@@ -4,7 +4,7 @@ uvicorn starts each worker in a fresh process that imports an application factor
 settings travel to them in the environment (``MEMLAB_SERVE_SETTINGS``, the validated settings as
 JSON, keys included, as they already are in ``MEMLAB_API_KEYS``). Each worker opens its own
 backend: with a database store (``store: postgresql://...``) they share nothing but the database,
-which orders their writes (see ``memlab_plugins.rag_pg`` and ``memlab_plugins.profile.pg_store``).
+which orders their writes (see ``memlab_plugins.rag.pg`` and ``memlab_plugins.profile.pg_store``).
 A file store allows one writer process per data directory, so N > 1 is refused for it.
 """
 

@@ -15,7 +15,7 @@ Each user has an own store (chunks + index), so one user's query can never score
 turns. Items come back in conversation order (oldest first), each with its score and its source
 turn(s) (``memlab.memory.turn_source``, dates included); contexts are rendered by
 ``render_turns``, so turn chunks get ``DATE:`` headers and transcript chunks start with their
-``DATE:`` line. With a data directory the stores persist (``memlab_plugins.rag_store``: one
+``DATE:`` line. With a data directory the stores persist (``memlab_plugins.rag.file_store``: one
 snapshot and one append-only log per user, compacted) and the directory is locked for this process.
 """
 
@@ -35,9 +35,9 @@ from memlab.memory import BackendConfig, Capability, Memory, format_date, render
 from memlab.pg import StoreUrl
 from memlab.tokens import token_spans
 from memlab.types import MemoryItem, Message, Retrieval, Session
-from memlab_plugins.rag_index import ChunkStore, IndexSpec
-from memlab_plugins.rag_lexical import BM25Index, reciprocal_rank_fusion, top, weighted_fusion
-from memlab_plugins.rag_store import FileChunkStorage, remove_directory
+from memlab_plugins.rag.index import ChunkStore, IndexSpec
+from memlab_plugins.rag.lexical import BM25Index, reciprocal_rank_fusion, top, weighted_fusion
+from memlab_plugins.rag.file_store import FileChunkStorage, remove_directory
 
 RoleName = Literal["user", "assistant", "system"]
 ALL_ROLES: list[RoleName] = ["user", "assistant", "system"]
@@ -108,7 +108,7 @@ class RagConfig(BackendConfig):
     device: str = Field(default="cpu", description="cpu (fp32) or a torch device such as cuda:0 (fp16)")
     batch_size: int = Field(default=32, ge=1, description="texts per model forward pass (bge-m3)")
     max_length: int = Field(default=512, ge=8, description="model tokens per text; longer texts are truncated (bge-m3)")
-    # PostgreSQL store (memlab_plugins.rag_pg): several workers and hosts share one database.
+    # PostgreSQL store (memlab_plugins.rag.pg): several workers and hosts share one database.
     store: StoreUrl = Field(
         default=None,
         description="None/'file' = files in the data directory; postgresql://user@host:5432/db = that database",
@@ -270,9 +270,9 @@ class RagMemory(Memory):
         return cls.parse_config(config).chunking == "turn"  # type: ignore[attr-defined]
 
     def __new__(cls, config=None, **kwargs: Any):
-        # ``store: postgresql://...`` selects the database-backed variant (memlab_plugins.rag_pg).
+        # ``store: postgresql://...`` selects the database-backed variant (memlab_plugins.rag.pg).
         if cls is RagMemory and cls.parse_config(config).store is not None:  # type: ignore[attr-defined]
-            from memlab_plugins.rag_pg import PgRagMemory
+            from memlab_plugins.rag.pg import PgRagMemory
 
             return super().__new__(PgRagMemory)
         return super().__new__(cls)

@@ -40,7 +40,7 @@ from memlab.errors import ConfigurationError, DataFormatError, MemlabError, NotF
 from memlab.memory import IngestReport, Memory, render_turns
 from memlab.pg import ensure_schema, ensure_vector_extension, get_meta, open_pool, redact, set_meta, vector_literal
 from memlab.types import MemoryItem, Retrieval, Session
-from memlab_plugins.rag import RagConfig, RagMemory, _shared_embedder, chunk_session
+from memlab_plugins.rag.backend import RagConfig, RagMemory, _shared_embedder, chunk_session
 
 PREFIX = "memlab_rag_"
 SCHEMA_VERSION = 1

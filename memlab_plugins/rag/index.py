@@ -3,7 +3,7 @@
 A store holds the chunks (``MemoryItem``, in conversation order), their dense vectors in a FAISS
 index (exact ``IndexFlatIP`` or ``IndexHNSWFlat``, both inner product on unit vectors = cosine),
 and, where the scoring needs them, BGE-M3's sparse lexical weights and ColBERT token vectors.
-Persistence goes through a ``ChunkStorage`` (``memlab_plugins.rag_store``): every ``add`` is one
+Persistence goes through a ``ChunkStorage`` (``memlab_plugins.rag.file_store``): every ``add`` is one
 durable append, deletions and periodic compactions rewrite the storage as one batch.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from memlab.errors import DataFormatError, NotFoundError
 from memlab.types import MemoryItem
-from memlab_plugins.rag_store import ChunkBatch, ChunkStorage
+from memlab_plugins.rag.file_store import ChunkBatch, ChunkStorage
 
 Output = Literal["sparse", "colbert"]
 
