@@ -14,8 +14,8 @@ from memlab.registry import create_backend
 from memlab.testing import MemoryConformance, session
 from memlab.testing.tiny_bge_m3 import cached_tiny_bge_m3
 from memlab.types import Message, Session
-from memlab_plugins.rag import file_store as rag_store
 from memlab_plugins.rag import RagConfig, RagMemory, chunk_session
+from memlab_plugins.rag import file_store as rag_store
 
 FACTS = [
     "I adopted a grey cat named Pixel last spring.",

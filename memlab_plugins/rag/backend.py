@@ -35,9 +35,9 @@ from memlab.memory import BackendConfig, Capability, Memory, format_date, render
 from memlab.pg import StoreUrl
 from memlab.tokens import token_spans
 from memlab.types import MemoryItem, Message, Retrieval, Session
+from memlab_plugins.rag.file_store import FileChunkStorage, remove_directory
 from memlab_plugins.rag.index import ChunkStore, IndexSpec
 from memlab_plugins.rag.lexical import BM25Index, reciprocal_rank_fusion, top, weighted_fusion
-from memlab_plugins.rag.file_store import FileChunkStorage, remove_directory
 
 RoleName = Literal["user", "assistant", "system"]
 ALL_ROLES: list[RoleName] = ["user", "assistant", "system"]
