@@ -19,6 +19,11 @@ The contract (docs/plugins.md walks through it with a complete example):
   ``config.top_k`` is only the default the base class fills in when the caller gives none.
 - Items that come from turns carry ``turn_source(...)`` as ``source`` (``session_id``,
   ``turn_index``, ``role``, ``timestamp``): retrieval metrics and date rendering read these keys.
+- Turns carry the caller's ``Message.metadata``; ``turn_source`` puts it in ``source["metadata"]``.
+  ``MemoryFilter`` (session id, time range, metadata keys) is the one definition of which items a
+  filtered search, list or export may return; the base class applies it to lists and exports. A
+  backend declaring ``Capability.FILTER`` takes ``filters`` in ``_retrieve`` and must choose its
+  ``k`` items among the matching ones (``filters.matches(item)``), not cut to ``k`` first.
 - Unknown or foreign item ids raise ``NotFoundError`` (the service answers 404).
 - Optional abilities are declared in ``capabilities`` and implemented by overriding the matching
   hook (``list`` -> ``_list``, ``update`` -> ``_update``, ``delete`` -> ``_delete``, ``history`` ->
@@ -33,12 +38,12 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memlab.errors import MemlabError, PluginValidationError, UnsupportedCapabilityError
 from memlab.tokens import count_tokens
@@ -59,6 +64,7 @@ class Capability(str, Enum):
     DELETE = "delete"
     HISTORY = "history"
     PERSIST = "persist"  # state survives a restart when given a data_dir
+    FILTER = "filter"  # retrieve honours a MemoryFilter (lists and exports are filtered by the base class)
 
 
 # The hook a backend must override for each capability it declares (checked at registration).
@@ -69,6 +75,91 @@ CAPABILITY_HOOKS: dict[Capability, str] = {
     Capability.HISTORY: "_history",
     Capability.PERSIST: "_next_turn_index",
 }
+
+MetadataValue = str | int | float | bool | None
+
+
+def _aware(when: datetime) -> datetime:
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+
+
+class MemoryFilter(BaseModel):
+    """Which items a search, list or export returns: every condition given must hold.
+
+    - ``session_id``: the turn belongs to one of these sessions (a string or a list).
+    - ``since`` / ``until``: the turn's ``timestamp`` is at or after ``since`` and before ``until``
+      (times without a zone are UTC); a turn stored without a timestamp matches no time range.
+    - ``metadata``: for each key, the turn's metadata has that value (when the stored value is a
+      list, the filter value must be one of its elements: ``{"tags": "work"}`` matches
+      ``{"tags": ["work", "urgent"]}``).
+
+    An item made from several turns (a chunk, an extracted fact: ``source["turns"]``) matches when
+    its own source does or when one of its turns does.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    session_id: list[str] | None = Field(default=None, description="one session id or a list of them")
+    since: datetime | None = Field(default=None, description="turns at or after this time (ISO 8601)")
+    until: datetime | None = Field(default=None, description="turns before this time (ISO 8601)")
+    metadata: dict[str, MetadataValue] = Field(default_factory=dict, description="turn metadata key -> value")
+
+    @field_validator("session_id", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _range(self) -> MemoryFilter:
+        if self.since is not None and self.until is not None and _aware(self.since) >= _aware(self.until):
+            raise ValueError("filters: 'since' must be before 'until'")
+        return self
+
+    @property
+    def empty(self) -> bool:
+        return self.session_id is None and self.since is None and self.until is None and not self.metadata
+
+    def matches(self, item: MemoryItem) -> bool:
+        """True when ``item`` (or one of the turns it was made from) meets every condition."""
+        sources = [item.source, *(t for t in item.source.get("turns", ()) if isinstance(t, Mapping))]
+        return any(self._source_matches(item.source, s) for s in sources)
+
+    def _source_matches(self, item_source: Mapping[str, Any], source: Mapping[str, Any]) -> bool:
+        session = source.get("session_id", item_source.get("session_id"))
+        if self.session_id is not None and session not in self.session_id:
+            return False
+        if self.since is not None or self.until is not None:
+            stamp = source.get("timestamp")
+            if not stamp:
+                return False
+            try:
+                when = _aware(datetime.fromisoformat(str(stamp)))
+            except ValueError:
+                return False
+            if self.since is not None and when < _aware(self.since):
+                return False
+            if self.until is not None and when >= _aware(self.until):
+                return False
+        if self.metadata:
+            stored = source.get("metadata") or {}
+            for key, wanted in self.metadata.items():
+                if key not in stored:
+                    return False
+                value = stored[key]
+                if not (wanted in value if isinstance(value, list) else value == wanted):
+                    return False
+        return True
+
+
+FilterLike = MemoryFilter | Mapping[str, Any] | None
+
+
+def as_filter(filters: FilterLike) -> MemoryFilter | None:
+    """A ``MemoryFilter`` from a filter or a plain mapping; None (or an empty filter) for "no filter"."""
+    if filters is None:
+        return None
+    parsed = filters if isinstance(filters, MemoryFilter) else MemoryFilter.model_validate(dict(filters))
+    return None if parsed.empty else parsed
 
 
 class BackendConfig(BaseModel):
@@ -203,8 +294,11 @@ class Memory(ABC):
         """Convenience for chatbots: append turns to a session."""
         return self.ingest(Session(id=session_id, messages=messages), user_id=user_id)
 
-    def retrieve(self, query: str, *, user_id: str, k: int | None = None) -> Retrieval:
-        """Return what ``user_id``'s memory holds that is relevant to ``query``."""
+    def retrieve(
+        self, query: str, *, user_id: str, k: int | None = None, filters: FilterLike = None
+    ) -> Retrieval:
+        """Return what ``user_id``'s memory holds that is relevant to ``query`` (among the items
+        ``filters`` selects, for backends with the 'filter' capability)."""
         validate_user_id(user_id)
         if not isinstance(query, str):
             raise TypeError(f"query must be a string, got {type(query).__name__}")
@@ -212,13 +306,24 @@ class Memory(ABC):
             k = self.config.top_k
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise ValueError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
+        selected = as_filter(filters)
+        if selected is not None:
+            self._require(Capability.FILTER)
         start = time.perf_counter()
-        result = self._retrieve(query, user_id=user_id, k=k)
+        if selected is None:
+            result = self._retrieve(query, user_id=user_id, k=k)
+        else:
+            # Only backends declaring FILTER take the argument (third-party _retrieve may not).
+            result = self._retrieve(query, user_id=user_id, k=k, filters=selected)  # type: ignore[call-arg]
         seconds = time.perf_counter() - start
         if not isinstance(result, Retrieval):
             raise PluginValidationError(
                 f"backend {self.name or type(self).__name__!r} ({type(self).__module__}.{type(self).__qualname__}): "
                 f"_retrieve returned {type(result).__name__}, expected memlab.Retrieval"
+            )
+        if selected is not None and not all(selected.matches(item) for item in result.items):
+            raise PluginValidationError(
+                f"backend {self.name!r}: a filtered _retrieve returned items the filter does not select"
             )
         tokens = result.tokens or count_tokens(result.context)
         return result.model_copy(update={"seconds": seconds, "tokens": tokens})
@@ -256,9 +361,11 @@ class Memory(ABC):
                 f"backend {self.name!r} does not support {capability.value!r} (its capabilities: {have})"
             )
 
-    def list_memories(self, *, user_id: str) -> list[MemoryItem]:
+    def list_memories(self, *, user_id: str, filters: FilterLike = None) -> list[MemoryItem]:
         self._require(Capability.LIST)
-        return self._list(validate_user_id(user_id))
+        items = self._list(validate_user_id(user_id))
+        selected = as_filter(filters)
+        return items if selected is None else [item for item in items if selected.matches(item)]
 
     def update(self, item_id: str, text: str, *, user_id: str) -> MemoryItem:
         self._require(Capability.UPDATE)
@@ -274,15 +381,28 @@ class Memory(ABC):
         self._require(Capability.HISTORY)
         return self._history(item_id, user_id=validate_user_id(user_id))
 
-    def export(self, user_id: str) -> dict[str, Any]:
+    def export(self, user_id: str, *, filters: FilterLike = None) -> dict[str, Any]:
         """Everything this backend stores about ``user_id``, as one JSON-serialisable document.
 
         The default lists the user's items (backends with the ``list`` capability); backends that
         keep more (raw turns, versions, operation logs) override ``_export`` to include all of it.
+        With ``filters`` the document is the matching items only (``items``, as ``list_memories``
+        returns them; backends without 'list' filter their export's ``items``) and the filter used.
         """
         validate_user_id(user_id)
-        document = self._export(user_id)
-        return {"backend": self.name, "user_id": user_id, **document}
+        selected = as_filter(filters)
+        if selected is None:
+            return {"backend": self.name, "user_id": user_id, **self._export(user_id)}
+        if Capability.LIST in self.capabilities:
+            items = self._list(user_id)
+        else:
+            items = [MemoryItem.model_validate(raw) for raw in self._export(user_id).get("items", [])]
+        return {
+            "backend": self.name,
+            "user_id": user_id,
+            "filters": selected.model_dump(mode="json", exclude_defaults=True),
+            "items": [item.model_dump(mode="json") for item in items if selected.matches(item)],
+        }
 
     # ------------------------------------------------------------------ for subclasses
     @abstractmethod
@@ -337,11 +457,14 @@ class Memory(ABC):
 def turn_source(session: Session, turn_index: int, message: Message) -> dict[str, Any]:
     """The standard ``MemoryItem.source`` of one stored turn: what metrics and date rendering read.
 
-    ``timestamp`` (ISO 8601) is present only when the message has one (LoCoMo sessions carry dates).
+    ``timestamp`` (ISO 8601) is present only when the message has one (LoCoMo sessions carry dates),
+    ``metadata`` only when the caller gave the message some.
     """
     source: dict[str, Any] = {"session_id": session.id, "turn_index": turn_index, "role": message.role}
     if message.timestamp is not None:
         source["timestamp"] = message.timestamp.isoformat()
+    if message.metadata:
+        source["metadata"] = dict(message.metadata)
     return source
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import importlib.util
+import inspect
 import pkgutil
 import sys
 from collections.abc import Callable, Iterable
@@ -227,7 +228,7 @@ def _check_plugin_class(kind: str, name: str, obj: Any, base: type, base_name: s
 
 
 def validate_backend(name: str, obj: Any) -> None:
-    from memlab.memory import CAPABILITY_HOOKS, BackendConfig, Memory
+    from memlab.memory import CAPABILITY_HOOKS, BackendConfig, Capability, Memory
 
     where = _check_plugin_class("backend", name, obj, Memory, "memlab.Memory")
     config = getattr(obj, "Config", None)
@@ -243,6 +244,8 @@ def validate_backend(name: str, obj: Any) -> None:
             raise PluginValidationError(
                 f"{where} declares the {capability.value!r} capability but does not override {hook}()"
             )
+    if Capability.FILTER in obj.capabilities and "filters" not in inspect.signature(obj._retrieve).parameters:
+        raise PluginValidationError(f"{where} declares the 'filter' capability but its _retrieve takes no 'filters'")
 
 
 def validate_reader(name: str, obj: Any) -> None:

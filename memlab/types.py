@@ -2,24 +2,64 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 Role = Literal["system", "user", "assistant"]
+
+MAX_METADATA_BYTES = 4096  # one message's metadata, as compact JSON
+MAX_METADATA_KEY_CHARS = 64
+
+
+def check_metadata(value: dict[str, Any]) -> dict[str, Any]:
+    """Caller metadata of a stored turn: a JSON object of at most ``MAX_METADATA_BYTES``."""
+    for key in value:
+        if not isinstance(key, str) or not 1 <= len(key) <= MAX_METADATA_KEY_CHARS:
+            raise ValueError(f"metadata keys must be strings of 1-{MAX_METADATA_KEY_CHARS} characters, got {key!r}")
+    try:
+        size = len(json.dumps(value, separators=(",", ":"), allow_nan=False).encode("utf-8"))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"metadata must be plain JSON (objects, lists, strings, numbers, booleans, null): {exc}") from None
+    if size > MAX_METADATA_BYTES:
+        raise ValueError(f"metadata is {size} bytes as JSON; at most {MAX_METADATA_BYTES} are stored per message")
+    return value
 
 OPTION_LETTERS = ("a", "b", "c", "d")
 
 
 class Message(BaseModel):
-    """One chat turn."""
+    """One chat turn. ``metadata`` is the caller's (tags, channel, ...): stored with the turn, filterable."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     role: Role
     content: str
     timestamp: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("metadata")
+    @classmethod
+    def _bounded(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return check_metadata(value)
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_metadata(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Turns without metadata dump as they always did (dataset files, caches keyed on dumps).
+        data: dict[str, Any] = handler(self)
+        if not data.get("metadata"):
+            data.pop("metadata", None)
+        return data
 
 
 class Session(BaseModel):

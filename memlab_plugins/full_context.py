@@ -29,7 +29,7 @@ from pydantic import Field, ValidationError
 
 from memlab.errors import MemlabError, NotFoundError
 from memlab.locks import DirectoryLock
-from memlab.memory import BackendConfig, Capability, Memory, render_turns, turn_source
+from memlab.memory import BackendConfig, Capability, Memory, MemoryFilter, render_turns, turn_source
 from memlab.tokens import count_tokens
 from memlab.types import MemoryItem, Retrieval, Session
 
@@ -67,7 +67,7 @@ class FullContextMemory(Memory):
     description = "The whole history, newest last, truncated from the front to a token budget."
     concurrent_users = True  # per-user files and lists, no shared mutable state
     Config = FullContextConfig
-    capabilities = frozenset({Capability.LIST, Capability.DELETE, Capability.PERSIST})
+    capabilities = frozenset({Capability.LIST, Capability.DELETE, Capability.PERSIST, Capability.FILTER})
     # Calls for different users may run at once: per-user state, per-user files, a lock per user.
     concurrent_users = True
     config: FullContextConfig
@@ -200,9 +200,11 @@ class FullContextMemory(Memory):
             self._floors.setdefault(user_id, {})[session.id] = total
             turns.extend(new)
 
-    def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
+    def _retrieve(self, query: str, *, user_id: str, k: int, filters: MemoryFilter | None = None) -> Retrieval:
         with self._lock_of(user_id):
             history = list(self._load(user_id))
+        if filters is not None:
+            history = [item for item in history if filters.matches(item)]
         kept: list[MemoryItem] = []
         budget = self.config.max_tokens
         for item in reversed(history):

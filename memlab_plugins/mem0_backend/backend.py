@@ -30,6 +30,7 @@ from memlab.memory import (
     Capability,
     IngestReport,
     Memory,
+    MemoryFilter,
     format_date,
     render_turns,
 )
@@ -37,7 +38,7 @@ from memlab.types import MemoryItem, Retrieval, Session
 
 from . import erasure
 from .config import Mem0Config
-from .ingest import ExtractionStats, IngestMixin
+from .ingest import CALLER_METADATA, ExtractionStats, IngestMixin
 from .ledger import LEDGER_FILE, Ledger
 from .wiring import (
     UNUSED_LLM,
@@ -74,7 +75,14 @@ class Mem0Memory(IngestMixin, Memory):
     Config = Mem0Config
     config: Mem0Config
     capabilities = frozenset(
-        {Capability.LIST, Capability.UPDATE, Capability.DELETE, Capability.HISTORY, Capability.PERSIST}
+        {
+            Capability.LIST,
+            Capability.UPDATE,
+            Capability.DELETE,
+            Capability.HISTORY,
+            Capability.PERSIST,
+            Capability.FILTER,
+        }
     )
 
     @classmethod
@@ -259,7 +267,7 @@ class Mem0Memory(IngestMixin, Memory):
         return [_build_session_scope({"user_id": uid}) for uid in self._mem0_ids(user_id)]
 
     # ------------------------------------------------------------------ retrieve
-    def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
+    def _retrieve(self, query: str, *, user_id: str, k: int, filters: MemoryFilter | None = None) -> Retrieval:
         if not query.strip():
             return Retrieval()
         found: list[tuple[str, list[MemoryItem]]] = []
@@ -269,12 +277,18 @@ class Mem0Memory(IngestMixin, Memory):
             share = k // len(mem0_ids) + (1 if position < k % len(mem0_ids) else 0)
             # mem0 over-fetches max(4k, 60) candidates: clamp k to what this user holds (k=10**9 would
             # otherwise ask the vector store for billions of slots).
-            limit = min(share, self.ledger.live_count(mem0_id))
+            live = self.ledger.live_count(mem0_id)
+            limit = min(share, live)
             if limit < 1:
                 found.append((mem0_id, []))
                 continue
-            result = self._mem.search(query, top_k=limit, filters={"user_id": mem0_id}, threshold=self.config.threshold)
-            found.append((mem0_id, [self._item(r) for r in result.get("results", [])[:limit]]))
+            # Filtered: rank all of this user's memories, keep the best ``limit`` that match.
+            fetch = live if filters is not None else limit
+            result = self._mem.search(query, top_k=fetch, filters={"user_id": mem0_id}, threshold=self.config.threshold)
+            candidates = [self._item(r) for r in result.get("results", [])[:fetch]]
+            if filters is not None:
+                candidates = [item for item in candidates if filters.matches(item)]
+            found.append((mem0_id, candidates[:limit]))
         if self.config.preset is None:
             items = found[0][1] if found else []
             return Retrieval(items=items, context=render_turns(items))
@@ -305,6 +319,7 @@ class Mem0Memory(IngestMixin, Memory):
         turn = meta.pop("turn_index", None)
         count = meta.pop("turn_count", None)
         stamp = meta.pop("timestamp", None)
+        caller = meta.pop(CALLER_METADATA, None)
         if session_id is not None and turn is not None:
             source["session_id"] = session_id
             if count is None:  # one message, one memory
@@ -315,6 +330,8 @@ class Mem0Memory(IngestMixin, Memory):
             source["role"] = record["role"]
         if stamp:
             source["timestamp"] = stamp
+        if caller:
+            source["metadata"] = dict(caller)
         for key in ("created_at", "updated_at", "attributed_to", "actor_id"):
             if record.get(key):
                 meta[key] = record[key]

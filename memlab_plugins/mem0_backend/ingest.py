@@ -72,10 +72,16 @@ def perspective_user_id(user_id: str, name: str) -> str:
     return f"{user_id}:{_UNSAFE_ID_CHARS.sub('_', name).strip('_') or 'speaker'}"
 
 
+# The caller's Message.metadata, under one key of mem0's metadata so it cannot collide with mem0's own.
+CALLER_METADATA = "memlab_metadata"
+
+
 def message_metadata(session: Session, turn: int, message: Message) -> dict[str, Any]:
     meta: dict[str, Any] = {"session_id": session.id, "turn_index": turn}
     if message.timestamp is not None:
         meta["timestamp"] = message.timestamp.isoformat()
+    if message.metadata:
+        meta[CALLER_METADATA] = dict(message.metadata)
     return meta
 
 
@@ -267,6 +273,10 @@ class IngestMixin:
                 when = next((m.timestamp for _, m in chunk if m.timestamp is not None), None)
                 if when is not None:
                     metadata["timestamp"] = when.isoformat()
+                # A fact drawn from several turns carries the union of their metadata.
+                caller = {key: value for _, m in chunk for key, value in m.metadata.items()}
+                if caller:
+                    metadata[CALLER_METADATA] = caller
                 self.extraction.windows += 1
                 try:
                     with counting_unreadable_replies(self.extraction):

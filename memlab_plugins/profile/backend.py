@@ -29,7 +29,7 @@ from memlab.embedders import Embedder, get_embedder
 from memlab.errors import MemlabError, NotFoundError
 from memlab.llm.errors import refused_request
 from memlab.locks import DirectoryLock
-from memlab.memory import BackendConfig, Capability, Memory, render_turns, turn_source
+from memlab.memory import BackendConfig, Capability, Memory, MemoryFilter, render_turns, turn_source
 from memlab.pg import StoreUrl
 from memlab.types import MemoryItem, Retrieval, Session
 from memlab_plugins.profile.extract_rules import RuleExtractor, stance_of, strip_label
@@ -87,7 +87,14 @@ class ProfileMemory(Memory):
     concurrent_users = True  # the SQLite store serialises its own writes
     Config = ProfileConfig
     capabilities = frozenset(
-        {Capability.LIST, Capability.UPDATE, Capability.DELETE, Capability.HISTORY, Capability.PERSIST}
+        {
+            Capability.LIST,
+            Capability.UPDATE,
+            Capability.DELETE,
+            Capability.HISTORY,
+            Capability.PERSIST,
+            Capability.FILTER,
+        }
     )
     config: ProfileConfig
 
@@ -213,6 +220,7 @@ class ProfileMemory(Memory):
                     known.update(zip(missing, self._vectorize(missing)))
                 return np.stack([known[t] for t in texts])
 
+        ops = [_with_turn_facts(op, session, first_turn) for op in ops]
         user_turns = [
             (first_turn + i, m.role, strip_label(m.content), turn_source(session, first_turn + i, m).get("timestamp"))
             for i, m in enumerate(session.messages)
@@ -263,7 +271,7 @@ class ProfileMemory(Memory):
             chains.setdefault(version.id, []).append(version)
         return chains
 
-    def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
+    def _retrieve(self, query: str, *, user_id: str, k: int, filters: MemoryFilter | None = None) -> Retrieval:
         if not query.strip():
             return Retrieval()
         keys, vectors = self.store.vectors(user_id, "text_vector")
@@ -277,6 +285,8 @@ class ProfileMemory(Memory):
         if keys:
             for (entry_id, _), sim in zip(keys, vectors @ q):
                 best[entry_id] = max(best.get(entry_id, -1.0), float(sim))
+        if filters is not None:  # entries whose evidence turns the filter selects
+            best = {e: s for e, s in best.items() if filters.matches(self._chain_item(chains[e]))}
         # k bounds all items: supporting turns take at most half of it (all of it without entries).
         n_turns = min(self.config.supporting_turns, k // 2 if best else k)
         chosen = sorted(best, key=lambda e: -best[e])[: k - n_turns]
@@ -291,13 +301,21 @@ class ProfileMemory(Memory):
             q,
             n_turns,
             chosen_turns={(t["session_id"], t["turn_index"]) for i in items for t in i.source["turns"]},
+            filters=filters,
         )
         if support:
             items += support
             context += "\nSupporting turns:\n" + render_turns(support)
         return Retrieval(items=items, context=context)
 
-    def _supporting(self, user_id: str, q: np.ndarray, n: int, chosen_turns: set[tuple[str, int]]) -> list[MemoryItem]:
+    def _supporting(
+        self,
+        user_id: str,
+        q: np.ndarray,
+        n: int,
+        chosen_turns: set[tuple[str, int]],
+        filters: MemoryFilter | None = None,
+    ) -> list[MemoryItem]:
         if not n:
             return []
         turns, vectors = self.store.turns(user_id)
@@ -306,9 +324,13 @@ class ProfileMemory(Memory):
         if vectors is None:
             vectors = self._vectorize([t["content"] for t in turns])
         sims = vectors @ q
-        order = [i for i in np.argsort(-sims) if (turns[i]["session_id"], turns[i]["turn_index"]) not in chosen_turns][
-            :n
-        ]
+        # Raw turns keep no caller metadata: a metadata filter selects entries only.
+        order = [
+            i
+            for i in np.argsort(-sims)
+            if (turns[i]["session_id"], turns[i]["turn_index"]) not in chosen_turns
+            and (filters is None or filters.matches(self._turn_item(turns[i])))
+        ][:n]
         order.sort()
         return [self._turn_item(turns[i], float(sims[i]), chars=self.config.quote_chars * 3) for i in order]
 
@@ -453,3 +475,17 @@ class ProfileMemory(Memory):
         else:
             export = data
         return self.store.import_user(user_id, export, vectorize=self._vectorize)
+
+
+def _with_turn_facts(op: Operation, session: Session, first_turn: int) -> Operation:
+    """``op`` with the date and caller metadata of each evidence turn from this session part."""
+    messages = session.messages
+    evidence = []
+    for e in op.evidence:
+        offset = e.turn_index - first_turn
+        if e.session_id == session.id and 0 <= offset < len(messages):
+            message = messages[offset]
+            stamp = message.timestamp.isoformat() if message.timestamp is not None else None
+            e = e.model_copy(update={"timestamp": stamp, "metadata": dict(message.metadata)})
+        evidence.append(e)
+    return op.model_copy(update={"evidence": evidence})

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 
 class Stance(str, Enum):
@@ -41,9 +41,26 @@ class Evidence(BaseModel):
     session_id: str
     turn_index: int = Field(ge=0)
     quote: str = ""
+    # The turn's date and caller metadata, kept so filters (memlab.memory.MemoryFilter) can select
+    # entries by the turns they came from; absent in profiles stored before they were kept.
+    timestamp: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key in ("timestamp", "metadata"):
+            if not data.get(key):
+                data.pop(key, None)
+        return data
 
     def source(self) -> dict[str, object]:
-        return {"session_id": self.session_id, "turn_index": self.turn_index}
+        source: dict[str, object] = {"session_id": self.session_id, "turn_index": self.turn_index}
+        if self.timestamp:
+            source["timestamp"] = self.timestamp
+        if self.metadata:
+            source["metadata"] = dict(self.metadata)
+        return source
 
 
 class ProfileEntry(BaseModel):

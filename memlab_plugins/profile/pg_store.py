@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from memlab.memory import MemoryFilter
 from memlab.pg import ensure_schema, lock_key, open_pool
 from memlab.types import Retrieval, Session
 from memlab_plugins.profile import schema
@@ -265,9 +266,9 @@ class PgProfileMemory(ProfileMemory):
             return super().import_profile(user_id, data)
 
     # Reads: one snapshot each.
-    def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
+    def _retrieve(self, query: str, *, user_id: str, k: int, filters: MemoryFilter | None = None) -> Retrieval:
         with self.store.snapshot():
-            return super()._retrieve(query, user_id=user_id, k=k)
+            return super()._retrieve(query, user_id=user_id, k=k, filters=filters)
 
     def _list(self, user_id: str) -> Any:
         with self.store.snapshot():

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from memlab.embedders import CachedEmbedder, Embedder, get_embedder
 from memlab.errors import MemlabError, NotFoundError
 from memlab.locks import DirectoryLock
-from memlab.memory import BackendConfig, Capability, Memory, format_date, render_turns, turn_source
+from memlab.memory import BackendConfig, Capability, Memory, MemoryFilter, format_date, render_turns, turn_source
 from memlab.pg import StoreUrl
 from memlab.tokens import token_spans
 from memlab.types import MemoryItem, Message, Retrieval, Session
@@ -259,7 +259,7 @@ class RagMemory(Memory):
     )
     concurrent_users = True  # per-user stores, each with its own lock; the store table has a lock
     Config = RagConfig
-    capabilities = frozenset({Capability.PERSIST, Capability.LIST, Capability.DELETE})
+    capabilities = frozenset({Capability.PERSIST, Capability.LIST, Capability.DELETE, Capability.FILTER})
     config: RagConfig
 
     @classmethod
@@ -373,12 +373,18 @@ class RagMemory(Memory):
         # One durable append carries the chunks and the session's new turn count together.
         store.add(chunks, dense, sparse, colbert, sessions={session.id: first_turn + len(session.messages)})
 
-    def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
+    def _retrieve(self, query: str, *, user_id: str, k: int, filters: MemoryFilter | None = None) -> Retrieval:
         store = self._store(user_id, create=False)
         if store is None or not len(store) or not query.strip():
             return Retrieval()
         with store.lock:
-            found = self._ranked(store, user_id, query, k)
+            if filters is None:
+                found = self._ranked(store, user_id, query, k)
+            else:
+                # The k best among the matching chunks: rank them all, then keep the matching ones.
+                allowed = {i for i, chunk in enumerate(store.chunks) if filters.matches(chunk)}
+                ranked = self._ranked(store, user_id, query, len(store.chunks)) if allowed else []
+                found = [(i, item) for i, item in ranked if i in allowed][:k]
         found.sort(key=lambda pair: pair[0])  # store order is conversation order
         items = [item for _, item in found]
         return Retrieval(items=items, context=render_turns(items))

@@ -37,7 +37,7 @@ import numpy as np
 
 from memlab.embedders import Embedder
 from memlab.errors import ConfigurationError, DataFormatError, MemlabError, NotFoundError
-from memlab.memory import IngestReport, Memory, render_turns
+from memlab.memory import IngestReport, Memory, MemoryFilter, render_turns
 from memlab.pg import ensure_schema, ensure_vector_extension, get_meta, open_pool, redact, set_meta, vector_literal
 from memlab.types import MemoryItem, Retrieval, Session
 from memlab_plugins.rag.backend import RagConfig, RagMemory, _shared_embedder, chunk_session
@@ -219,9 +219,11 @@ class PgRagMemory(RagMemory):
         _, item_id, text, source, metadata = row[:5]
         return MemoryItem(id=item_id, text=text, source=source, metadata=metadata, score=score)
 
-    def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
+    def _retrieve(self, query: str, *, user_id: str, k: int, filters: MemoryFilter | None = None) -> Retrieval:
         if not query.strip():
             return Retrieval()
+        if filters is not None:
+            return self._retrieve_filtered(query, user_id=user_id, k=k, filters=filters)
         q = vector_literal(self.embedder.embed([query], query=True)[0])
         columns = "seq, item_id, text, source, metadata"
         with self._db.connection() as conn, conn.transaction():
@@ -247,6 +249,20 @@ class PgRagMemory(RagMemory):
                 rows = conn.execute(sql, (user_id, q, q, k)).fetchall()
         rows.sort(key=lambda r: r[0])  # conversation order, as the file store returns them
         items = [self._row_item(r, float(r[5])) for r in rows]
+        return Retrieval(items=items, context=render_turns(items))
+
+    def _retrieve_filtered(self, query: str, *, user_id: str, k: int, filters: MemoryFilter) -> Retrieval:
+        """The k nearest among the chunks ``filters`` selects: the user's rows ranked exactly, then filtered."""
+        q = vector_literal(self.embedder.embed([query], query=True)[0])
+        with self._db.connection() as conn:
+            rows = conn.execute(
+                f"SELECT seq, item_id, text, source, metadata, -(embedding <#> %s::vector) FROM {PREFIX}chunks"
+                " WHERE user_id=%s ORDER BY embedding <#> %s::vector, seq",
+                (q, user_id, q),
+            ).fetchall()
+        found = [(r, item) for r in rows if filters.matches(item := self._row_item(r, float(r[5])))][:k]
+        found.sort(key=lambda pair: pair[0][0])  # conversation order
+        items = [item for _, item in found]
         return Retrieval(items=items, context=render_turns(items))
 
     def _list(self, user_id: str) -> list[MemoryItem]:
