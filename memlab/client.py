@@ -19,12 +19,22 @@ client warns with ``EphemeralMemoryWarning``, or refuses with ``PersistenceError
 Without a ``data_dir`` the memory is in-process only, which is the caller's explicit choice, so
 there is no warning unless persistence is required.
 
+Metadata, filters, pages, idempotency: ``remember(..., metadata=...)`` stores a JSON object with
+each turn; ``recall``, ``memories`` and ``export`` take ``filters`` (``memlab.memory.MemoryFilter``:
+session id, time range, metadata keys); ``memories_page``, ``history_page`` and ``export(limit=...)``
+page with opaque cursors (``memlab.pagination``); ``remember(..., idempotency_key=...)`` stores a
+write once however often it is retried, also across a restart (``memlab.idempotency``). Each
+method has an ``a``-prefixed async twin (``await client.arecall(...)``) that runs it in a worker
+thread, so an event loop is never blocked by a backend.
+
 ``MemoryChat`` shows the chatbot loop: recall, call the LLM with the recalled context, store the turn.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import threading
 import uuid
 import warnings
@@ -35,7 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from memlab.errors import MemlabError, NotFoundError
-from memlab.memory import Capability, IngestReport, Memory, validate_user_id
+from memlab.idempotency import IdempotencyLog
+from memlab.memory import Capability, FilterLike, IngestReport, Memory, as_filter, validate_user_id
+from memlab.pagination import Page, page_by_id, page_by_position
 from memlab.registry import create_backend
 from memlab.tokens import truncate_front
 from memlab.types import MemoryItem, Message, Retrieval, Session
@@ -75,8 +87,13 @@ class PersistenceError(MemlabError):
 MemoryNotFoundError = NotFoundError
 
 
-def to_message(value: MessageLike) -> Message:
-    """Accept a Message, a ``{"role", "content"}`` mapping or a ``(role, content)`` pair."""
+def to_message(value: MessageLike, metadata: Mapping[str, Any] | None = None) -> Message:
+    """Accept a Message, a ``{"role", "content"}`` mapping or a ``(role, content)`` pair.
+
+    ``metadata`` (the write's) is merged under the message's own metadata (its keys win)."""
+    if metadata:
+        message = to_message(value)
+        return Message.model_validate({**message.model_dump(), "metadata": {**metadata, **message.metadata}})
     if isinstance(value, Message):
         return value
     if isinstance(value, tuple) and len(value) == 2:
@@ -248,6 +265,10 @@ class MemoryClient:
         release = self.memory.release if self.persistent else None
         self._users = UserTable(user_cache_size, self._releaser(release) if release is not None else None)
         self._lifecycle = ReadWriteLock()  # close() waits for calls in flight
+        # Idempotency keys of writes; on disk next to a persistent memory, so they survive a restart.
+        self._writes = IdempotencyLog(self.data_dir if self.persistent else None)
+        if self.persistent:
+            self._writes.recover(self._turns_stored)
         if batch_queries:
             self._coalesce_query_embeddings()
 
@@ -314,41 +335,91 @@ class MemoryClient:
             with self._users.use(user_id, write=write), self._backend_lock:
                 yield
 
+    def _turns_stored(self, user_id: str, session_id: str) -> int:
+        with self._user(user_id, write=True):
+            return self.memory._next_turn_index(user_id, session_id)
+
     # ------------------------------------------------------------------ core operations
     def remember(
-        self, user_id: str, messages: Iterable[MessageLike], *, session_id: str = DEFAULT_SESSION_ID
+        self,
+        user_id: str,
+        messages: Iterable[MessageLike],
+        *,
+        session_id: str = DEFAULT_SESSION_ID,
+        metadata: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> IngestReport:
-        """Append ``messages`` to session ``session_id`` of ``user_id``'s memory."""
-        parsed = [to_message(m) for m in messages]
+        """Append ``messages`` to session ``session_id`` of ``user_id``'s memory.
+
+        ``metadata`` is stored with every message (a message's own metadata keys win). With an
+        ``idempotency_key`` a repeated call (same key, same messages) returns the first call's
+        report and stores nothing; the same key with other messages is a ``ConflictError``.
+        """
+        parsed = [to_message(m, metadata) for m in messages]
         session = Session(id=session_id, messages=parsed)
         with self._user(user_id, write=True):
-            return self.memory.ingest(session, user_id=user_id)
+            if idempotency_key is None:
+                return self.memory.ingest(session, user_id=user_id)
+            request = {"session_id": session_id, "messages": [m.model_dump(mode="json") for m in parsed]}
+            intent = {
+                "session_id": session_id,
+                "first_turn": self.memory._next_turn_index(user_id, session_id),
+                "messages": len(parsed),
+            }
+            return self._writes.run(
+                user_id, idempotency_key, request, intent, lambda: self.memory.ingest(session, user_id=user_id)
+            )
 
-    def recall(self, user_id: str, query: str, k: int | None = None) -> Retrieval:
-        """What ``user_id``'s memory holds that is relevant to ``query`` (at most ``k`` items)."""
+    def recall(self, user_id: str, query: str, k: int | None = None, *, filters: FilterLike = None) -> Retrieval:
+        """What ``user_id``'s memory holds that is relevant to ``query`` (at most ``k`` items, among
+        those ``filters`` selects)."""
         if k is not None:
             if isinstance(k, bool) or not isinstance(k, int):
                 raise TypeError(f"k must be an integer, got {type(k).__name__}")
             if not 1 <= k <= self.max_k:
                 raise ValueError(f"k must be between 1 and {self.max_k} (max_k), got {k}")
+        selected = as_filter(filters)
         with self._user(user_id, write=False):
-            return self.memory.retrieve(query, user_id=user_id, k=k)
+            return self.memory.retrieve(query, user_id=user_id, k=k, filters=selected)
 
     def forget(self, user_id: str) -> None:
-        """Delete everything stored about ``user_id``."""
+        """Delete everything stored about ``user_id`` (its idempotency keys too)."""
         with self._user(user_id, write=True):
             self.memory.reset(user_id)
+            self._writes.forget_user(user_id)
 
-    def export(self, user_id: str) -> dict[str, Any]:
-        """Everything stored about ``user_id``, as one JSON-serialisable document."""
+    def export(
+        self, user_id: str, *, filters: FilterLike = None, limit: int | None = None, cursor: str | None = None
+    ) -> dict[str, Any]:
+        """Everything stored about ``user_id``, as one JSON-serialisable document.
+
+        With ``filters`` only the matching ``items``. With ``limit``/``cursor`` the ``items`` come a
+        page at a time (``next_cursor`` names the next page; the document's other parts come with
+        the first page only).
+        """
+        selected = as_filter(filters)
         with self._user(user_id, write=False):
-            return self.memory.export(user_id)
+            document = self.memory.export(user_id, filters=selected)
+        if limit is None and cursor is None:
+            return document
+        items = document.get("items", [])
+        page = page_by_id(items, lambda raw: str(raw.get("id", "")), limit=limit, cursor=cursor)
+        head = {"backend": document["backend"], "user_id": document["user_id"]}
+        rest = document if cursor is None else head
+        return {**rest, "items": page.items, "next_cursor": page.next_cursor}
 
     # ------------------------------------------------------------------ capability operations
-    def memories(self, user_id: str) -> list[MemoryItem]:
-        """All of ``user_id``'s memories (needs the 'list' capability)."""
+    def memories(self, user_id: str, *, filters: FilterLike = None) -> list[MemoryItem]:
+        """All of ``user_id``'s memories that ``filters`` selects (needs the 'list' capability)."""
+        selected = as_filter(filters)
         with self._user(user_id, write=False):
-            return self.memory.list_memories(user_id=user_id)
+            return self.memory.list_memories(user_id=user_id, filters=selected)
+
+    def memories_page(
+        self, user_id: str, *, filters: FilterLike = None, limit: int | None = None, cursor: str | None = None
+    ) -> Page[MemoryItem]:
+        """One page of ``memories`` (id order; see ``memlab.pagination``)."""
+        return page_by_id(self.memories(user_id, filters=filters), lambda item: item.id, limit=limit, cursor=cursor)
 
     def get(self, user_id: str, item_id: str) -> MemoryItem:
         """One memory by id, only if it belongs to ``user_id`` (needs 'list')."""
@@ -382,6 +453,12 @@ class MemoryClient:
         with self._user(user_id, write=False):
             return self._by_id(lambda: self.memory.history(item_id, user_id=user_id), user_id, item_id)
 
+    def history_page(
+        self, user_id: str, item_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[dict[str, Any]]:
+        """One page of ``history`` (events oldest first; the cursor is a position: history only grows)."""
+        return page_by_position(self.history(user_id, item_id), limit=limit, cursor=cursor)
+
     def _owned(self, user_id: str, item_id: str) -> MemoryItem | None:
         """Check that ``item_id`` is one of ``user_id``'s memories.
 
@@ -410,6 +487,7 @@ class MemoryClient:
             if not self._closed:
                 self._closed = True
                 self.memory.close()
+                self._writes.close()
 
     def __enter__(self) -> MemoryClient:
         return self
@@ -420,6 +498,45 @@ class MemoryClient:
     def __repr__(self) -> str:
         where = str(self.data_dir) if self.data_dir else "in-process"
         return f"MemoryClient(backend={self.backend!r}, data_dir={where!r}, persistent={self.persistent})"
+
+    # ------------------------------------------------------------------ async twins
+    # ``await client.arecall(...)`` runs ``recall`` in a worker thread: the per-user locks above
+    # make that safe, and one definition per operation serves both worlds.
+    async def _in_thread(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(functools.partial(method, *args, **kwargs))
+
+    async def aremember(self, user_id: str, messages: Iterable[MessageLike], **kwargs: Any) -> IngestReport:
+        return await self._in_thread(self.remember, user_id, list(messages), **kwargs)  # type: ignore[no-any-return]
+
+    async def arecall(self, user_id: str, query: str, k: int | None = None, **kwargs: Any) -> Retrieval:
+        return await self._in_thread(self.recall, user_id, query, k, **kwargs)  # type: ignore[no-any-return]
+
+    async def aforget(self, user_id: str) -> None:
+        await self._in_thread(self.forget, user_id)
+
+    async def aexport(self, user_id: str, **kwargs: Any) -> dict[str, Any]:
+        return await self._in_thread(self.export, user_id, **kwargs)  # type: ignore[no-any-return]
+
+    async def amemories(self, user_id: str, **kwargs: Any) -> list[MemoryItem]:
+        return await self._in_thread(self.memories, user_id, **kwargs)  # type: ignore[no-any-return]
+
+    async def amemories_page(self, user_id: str, **kwargs: Any) -> Page[MemoryItem]:
+        return await self._in_thread(self.memories_page, user_id, **kwargs)  # type: ignore[no-any-return]
+
+    async def aget(self, user_id: str, item_id: str) -> MemoryItem:
+        return await self._in_thread(self.get, user_id, item_id)  # type: ignore[no-any-return]
+
+    async def aupdate(self, user_id: str, item_id: str, text: str) -> MemoryItem:
+        return await self._in_thread(self.update, user_id, item_id, text)  # type: ignore[no-any-return]
+
+    async def adelete(self, user_id: str, item_id: str) -> None:
+        await self._in_thread(self.delete, user_id, item_id)
+
+    async def ahistory(self, user_id: str, item_id: str) -> list[dict[str, Any]]:
+        return await self._in_thread(self.history, user_id, item_id)  # type: ignore[no-any-return]
+
+    async def ahistory_page(self, user_id: str, item_id: str, **kwargs: Any) -> Page[dict[str, Any]]:
+        return await self._in_thread(self.history_page, user_id, item_id, **kwargs)  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------- the chatbot loop

@@ -63,3 +63,8 @@ class NotFoundError(MemlabError, KeyError):
 
 class DirectoryInUseError(MemlabError):
     """A data or run directory is held by another live process (one writer per directory)."""
+
+
+class ConflictError(MemlabError):
+    """The request conflicts with an earlier one: an idempotency key reused for a different write,
+    or one whose first use is still in progress (the service answers 409)."""

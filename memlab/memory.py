@@ -294,9 +294,7 @@ class Memory(ABC):
         """Convenience for chatbots: append turns to a session."""
         return self.ingest(Session(id=session_id, messages=messages), user_id=user_id)
 
-    def retrieve(
-        self, query: str, *, user_id: str, k: int | None = None, filters: FilterLike = None
-    ) -> Retrieval:
+    def retrieve(self, query: str, *, user_id: str, k: int | None = None, filters: FilterLike = None) -> Retrieval:
         """Return what ``user_id``'s memory holds that is relevant to ``query`` (among the items
         ``filters`` selects, for backends with the 'filter' capability)."""
         validate_user_id(user_id)

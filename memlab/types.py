@@ -30,10 +30,13 @@ def check_metadata(value: dict[str, Any]) -> dict[str, Any]:
     try:
         size = len(json.dumps(value, separators=(",", ":"), allow_nan=False).encode("utf-8"))
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"metadata must be plain JSON (objects, lists, strings, numbers, booleans, null): {exc}") from None
+        raise ValueError(
+            f"metadata must be plain JSON (objects, lists, strings, numbers, booleans, null): {exc}"
+        ) from None
     if size > MAX_METADATA_BYTES:
         raise ValueError(f"metadata is {size} bytes as JSON; at most {MAX_METADATA_BYTES} are stored per message")
     return value
+
 
 OPTION_LETTERS = ("a", "b", "c", "d")
 

@@ -1,7 +1,7 @@
 """Every error leaves the service as ``{"error": {"status", "code", "message", "details"?}}``.
 
 Mapping: validation and malformed JSON -> 422; missing/invalid key -> 401; key not allowed for the
-user -> 403; unknown memory id for that user -> 404; capability the backend lacks -> 405 with an
+user -> 403; unknown memory id for that user -> 404; an idempotency key reused for another write -> 409; capability the backend lacks -> 405 with an
 ``Allow`` header naming what the resource does support; body too large -> 413 (see limits.py);
 anything unexpected -> 500 without internals (logged server-side).
 """
@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from memlab.errors import MemlabError, NotFoundError, UnsupportedCapabilityError
+from memlab.errors import ConflictError, MemlabError, NotFoundError, UnsupportedCapabilityError
 
 log = logging.getLogger("memlab.server")
 
@@ -30,6 +30,7 @@ _CODES = {
     403: "forbidden",
     404: "not_found",
     405: "capability_not_supported",
+    409: "conflict",
     413: "payload_too_large",
     422: "validation_error",
 }
@@ -119,6 +120,10 @@ def install_error_handlers(app: FastAPI) -> None:
     async def not_found(request: Request, exc: NotFoundError) -> JSONResponse:
         # The client words these messages itself (user and id only): no stored text reaches here.
         return error_response(404, str(exc))
+
+    @app.exception_handler(ConflictError)
+    async def conflict(request: Request, exc: ConflictError) -> JSONResponse:
+        return error_response(409, str(exc))
 
     @app.exception_handler(UnsupportedCapabilityError)
     async def unsupported(request: Request, exc: UnsupportedCapabilityError) -> JSONResponse:
