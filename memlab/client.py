@@ -402,7 +402,9 @@ class MemoryClient:
             document = self.memory.export(user_id, filters=selected)
         if limit is None and cursor is None:
             return document
-        items = document.get("items", [])
+        items = document.get("items")
+        if items is None:  # a document of the backend's own shape (profile): page its memories
+            items = [item.model_dump(mode="json") for item in self.memories(user_id)] if self.supports("list") else []
         page = page_by_id(items, lambda raw: str(raw.get("id", "")), limit=limit, cursor=cursor)
         head = {"backend": document["backend"], "user_id": document["user_id"]}
         rest = document if cursor is None else head

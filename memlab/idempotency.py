@@ -55,6 +55,8 @@ class IdempotencyLog:
     def __init__(self, data_dir: Path | None, *, ttl_seconds: float = DEFAULT_TTL_SECONDS) -> None:
         self.ttl_seconds = ttl_seconds
         self._lock = threading.Lock()
+        if data_dir is not None:
+            Path(data_dir).mkdir(parents=True, exist_ok=True)
         path = ":memory:" if data_dir is None else str(Path(data_dir) / LOG_FILE)
         self._db = sqlite3.connect(path, check_same_thread=False, timeout=60, isolation_level=None)
         with self._lock:

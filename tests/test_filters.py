@@ -1,0 +1,193 @@
+"""Metadata, filters and pages for every built-in backend, through ``MemoryClient``.
+
+One user tells two sessions: "work" (March 2024, metadata topic=work) and "home" (May and June
+2024, topic=pets, one turn tagged "adoption"). Filters by session, by time range and by metadata
+must select exactly the matching items in search, list and export; what was stored must survive
+a reopen with its metadata; pages must return every memory once, also while memories are added.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pg_fixtures import pg_server  # noqa: F401 - the session fixture
+
+from memlab.client import MemoryClient
+from memlab.errors import UnsupportedCapabilityError
+from memlab.memory import Capability, MemoryFilter
+from memlab.types import MemoryItem, Message
+
+WORK = [
+    Message(
+        role="user",
+        content="I enjoy writing the quarterly reports for my team.",
+        timestamp=datetime(2024, 3, 4, 9, 0),
+        metadata={"topic": "work"},
+    ),
+    Message(
+        role="user",
+        content="I love planning the Tuesday standup meeting.",
+        timestamp=datetime(2024, 3, 5, 9, 0),
+        metadata={"topic": "work"},
+    ),
+]
+HOME = [
+    Message(
+        role="user",
+        content="I love my grey cat Pixel and her balcony naps.",
+        timestamp=datetime(2024, 5, 10, 18, 0),
+        metadata={"topic": "pets"},
+    ),
+    Message(
+        role="user",
+        content="I adopted a second cat called Miso.",
+        timestamp=datetime(2024, 6, 1, 18, 0),
+        metadata={"topic": "pets", "tags": ["adoption", "cats"]},
+    ),
+]
+
+BACKENDS: dict[str, tuple[str, dict[str, Any]]] = {
+    "none": ("none", {}),
+    "full_context": ("full_context", {}),
+    "rag-turn": ("rag", {"embedder": "hashing"}),
+    "rag-session": ("rag", {"embedder": "hashing", "chunking": "session"}),
+    "profile": ("profile", {"embedder": "hashing", "supporting_turns": 2}),
+    "mem0": ("mem0", {"embedder": "hashing"}),
+    "rag-postgres": ("rag", {"embedder": "hashing"}),
+    "profile-postgres": ("profile", {"embedder": "hashing", "supporting_turns": 2}),
+}
+
+
+@pytest.fixture(params=list(BACKENDS))
+def opened(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    name, options = BACKENDS[request.param]
+    options = dict(options)
+    if request.param.endswith("postgres"):
+        options["store"] = request.getfixturevalue("pg_server").database_for(tmp_path)
+
+    def open_client() -> MemoryClient:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # none: not persistent
+            return MemoryClient(name, options, data_dir=tmp_path / "data")
+
+    client = open_client()
+    client.remember("alice", WORK, session_id="work")
+    client.remember("alice", HOME, session_id="home")
+    client.remember("bob", [("user", "I love my dog Rex.")], session_id="home", metadata={"topic": "pets"})
+    yield request.param, client, open_client
+    client.close()
+
+
+def _sessions(items: list[MemoryItem]) -> set[str]:
+    found = set()
+    for item in items:
+        turns = [item.source, *item.source.get("turns", [])]
+        found |= {t["session_id"] for t in turns if "session_id" in t}
+    return found
+
+
+def _check_selected(items: list[MemoryItem], selected: MemoryFilter) -> None:
+    assert all(selected.matches(item) for item in items)
+
+
+FILTERS = {
+    "session": ({"session_id": "home"}, "cat"),
+    "time": ({"since": "2024-05-01T00:00:00", "until": "2024-07-01T00:00:00Z"}, "cat"),
+    "metadata": ({"metadata": {"topic": "work"}}, "report"),
+    "tag": ({"metadata": {"tags": "adoption"}}, "Miso"),
+}
+
+
+@pytest.mark.parametrize("which", list(FILTERS))
+def test_search_list_and_export_return_only_what_the_filter_selects(opened: Any, which: str) -> None:
+    backend, client, _ = opened
+    raw, expected_word = FILTERS[which]
+    selected = MemoryFilter.model_validate(raw)
+    retrieval = client.recall("alice", "what do I love? cat report Miso meeting", k=20, filters=raw)
+    _check_selected(retrieval.items, selected)
+    if backend == "none":
+        assert retrieval.items == [] and not client.supports(Capability.LIST)
+        assert client.export("alice", filters=raw)["items"] == []
+        return
+    assert retrieval.items, f"{backend}: the filter {raw} left nothing although matching turns exist"
+    assert expected_word in retrieval.context
+    unwanted = "quarterly" if expected_word != "report" else "Pixel"
+    if backend != "profile" and not backend.startswith("profile"):
+        assert unwanted not in retrieval.context
+    listed = client.memories("alice", filters=raw)
+    _check_selected(listed, selected)
+    assert listed and any(expected_word in item.text for item in listed)
+    everything = client.memories("alice")
+    assert [i.id for i in listed] == [i.id for i in everything if selected.matches(i)]
+    exported = client.export("alice", filters=raw)
+    assert exported["filters"] and [i["id"] for i in exported["items"]] == [i.id for i in listed]
+    # bob's memories never come back, whatever the filter
+    assert not any("Rex" in item.text for item in listed) and "Rex" not in retrieval.context
+
+
+def test_metadata_is_stored_with_each_turn_and_survives_a_reopen(opened: Any) -> None:
+    backend, client, open_client = opened
+    if backend == "none":
+        return
+    client.close()
+    reopened = open_client()
+    try:
+        tagged = reopened.memories("alice", filters={"metadata": {"tags": "cats"}})
+        assert (
+            tagged
+            and all("Miso" in item.text or "Miso" in str(item.source) for item in tagged)
+            or backend.startswith("profile")
+        )
+        turns = [t for item in reopened.memories("alice") for t in [item.source, *item.source.get("turns", [])]]
+        turns = [t for t in turns if t.get("turn_index") is not None]
+        with_meta = [t for t in turns if t.get("metadata")]
+        assert with_meta, f"{backend}: no stored turn kept its metadata"
+        assert {t["metadata"]["topic"] for t in with_meta} <= {"work", "pets"}
+    finally:
+        reopened.close()
+
+
+def test_pages_return_every_memory_once_while_memories_are_added(opened: Any) -> None:
+    backend, client, _ = opened
+    if backend == "none":
+        with pytest.raises(UnsupportedCapabilityError):
+            client.memories_page("alice", limit=2)
+        return
+    before = {item.id for item in client.memories("alice")}
+    seen: list[str] = []
+    page = client.memories_page("alice", limit=2)
+    added = False
+    while True:
+        seen += [item.id for item in page.items]
+        assert len(page.items) <= 2
+        if not added:  # a write between two pages moves nothing between pages
+            client.remember("alice", [("user", "I started learning the cello in July.")], session_id="music")
+            added = True
+        if page.next_cursor is None:
+            break
+        page = client.memories_page("alice", limit=2, cursor=page.next_cursor)
+    assert len(seen) == len(set(seen)), "a memory came twice"
+    assert before <= set(seen), "a memory that existed throughout was skipped"
+    # export pages the same items; its other parts come with the first page only
+    first = client.export("alice", limit=1)
+    assert len(first["items"]) == 1 and first["next_cursor"]
+    rest = client.export("alice", limit=1000, cursor=first["next_cursor"])
+    assert rest["next_cursor"] is None and set(rest) == {"backend", "user_id", "items", "next_cursor"}
+    with pytest.raises(ValueError, match="cursor"):
+        client.memories_page("alice", limit=2, cursor="not-a-cursor")
+
+
+def test_filter_values_are_checked() -> None:
+    with pytest.raises(ValueError, match="since"):
+        MemoryFilter.model_validate({"since": "2024-06-01T00:00:00", "until": "2024-05-01T00:00:00"})
+    with pytest.raises(ValueError):
+        MemoryFilter.model_validate({"sessions": "x"})
+    with pytest.raises(ValueError, match="metadata"):
+        Message(role="user", content="x", metadata={"blob": "x" * 5000})
+    # turns without metadata dump as before (dataset files and caches keyed on dumps do not change)
+    assert Message(role="user", content="x").model_dump() == {"role": "user", "content": "x", "timestamp": None}
