@@ -68,3 +68,7 @@ class DirectoryInUseError(MemlabError):
 class ConflictError(MemlabError):
     """The request conflicts with an earlier one: an idempotency key reused for a different write,
     or one whose first use is still in progress (the service answers 409)."""
+
+
+class WriteInProgressError(ConflictError):
+    """The first request with this idempotency key is still being processed: retry shortly."""

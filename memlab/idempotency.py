@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memlab.errors import ConflictError
+from memlab.errors import ConflictError, WriteInProgressError
 from memlab.memory import IngestReport
 
 LOG_FILE = ".memlab-idempotency.sqlite"
@@ -100,7 +100,9 @@ class IdempotencyLog:
                     f"idempotency key {key!r} was used for a different write of user {user_id!r}; use a new key"
                 )
             if result is None:
-                raise ConflictError(f"the write with idempotency key {key!r} is still in progress; retry shortly")
+                raise WriteInProgressError(
+                    f"the write with idempotency key {key!r} is still in progress; retry shortly"
+                )
             return IngestReport.model_validate_json(result)
         try:
             report = write()

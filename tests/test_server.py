@@ -23,7 +23,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from memlab.memory import BackendConfig, Capability, Memory, render_turns
+from memlab.memory import BackendConfig, Capability, Memory, MemoryFilter, render_turns, turn_source
 from memlab.testing.server_process import (
     ServerProcess,
     free_port,
@@ -85,18 +85,19 @@ class NotesMemory(Memory):
         state = self._state(user_id)
         for offset, message in enumerate(session.messages):
             note_id = f"n-{uuid.uuid4().hex}"
-            source = {"session_id": session.id, "turn_index": first_turn + offset, "role": message.role}
+            source = turn_source(session, first_turn + offset, message)
             state["notes"][note_id] = {"id": note_id, "text": message.content, "source": source}
             state["events"][note_id] = [{"event": "ADD", "text": message.content, **source}]
         self._save(user_id)
 
-    def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
+    def _retrieve(self, query: str, *, user_id: str, k: int, filters: MemoryFilter | None = None) -> Retrieval:
         words = set(re.findall(r"\w+", query.lower()))
         scored = []
         for note in self._state(user_id)["notes"].values():
             overlap = len(words & set(re.findall(r"\w+", note["text"].lower())))
-            if overlap:
-                scored.append(MemoryItem(**note, score=float(overlap)))
+            item = MemoryItem(**note, score=float(overlap))
+            if overlap and (filters is None or filters.matches(item)):
+                scored.append(item)
         scored.sort(key=lambda i: -(i.score or 0))
         items = scored[:k]
         return Retrieval(items=items, context=render_turns(items))

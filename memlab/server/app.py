@@ -17,12 +17,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path as Path_  # fastapi's Path (path parameters) is used below
 from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, TypeVar
 
-from fastapi import Depends, FastAPI, HTTPException, Path, Response, status
+from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Response, status
 
 from memlab.client import MemoryClient
 from memlab.errors import DirectoryInUseError
+from memlab.idempotency import MAX_KEY_CHARS
 from memlab.locks import DirectoryLock
-from memlab.memory import Capability
+from memlab.memory import Capability, MemoryFilter
+from memlab.pagination import MAX_PAGE_SIZE
 from memlab.server.auth import KeyRing, authenticate, authorize_user
 from memlab.server.errors import install_error_handlers
 from memlab.server.limits import BodySizeLimit
@@ -55,6 +57,52 @@ ItemId = Annotated[
 ]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (401, 403, 413, 422)}
+_WRITE_ERRORS: dict[int | str, dict[str, Any]] = {**_ERRORS, 409: {"model": ErrorResponse}}
+
+Limit = Annotated[
+    int | None, Query(ge=1, le=MAX_PAGE_SIZE, description="page size; without it everything comes in one page")
+]
+Cursor = Annotated[str | None, Query(min_length=1, max_length=2048, description="next_cursor of the previous page")]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=MAX_KEY_CHARS,
+        pattern=r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$",
+        description="a retried request with the same key returns the first result and stores nothing new",
+    ),
+]
+
+
+def list_filters(
+    session_id: Annotated[list[str] | None, Query(description="only turns of these sessions (repeatable)")] = None,
+    since: Annotated[str | None, Query(description="only turns at or after this ISO 8601 time")] = None,
+    until: Annotated[str | None, Query(description="only turns before this ISO 8601 time")] = None,
+    metadata: Annotated[
+        str | None, Query(max_length=4096, description='JSON object of turn metadata to match, e.g. {"topic":"work"}')
+    ] = None,
+) -> MemoryFilter | None:
+    """The filter of a GET listing, from its query parameters (bad values are 422)."""
+    import json
+
+    from pydantic import ValidationError
+
+    raw: dict[str, Any] = {"session_id": session_id, "since": since, "until": until}
+    if metadata is not None:
+        try:
+            raw["metadata"] = json.loads(metadata)
+        except ValueError:
+            raise HTTPException(422, 'metadata: not a JSON object, e.g. {"topic": "work"}') from None
+    try:
+        selected = MemoryFilter.model_validate({k: v for k, v in raw.items() if v is not None})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'filter'}: {e['msg']}" for e in exc.errors())
+        raise HTTPException(422, f"invalid filter: {problems}") from None
+    return None if selected.empty else selected
+
+
+Filters = Annotated[MemoryFilter | None, Depends(list_filters)]
 _ITEM_ERRORS: dict[int | str, dict[str, Any]] = {
     **_ERRORS,
     404: {"model": ErrorResponse},
@@ -216,15 +264,24 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
 
         return register
 
-    @user_route("POST", "/messages", response_model=IngestResponse, status_code=201, responses=_ERRORS)
-    def add_messages(user_id: User, body: AddMessages) -> Any:
-        """Store messages as the next turns of a session of this user."""
-        return client.remember(user_id, [m.model_dump() for m in body.messages], session_id=body.session_id)
+    @user_route("POST", "/messages", response_model=IngestResponse, status_code=201, responses=_WRITE_ERRORS)
+    def add_messages(user_id: User, body: AddMessages, idempotency_key: IdempotencyKey = None) -> Any:
+        """Store messages as the next turns of a session of this user.
 
-    @user_route("POST", "/search", response_model=SearchResponse, responses=_ERRORS)
+        With an ``Idempotency-Key`` header a retry (same key, same body) returns the first answer
+        and stores nothing new, also after a restart; the same key with another body is 409."""
+        return client.remember(
+            user_id,
+            [m.model_dump() for m in body.messages],
+            session_id=body.session_id,
+            metadata=body.metadata,
+            idempotency_key=idempotency_key,
+        )
+
+    @user_route("POST", "/search", response_model=SearchResponse, responses={**_ERRORS, 405: {"model": ErrorResponse}})
     def search(user_id: User, body: Search) -> Any:
-        """What this user's memory holds that is relevant to the query."""
-        return client.recall(user_id, body.query, k=body.k)
+        """What this user's memory holds that is relevant to the query (among the turns ``filters`` selects)."""
+        return client.recall(user_id, body.query, k=body.k, filters=body.filters)
 
     @user_route(
         "GET",
@@ -233,15 +290,17 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
         responses=_ITEM_ERRORS,
         openapi_extra={"responses": {"200": {"links": _ITEM_LINKS}}},
     )
-    def list_memories(user_id: User) -> Any:
-        """All of this user's memories (backends with the 'list' capability)."""
+    def list_memories(user_id: User, filters: Filters, limit: Limit = None, cursor: Cursor = None) -> Any:
+        """This user's memories (backends with the 'list' capability), filtered, a page at a time."""
         require("memories", "GET")
-        return {"items": client.memories(user_id)}
+        page = client.memories_page(user_id, filters=filters, limit=limit, cursor=cursor)
+        return {"items": page.items, "next_cursor": page.next_cursor}
 
     @user_route("GET", "/export", response_model=ExportResponse, responses={**_ERRORS, 405: {"model": ErrorResponse}})
-    def export_user(user_id: User) -> Any:
-        """Everything stored about this user, as one JSON document (backend, user_id, items, ...)."""
-        return client.export(user_id)
+    def export_user(user_id: User, filters: Filters, limit: Limit = None, cursor: Cursor = None) -> Any:
+        """Everything stored about this user, as one JSON document (backend, user_id, items, ...);
+        with filters the matching items; with limit/cursor the items a page at a time."""
+        return client.export(user_id, filters=filters, limit=limit, cursor=cursor)
 
     @user_route("DELETE", "", status_code=204, responses=_ERRORS)
     def forget_user(user_id: User) -> Response:
@@ -250,10 +309,11 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
         return Response(status_code=status.HTTP_204_NO_CONTENT)
 
     @user_route("GET", "/memories/{item_id}/history", response_model=HistoryResponse, responses=_ITEM_ERRORS)
-    def memory_history(user_id: User, item_id: ItemId) -> Any:
-        """How one memory changed over time (backends with the 'history' capability)."""
+    def memory_history(user_id: User, item_id: ItemId, limit: Limit = None, cursor: Cursor = None) -> Any:
+        """How one memory changed over time (backends with the 'history' capability), oldest first."""
         require("history", "GET")
-        return {"item_id": item_id, "events": client.history(user_id, item_id)}
+        page = client.history_page(user_id, item_id, limit=limit, cursor=cursor)
+        return {"item_id": item_id, "events": page.items, "next_cursor": page.next_cursor}
 
     @user_route("GET", "/memories/{item_id}", response_model=MemoryItem, responses=_ITEM_ERRORS)
     def get_memory(user_id: User, item_id: ItemId) -> Any:

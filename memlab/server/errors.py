@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from memlab.errors import ConflictError, MemlabError, NotFoundError, UnsupportedCapabilityError
+from memlab.errors import ConflictError, MemlabError, NotFoundError, UnsupportedCapabilityError, WriteInProgressError
 
 log = logging.getLogger("memlab.server")
 
@@ -123,7 +123,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ConflictError)
     async def conflict(request: Request, exc: ConflictError) -> JSONResponse:
-        return error_response(409, str(exc))
+        in_progress = isinstance(exc, WriteInProgressError)  # a client retries these
+        return error_response(409, str(exc), code="write_in_progress" if in_progress else "conflict")
 
     @app.exception_handler(UnsupportedCapabilityError)
     async def unsupported(request: Request, exc: UnsupportedCapabilityError) -> JSONResponse:

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Protocol
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from memlab.memory import IngestReport
+from memlab.memory import IngestReport, MemoryFilter
 from memlab.server.settings import ServerSettings
-from memlab.types import MemoryItem, Role
+from memlab.types import MAX_METADATA_BYTES, MemoryItem, Role, check_metadata
 
 ID_PATTERN = r"^[A-Za-z0-9_.:@\-]{1,128}$"
 
@@ -38,13 +38,18 @@ class SearchResponse(BaseModel):
     seconds: float
 
 
+NEXT_CURSOR_DOC = "pass as ?cursor= to get the next page; null after the last page"
+
+
 class MemoryList(BaseModel):
     items: list[MemoryItem]
+    next_cursor: str | None = Field(default=None, description=NEXT_CURSOR_DOC)
 
 
 class HistoryResponse(BaseModel):
     item_id: str
     events: list[dict[str, Any]]
+    next_cursor: str | None = Field(default=None, description=NEXT_CURSOR_DOC)
 
 
 class InfoResponse(BaseModel):
@@ -81,11 +86,13 @@ class MessageInShape(Protocol):
 class AddMessagesShape(Protocol):
     session_id: str
     messages: list[MessageInShape]
+    metadata: dict[str, Any]
 
 
 class SearchShape(Protocol):
     query: str
     k: int | None
+    filters: MemoryFilter | None
 
 
 class UpdateShape(Protocol):
@@ -106,6 +113,13 @@ def _iso_string(value: Any) -> Any:
     return value
 
 
+Metadata = Annotated[
+    dict[str, Any],
+    AfterValidator(check_metadata),
+    Field(description=f"a JSON object stored with the turn (at most {MAX_METADATA_BYTES} bytes as JSON)"),
+]
+
+
 def request_models(settings: ServerSettings) -> RequestModels:
     class MessageIn(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -113,6 +127,7 @@ def request_models(settings: ServerSettings) -> RequestModels:
         role: Role
         content: str = Field(max_length=settings.max_message_chars)
         timestamp: Annotated[datetime | None, BeforeValidator(_iso_string)] = None
+        metadata: Metadata = Field(default_factory=dict)
 
     class AddMessagesRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -123,12 +138,18 @@ def request_models(settings: ServerSettings) -> RequestModels:
             description="conversation these messages continue; sent again, it continues that session",
         )
         messages: list[MessageIn] = Field(min_length=1, max_length=settings.max_messages)
+        metadata: Metadata = Field(
+            default_factory=dict, description="stored with every message (a message's own keys win)"
+        )
 
     class SearchRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
 
         query: str = Field(min_length=1, max_length=settings.max_query_chars)
         k: int | None = Field(default=None, ge=1, le=settings.max_k, description="items (default: backend top_k)")
+        filters: MemoryFilter | None = Field(
+            default=None, description="search only among turns of these sessions, times and metadata"
+        )
 
     class UpdateRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
