@@ -470,6 +470,9 @@ class AsyncRemoteMemoryClient(_Base):
         await self.info()
         return self._capabilities()
 
+    async def persistent(self) -> bool:
+        return bool((await self.info())["persistent"])
+
     async def supports(self, capability: Capability | str) -> bool:
         return Capability(capability) in await self.capabilities()
 

@@ -1,5 +1,9 @@
 """langchain-core adapters: a retriever over any memlab memory and a chat history that stores into one.
 
+Both accept an in-process ``MemoryClient`` (or a ``Memory``) or a client of a running service
+(``memlab.remote.RemoteMemoryClient``); the retriever also takes an ``AsyncRemoteMemoryClient``
+for ``ainvoke``. ``MemlabRetriever(filters=...)`` searches only the turns a ``MemoryFilter`` selects.
+
 ``MemlabRetriever`` is a ``BaseRetriever``: ``invoke(query)`` returns the user's recalled memories as
 ``Document`` objects (``id`` = memory id; metadata carries ``score``, ``source`` (session/turn/role
 where the backend knows them), ``user_id`` and ``backend``), in the order the backend returns them
@@ -22,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.documents import Document
 from langchain_core.messages import (
@@ -38,18 +42,26 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, field_validator
 
 from memlab.client import MemoryClient
-from memlab.memory import Memory, validate_user_id
+from memlab.memory import Memory, MemoryFilter, validate_user_id
 from memlab.types import MemoryItem, Message
 
 __all__ = ["MemlabRetriever", "MemlabChatMessageHistory", "to_memlab_message"]
 
 
-def _as_client(memory: MemoryClient | Memory) -> MemoryClient:
-    if isinstance(memory, MemoryClient):
+def _as_client(memory: Any, *, allow_async: bool = False) -> Any:
+    """A client with ``recall``/``remember``: a MemoryClient, a Memory (wrapped) or a remote client."""
+    from memlab.remote import AsyncRemoteMemoryClient, RemoteMemoryClient
+
+    if isinstance(memory, MemoryClient | RemoteMemoryClient):
+        return memory
+    if allow_async and isinstance(memory, AsyncRemoteMemoryClient):
         return memory
     if isinstance(memory, Memory):
         return MemoryClient(memory)
-    raise TypeError(f"expected a memlab MemoryClient or Memory, got {type(memory).__name__}")
+    raise TypeError(
+        "expected a memlab MemoryClient, Memory or RemoteMemoryClient"
+        f"{' (or AsyncRemoteMemoryClient)' if allow_async else ''}, got {type(memory).__name__}"
+    )
 
 
 def item_to_document(item: MemoryItem, *, user_id: str, backend: str) -> Document:
@@ -72,15 +84,16 @@ class MemlabRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    memory: Any = Field(description="a memlab MemoryClient or Memory")
+    memory: Any = Field(description="a memlab MemoryClient, Memory, RemoteMemoryClient or AsyncRemoteMemoryClient")
     user_id: str
     k: int | None = Field(default=None, ge=1, description="items per query (None: the backend's top_k)")
     sort_by_score: bool = Field(default=False, description="order by descending score instead of backend order")
+    filters: MemoryFilter | None = Field(default=None, description="search only the turns this filter selects")
 
     @field_validator("memory")
     @classmethod
-    def _wrap(cls, value: Any) -> MemoryClient:
-        return _as_client(value)
+    def _wrap(cls, value: Any) -> Any:
+        return _as_client(value, allow_async=True)
 
     @field_validator("user_id")
     @classmethod
@@ -90,12 +103,31 @@ class MemlabRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None
     ) -> list[Document]:
-        client: MemoryClient = self.memory
-        retrieval = client.recall(self.user_id, query, k=self.k)
-        items = list(retrieval.items)
+        from memlab.remote import AsyncRemoteMemoryClient
+
+        if isinstance(self.memory, AsyncRemoteMemoryClient):
+            raise TypeError("this retriever holds an AsyncRemoteMemoryClient: use ainvoke, or a RemoteMemoryClient")
+        retrieval = self.memory.recall(self.user_id, query, k=self.k, filters=self.filters)
+        return self._documents(retrieval.items, self.memory.backend)
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun | None = None
+    ) -> list[Document]:
+        from memlab.remote import AsyncRemoteMemoryClient
+
+        if isinstance(self.memory, AsyncRemoteMemoryClient):
+            retrieval = await self.memory.recall(self.user_id, query, k=self.k, filters=self.filters)
+            return self._documents(retrieval.items, await self.memory.backend())
+        if isinstance(self.memory, MemoryClient):
+            retrieval = await self.memory.arecall(self.user_id, query, k=self.k, filters=self.filters)
+            return self._documents(retrieval.items, self.memory.backend)
+        return await super()._aget_relevant_documents(query, run_manager=run_manager)  # type: ignore[arg-type]
+
+    def _documents(self, found: list[MemoryItem], backend: str) -> list[Document]:
+        items = list(found)
         if self.sort_by_score:
             items.sort(key=lambda i: -(i.score if i.score is not None else float("-inf")))
-        return [item_to_document(i, user_id=self.user_id, backend=client.backend) for i in items]
+        return [item_to_document(i, user_id=self.user_id, backend=backend) for i in items]
 
 
 def to_memlab_message(message: BaseMessage) -> Message:
@@ -123,7 +155,7 @@ class MemlabChatMessageHistory(BaseChatMessageHistory):
 
     def __init__(
         self,
-        memory: MemoryClient | Memory,
+        memory: Any,
         *,
         user_id: str,
         session_id: str,
