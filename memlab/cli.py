@@ -1,4 +1,4 @@
-"""The ``memlab`` command line: run, report, demo, repair-predictions, backends, readers, serve.
+"""The ``memlab`` command line: run, report, demo, repair-predictions, backends, readers, serve, mcp.
 
 Plugin settings use dotted options: ``--rag.top-k 5`` sets ``top_k`` in the config of backend
 ``rag`` (by name or by label); ``--reader.<key>`` goes to the reader, ``--llm.<key>`` into the
@@ -339,6 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
         list_p.set_defaults(func=func)
     sub.add_parser("serve", help="REST memory service (memlab serve --help)", add_help=False)
+    sub.add_parser("mcp", help="memory as MCP tools for agents (memlab mcp --help)", add_help=False)
     return parser
 
 
@@ -349,6 +350,10 @@ def main(argv: list[str] | None = None) -> int:
         from memlab.server.cli import main as serve_main
 
         return serve_main(argv[1:])
+    if argv and argv[0] == "mcp":
+        from memlab.mcp_server import main as mcp_main
+
+        return mcp_main(argv[1:])
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     from memlab.run.driver import RunInterrupted

@@ -1,0 +1,512 @@
+"""``memlab mcp``: any memlab backend as Model Context Protocol tools, for agents.
+
+    memlab mcp --backend rag --data-dir ./memdata --user alice                 # stdio, one user
+    memlab mcp --backend rag --data-dir ./memdata --transport http \\
+        --host 127.0.0.1 --port 8765 --api-keys-file keys.txt                   # streamable HTTP
+
+Built on the official MCP Python SDK (``mcp`` 2.x, whose high-level server class is ``MCPServer``;
+1.x called it ``FastMCP``). One ``MemoryClient`` serves every call, with the data-directory lock,
+limits and errors of ``memlab serve``:
+
+- **stdio**: the user is fixed by ``--user``; tools take no user argument.
+- **streamable HTTP** (endpoint ``/mcp``): every HTTP request is authenticated with the API keys
+  of ``memlab serve`` (``--api-keys-file``, ``MEMLAB_API_KEYS``; ``Authorization: Bearer KEY`` or
+  ``X-API-Key: KEY``), a missing or wrong key is HTTP 401 before any MCP message is read. Tools
+  take ``user_id``; a key bound to users may act only for them (a key bound to one user may leave
+  ``user_id`` out), so an agent holding alice's key never reaches bob's memory.
+
+Tools (``TOOL_NAMES``): ``add_memory``, ``search_memory``, ``forget_user`` always;
+``list_memories`` and ``get_memory`` with the backend's 'list' capability, ``update_memory`` with
+'update', ``delete_memory`` with 'delete', ``memory_history`` with 'history', ``export_memories``
+when the backend can export. A tool the backend cannot serve is not offered at all. Mistakes
+(an unknown or foreign id, a bad filter, a key for another user) come back as tool errors with a
+one-line message; the server keeps running.
+"""
+
+# No "from __future__ import annotations": the SDK reads the tools' annotations, some built locally.
+
+import argparse
+import contextvars
+import sys
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from memlab.client import MemoryClient
+from memlab.errors import ConflictError, MemlabError, NotFoundError, UnsupportedCapabilityError
+from memlab.memory import Capability, IngestReport, Memory, MemoryFilter, validate_user_id
+from memlab.pagination import MAX_PAGE_SIZE
+from memlab.server.settings import ApiKey, ServerSettings
+from memlab.types import MemoryItem, Role
+
+TOOL_NAMES = (
+    "add_memory",
+    "search_memory",
+    "list_memories",
+    "get_memory",
+    "update_memory",
+    "delete_memory",
+    "memory_history",
+    "export_memories",
+    "forget_user",
+)
+MCP_PATH = "/mcp"
+
+# The API key of the HTTP request being served (set by the auth middleware, read by the tools).
+_current_key: contextvars.ContextVar[ApiKey | None] = contextvars.ContextVar("memlab_mcp_key", default=None)
+
+
+# ---------------------------------------------------------------------- tool arguments and results
+class MessageArg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Role = Field(description="who said it: user, assistant or system")
+    content: str = Field(description="what was said")
+    timestamp: str | None = Field(default=None, description="when (ISO 8601), if known")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="JSON object stored with this message")
+
+
+class AddResult(BaseModel):
+    stored: str = Field(description="what was stored, in words")
+    session_id: str
+    first_turn: int = Field(description="turn index of the first stored message in its session")
+    messages: int = Field(description="messages stored by this call (0 when an idempotency key repeated)")
+    repeated: bool = Field(description="true when the idempotency key was used before: nothing new was stored")
+
+
+class SearchResult(BaseModel):
+    context: str = Field(description="the recalled memories as text, ready for a prompt")
+    items: list[MemoryItem]
+
+
+class ListResult(BaseModel):
+    items: list[MemoryItem]
+    next_cursor: str | None = Field(default=None, description="pass as cursor for the next page; null at the end")
+
+
+class HistoryResult(BaseModel):
+    item_id: str
+    events: list[dict[str, Any]]
+    next_cursor: str | None = None
+
+
+class DoneResult(BaseModel):
+    done: str = Field(description="what was done, in words")
+
+
+Filters = Annotated[
+    MemoryFilter | None,
+    Field(description="only memories of these sessions (session_id), times (since/until) and metadata keys"),
+]
+Limit = Annotated[int | None, Field(ge=1, le=MAX_PAGE_SIZE, description="page size; omit for everything")]
+Cursor = Annotated[str | None, Field(description="next_cursor of the previous page")]
+ItemId = Annotated[str, Field(min_length=1, max_length=512, description="a memory id from search or list")]
+
+
+def _exports(memory: Memory) -> bool:
+    return Capability.LIST in memory.capabilities or type(memory)._export is not Memory._export
+
+
+def offered_tools(memory: Memory) -> list[str]:
+    """The tools this backend can serve (a tool needing a capability it lacks is left out)."""
+    needs: dict[str, bool] = {
+        "list_memories": Capability.LIST in memory.capabilities,
+        "get_memory": Capability.LIST in memory.capabilities,
+        "update_memory": Capability.UPDATE in memory.capabilities,
+        "delete_memory": Capability.DELETE in memory.capabilities,
+        "memory_history": Capability.HISTORY in memory.capabilities,
+        "export_memories": _exports(memory),
+    }
+    return [name for name in TOOL_NAMES if needs.get(name, True)]
+
+
+# ---------------------------------------------------------------------- the server
+class MemoryTools:
+    """The tool bodies over one ``MemoryClient``; ``user_for`` decides whose memory a call touches."""
+
+    def __init__(self, client: MemoryClient, settings: ServerSettings, *, user: str | None) -> None:
+        from memlab.server.schemas import request_models
+
+        self.client = client
+        self.settings = settings
+        self.fixed_user = validate_user_id(user) if user is not None else None
+        self._add_model = request_models(settings).AddMessages  # the REST service's limits and checks
+
+    def user_for(self, requested: str | None) -> str:
+        if self.fixed_user is not None:
+            if requested not in (None, self.fixed_user):
+                raise PermissionError(f"this server acts for user {self.fixed_user!r} only")
+            return self.fixed_user
+        key = _current_key.get()
+        if requested is None:
+            if key is not None and len(key.users) == 1:
+                return key.users[0]
+            raise ValueError("user_id is required (this API key is not bound to exactly one user)")
+        validate_user_id(requested)
+        if key is not None and not key.allows(requested):
+            raise PermissionError(f"this API key may not act for user {requested!r}")
+        return requested
+
+    def add_memory(
+        self,
+        user: str,
+        messages: list[MessageArg],
+        session_id: str,
+        metadata: dict[str, Any] | None,
+        idempotency_key: str | None,
+    ) -> AddResult:
+        body = self._add_model.model_validate(
+            {
+                "session_id": session_id,
+                "messages": [m.model_dump(exclude_none=True) for m in messages],
+                "metadata": metadata or {},
+            }
+        )
+        before = self.client.memory._next_turn_index(user, session_id) if idempotency_key else None
+        report: IngestReport = self.client.remember(
+            user,
+            [m.model_dump() for m in body.messages],  # type: ignore[attr-defined]
+            session_id=session_id,
+            metadata=metadata,
+            idempotency_key=idempotency_key,
+        )
+        repeated = before is not None and before != report.first_turn
+        last = report.first_turn + report.messages - 1
+        what = (
+            f"nothing new: key {idempotency_key!r} already stored {report.messages} message(s)"
+            if repeated
+            else f"{report.messages} message(s) as turns {report.first_turn}-{last} of session {session_id!r}"
+        )
+        return AddResult(
+            stored=what,
+            session_id=report.session_id,
+            first_turn=report.first_turn,
+            messages=0 if repeated else report.messages,
+            repeated=repeated,
+        )
+
+
+def _tool_error(exc: BaseException) -> Exception:
+    """A mistake the agent can fix, as the SDK's ToolError (one line, no traceback)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    if isinstance(exc, ValidationError):
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'argument'}: {e['msg']}" for e in exc.errors(include_input=False)
+        )
+        return ToolError(f"invalid arguments: {problems}")
+    kind = {
+        NotFoundError: "not found",
+        UnsupportedCapabilityError: "not supported",
+        ConflictError: "conflict",
+        PermissionError: "forbidden",
+    }
+    for cls, label in kind.items():
+        if isinstance(exc, cls):
+            return ToolError(f"{label}: {exc}")
+    return ToolError(str(exc))
+
+
+def _guarded(body: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn expected errors into tool errors (the SDK reports anything else as a crash, hiding its text)."""
+    import functools
+
+    @functools.wraps(body)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return body(*args, **kwargs)
+        except (ValidationError, ValueError, MemlabError, PermissionError, LookupError) as exc:
+            raise _tool_error(exc) from None
+
+    return call
+
+
+def build_server(client: MemoryClient, settings: ServerSettings, *, user: str | None) -> Any:
+    """The ``MCPServer`` with the tools ``client``'s backend can serve."""
+    from mcp.server.mcpserver import MCPServer
+
+    tools = MemoryTools(client, settings, user=user)
+    offered = set(offered_tools(client.memory))
+    server = MCPServer(
+        name="memlab",
+        instructions=(
+            f"Long-term memory ({client.backend} backend). Store what the user tells you with add_memory and "
+            "look it up with search_memory before answering questions about the user's past."
+            + (" Pass user_id: the user whose memory each call reads or changes." if user is None else "")
+        ),
+    )
+    multi = user is None  # over HTTP each call names its user (or the key's only user)
+    UserArg = Annotated[
+        str | None,
+        Field(description="the user whose memory this reads or changes (may be left out when the key has one user)"),
+    ]
+
+    def add(fn: Callable[..., Any], description: str, *, read_only: bool) -> None:
+        from mcp_types import ToolAnnotations
+
+        if fn.__name__ in offered:
+            server.add_tool(
+                _guarded(fn),
+                name=fn.__name__,
+                description=description,
+                annotations=ToolAnnotations(readOnlyHint=read_only, destructiveHint=not read_only),
+            )
+
+    # Each tool body once; over stdio the user argument is dropped from the schema (see _fixed_user).
+    def add_memory(
+        messages: Annotated[list[MessageArg], Field(min_length=1, description="the messages to remember")],
+        session_id: Annotated[str, Field(description="conversation the messages continue")] = "default",
+        metadata: Annotated[dict[str, Any] | None, Field(description="JSON object stored with each message")] = None,
+        idempotency_key: Annotated[
+            str | None, Field(description="repeat it when retrying: the messages are stored once")
+        ] = None,
+        user_id: UserArg = None,
+    ) -> AddResult:
+        return tools.add_memory(tools.user_for(user_id), messages, session_id, metadata, idempotency_key)
+
+    def search_memory(
+        query: Annotated[str, Field(min_length=1, max_length=settings.max_query_chars, description="what to recall")],
+        k: Annotated[int | None, Field(ge=1, le=settings.max_k, description="at most this many memories")] = None,
+        filters: Filters = None,
+        user_id: UserArg = None,
+    ) -> SearchResult:
+        found = client.recall(tools.user_for(user_id), query, k=k, filters=filters)
+        return SearchResult(context=found.context, items=found.items)
+
+    def list_memories(
+        filters: Filters = None, limit: Limit = None, cursor: Cursor = None, user_id: UserArg = None
+    ) -> ListResult:
+        page = client.memories_page(tools.user_for(user_id), filters=filters, limit=limit, cursor=cursor)
+        return ListResult(items=page.items, next_cursor=page.next_cursor)
+
+    def get_memory(item_id: ItemId, user_id: UserArg = None) -> MemoryItem:
+        return client.get(tools.user_for(user_id), item_id)
+
+    def update_memory(
+        item_id: ItemId,
+        text: Annotated[str, Field(min_length=1, max_length=settings.max_message_chars, pattern=r"\S")],
+        user_id: UserArg = None,
+    ) -> MemoryItem:
+        return client.update(tools.user_for(user_id), item_id, text)
+
+    def delete_memory(item_id: ItemId, user_id: UserArg = None) -> DoneResult:
+        who = tools.user_for(user_id)
+        client.delete(who, item_id)
+        return DoneResult(done=f"deleted memory {item_id!r} of user {who!r}")
+
+    def memory_history(
+        item_id: ItemId, limit: Limit = None, cursor: Cursor = None, user_id: UserArg = None
+    ) -> HistoryResult:
+        page = client.history_page(tools.user_for(user_id), item_id, limit=limit, cursor=cursor)
+        return HistoryResult(item_id=item_id, events=page.items, next_cursor=page.next_cursor)
+
+    def export_memories(
+        filters: Filters = None, limit: Limit = None, cursor: Cursor = None, user_id: UserArg = None
+    ) -> dict[str, Any]:
+        return client.export(tools.user_for(user_id), filters=filters, limit=limit, cursor=cursor)
+
+    def forget_user(user_id: UserArg = None) -> DoneResult:
+        who = tools.user_for(user_id)
+        client.forget(who)
+        return DoneResult(done=f"forgot everything stored about user {who!r}")
+
+    for fn, description, read_only in (
+        (add_memory, "Remember messages (the next turns of a conversation) in the user's long-term memory.", False),
+        (search_memory, "Recall what the user's memory holds about a query (optionally filtered).", True),
+        (list_memories, "List the user's memories, a page at a time, optionally filtered.", True),
+        (get_memory, "One of the user's memories by id.", True),
+        (update_memory, "Replace the text of one of the user's memories.", False),
+        (delete_memory, "Delete one of the user's memories.", False),
+        (memory_history, "How one of the user's memories changed over time.", True),
+        (export_memories, "Everything stored about the user, as one JSON document (or pages of it).", True),
+        (forget_user, "Delete everything stored about the user. Cannot be undone.", False),
+    ):
+        add(fn if multi else _fixed_user(fn), description, read_only=read_only)
+    return server
+
+
+def _fixed_user(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` without its ``user_id`` parameter (stdio: the user comes from the command line)."""
+    import functools
+    import inspect
+
+    signature = inspect.signature(fn)
+    params = [p for name, p in signature.parameters.items() if name != "user_id"]
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    call.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    annotations = dict(getattr(fn, "__annotations__", {}))
+    annotations.pop("user_id", None)
+    call.__annotations__ = annotations
+    return call
+
+
+# ---------------------------------------------------------------------- HTTP authentication
+ASGIApp = Callable[
+    [MutableMapping[str, Any], Callable[..., Awaitable[Any]], Callable[..., Awaitable[Any]]], Awaitable[None]
+]
+
+
+class ApiKeyAuth:
+    """ASGI middleware: every HTTP request needs a key of the ``KeyRing`` (401 otherwise)."""
+
+    def __init__(self, app: Any, keys: Any) -> None:
+        self.app, self.keys = app, keys
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope.get("path") == "/healthz":  # liveness, needs no key
+            from starlette.responses import JSONResponse
+
+            await JSONResponse({"status": "ok"})(scope, receive, send)
+            return
+        if scope["type"] != "http" or not self.keys.enabled:
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        presented = headers.get("x-api-key")
+        auth = headers.get("authorization", "")
+        if not presented and auth.lower().startswith("bearer "):
+            presented = auth[7:].strip()
+        key = self.keys.find(presented) if presented else None
+        if key is None:
+            from starlette.responses import JSONResponse
+
+            message = "invalid API key" if presented else "missing API key: send 'Authorization: Bearer <key>'"
+            code = "unauthorized"
+            body = {"error": {"status": 401, "code": code, "message": message}}
+            await JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
+            return
+        token = _current_key.set(key)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _current_key.reset(token)
+
+
+def http_app(server: Any, settings: ServerSettings) -> Any:
+    """The streamable-HTTP ASGI app, authenticated. Stateless: each request carries its key."""
+    from memlab.server.auth import KeyRing
+
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, host=settings.host
+    )
+    return ApiKeyAuth(app, KeyRing(settings))
+
+
+# ---------------------------------------------------------------------- command line
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="memlab mcp", description="Serve a memlab memory backend as MCP tools.")
+    p.add_argument("--backend", default="full_context", help="registered backend name (default: full_context)")
+    p.add_argument("--data-dir", help="directory where the backend keeps its state")
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="stdio (default) or http")
+    p.add_argument("--user", help="stdio: the user whose memory the tools use")
+    p.add_argument("--host", default="127.0.0.1", help="http: address to bind (non-loopback needs API keys)")
+    p.add_argument("--port", type=int, default=8765, help="http: port (default 8765)")
+    p.add_argument("--api-keys-file", metavar="PATH", help="http: API key entries, one a line (as memlab serve)")
+    p.add_argument(
+        "--allow-ephemeral", action="store_true", help="serve a backend whose memories do not survive a restart"
+    )
+    p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"], default="warning")
+    return p
+
+
+def build(argv: list[str]) -> tuple[argparse.Namespace, ServerSettings, dict[str, Any]]:
+    from memlab.server.cli import _backend_options
+
+    args, extra = _parser().parse_known_args(argv)
+    transport: Literal["stdio", "http"] = args.transport
+    if transport == "stdio" and not args.user:
+        raise ValueError("--user is required with --transport stdio (the user whose memory the tools use)")
+    if transport == "http" and args.user:
+        raise ValueError("--user is for stdio; over http each call's API key decides the user")
+    data: dict[str, Any] = {
+        "backend": args.backend,
+        "host": args.host,
+        "port": args.port,
+        "allow_ephemeral": args.allow_ephemeral,
+        "log_level": args.log_level,
+    }
+    if args.data_dir:
+        data["data_dir"] = args.data_dir
+    if args.api_keys_file:
+        data["api_keys_file"] = args.api_keys_file
+    options = _backend_options(extra, args.backend)
+    if options:
+        data["backend_config"] = options
+    settings = ServerSettings.model_validate(data).with_env_keys()
+    if settings.data_dir is None and not settings.allow_ephemeral:
+        raise ValueError("--data-dir is required so memories survive a restart (or pass --allow-ephemeral)")
+    if transport == "http":
+        settings.check_startable()  # a non-loopback address needs keys
+    return args, settings, data
+
+
+def open_client(settings: ServerSettings) -> tuple[MemoryClient, Any]:
+    """The backend behind the tools, holding the data directory as ``memlab serve`` does."""
+    from memlab.pg import config_uses_database
+    from memlab.server.app import hold_data_dir
+
+    lock = None
+    if settings.data_dir is not None and not config_uses_database(settings.backend_config):
+        lock = hold_data_dir(Path(settings.data_dir))
+    try:
+        client = MemoryClient(
+            settings.backend,
+            settings.backend_config,
+            data_dir=settings.data_dir,
+            require_persistence=not settings.allow_ephemeral,
+            max_k=settings.max_k,
+            user_cache_size=settings.user_cache_size,
+        )
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+    return client, lock
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``memlab mcp``; returns the exit code (2 with one ``memlab: error:`` line)."""
+    from memlab.server.cli import _describe, fail
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        return fail("the MCP SDK is not installed: pip install 'memlab[mcp]'")
+    try:
+        args, settings, _ = build(argv)
+        client, lock = open_client(settings)
+    except (ValidationError, ValueError, MemlabError) as exc:
+        return fail(_describe(exc))
+    try:
+        server = build_server(client, settings, user=args.user if args.transport == "stdio" else None)
+        print(
+            f"memlab mcp: backend {client.backend!r}, data {settings.data_dir or 'in-process'}, tools "
+            f"{', '.join(offered_tools(client.memory))}, transport {args.transport}"
+            + (f" http://{settings.host}:{settings.port}{MCP_PATH}" if args.transport == "http" else ""),
+            file=sys.stderr,
+            flush=True,
+        )
+        if args.transport == "stdio":
+            server.run("stdio")
+        else:
+            import uvicorn
+
+            if not settings.auth_enabled:
+                print("memlab mcp: WARNING: no API key configured (loopback only)", file=sys.stderr)
+            uvicorn.run(http_app(server, settings), host=settings.host, port=settings.port, log_level=args.log_level)
+    finally:
+        client.close()
+        if lock is not None:
+            lock.release()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
