@@ -508,37 +508,37 @@ class MemoryClient:
         return await asyncio.to_thread(functools.partial(method, *args, **kwargs))
 
     async def aremember(self, user_id: str, messages: Iterable[MessageLike], **kwargs: Any) -> IngestReport:
-        return await self._in_thread(self.remember, user_id, list(messages), **kwargs)  # type: ignore[no-any-return]
+        return await self._in_thread(self.remember, user_id, list(messages), **kwargs)
 
     async def arecall(self, user_id: str, query: str, k: int | None = None, **kwargs: Any) -> Retrieval:
-        return await self._in_thread(self.recall, user_id, query, k, **kwargs)  # type: ignore[no-any-return]
+        return await self._in_thread(self.recall, user_id, query, k, **kwargs)
 
     async def aforget(self, user_id: str) -> None:
         await self._in_thread(self.forget, user_id)
 
     async def aexport(self, user_id: str, **kwargs: Any) -> dict[str, Any]:
-        return await self._in_thread(self.export, user_id, **kwargs)  # type: ignore[no-any-return]
+        return await self._in_thread(self.export, user_id, **kwargs)
 
     async def amemories(self, user_id: str, **kwargs: Any) -> list[MemoryItem]:
-        return await self._in_thread(self.memories, user_id, **kwargs)  # type: ignore[no-any-return]
+        return await self._in_thread(self.memories, user_id, **kwargs)
 
     async def amemories_page(self, user_id: str, **kwargs: Any) -> Page[MemoryItem]:
-        return await self._in_thread(self.memories_page, user_id, **kwargs)  # type: ignore[no-any-return]
+        return await self._in_thread(self.memories_page, user_id, **kwargs)
 
     async def aget(self, user_id: str, item_id: str) -> MemoryItem:
-        return await self._in_thread(self.get, user_id, item_id)  # type: ignore[no-any-return]
+        return await self._in_thread(self.get, user_id, item_id)
 
     async def aupdate(self, user_id: str, item_id: str, text: str) -> MemoryItem:
-        return await self._in_thread(self.update, user_id, item_id, text)  # type: ignore[no-any-return]
+        return await self._in_thread(self.update, user_id, item_id, text)
 
     async def adelete(self, user_id: str, item_id: str) -> None:
         await self._in_thread(self.delete, user_id, item_id)
 
     async def ahistory(self, user_id: str, item_id: str) -> list[dict[str, Any]]:
-        return await self._in_thread(self.history, user_id, item_id)  # type: ignore[no-any-return]
+        return await self._in_thread(self.history, user_id, item_id)
 
     async def ahistory_page(self, user_id: str, item_id: str, **kwargs: Any) -> Page[dict[str, Any]]:
-        return await self._in_thread(self.history_page, user_id, item_id, **kwargs)  # type: ignore[no-any-return]
+        return await self._in_thread(self.history_page, user_id, item_id, **kwargs)
 
 
 # ---------------------------------------------------------------------- the chatbot loop

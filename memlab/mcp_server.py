@@ -251,7 +251,7 @@ def build_server(client: MemoryClient, settings: ServerSettings, *, user: str | 
                 _guarded(fn),
                 name=fn.__name__,
                 description=description,
-                annotations=ToolAnnotations(readOnlyHint=read_only, destructiveHint=not read_only),
+                annotations=ToolAnnotations(read_only_hint=read_only, destructive_hint=not read_only),
             )
 
     # Each tool body once; over stdio the user argument is dropped from the schema (see _fixed_user).

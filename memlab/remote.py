@@ -322,7 +322,7 @@ class RemoteMemoryClient(_Base):
         while True:
             try:
                 response = self._http.request(
-                    call.method, call.path, json=call.json, params=call.params or None, headers=call.headers
+                    call.method, call.path, json=call.json, params=tuple(call.params), headers=call.headers
                 )
             except _RETRYABLE:
                 if attempt >= self.retries:
@@ -447,7 +447,7 @@ class AsyncRemoteMemoryClient(_Base):
         while True:
             try:
                 response = await self._http.request(
-                    call.method, call.path, json=call.json, params=call.params or None, headers=call.headers
+                    call.method, call.path, json=call.json, params=tuple(call.params), headers=call.headers
                 )
             except _RETRYABLE:
                 if attempt >= self.retries:

@@ -42,9 +42,7 @@ def run_block(block: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env.update({"HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False"})
     script = cwd / "quickstart.py"
     script.write_text(block, encoding="utf-8")
-    return subprocess.run(
-        [sys.executable, str(script)], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
-    )
+    return subprocess.run([sys.executable, str(script)], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_the_section_has_the_two_quick_starts() -> None:
