@@ -39,7 +39,7 @@ from memlab.errors import ConflictError, MemlabError, NotFoundError, Unsupported
 from memlab.memory import Capability, IngestReport, Memory, MemoryFilter, validate_user_id
 from memlab.pagination import MAX_PAGE_SIZE
 from memlab.server.settings import ApiKey, ServerSettings
-from memlab.types import MemoryItem, Role
+from memlab.types import MemoryItem, Role, TurnMetadata
 
 TOOL_NAMES = (
     "add_memory",
@@ -65,7 +65,7 @@ class MessageArg(BaseModel):
     role: Role = Field(description="who said it: user, assistant or system")
     content: str = Field(description="what was said")
     timestamp: str | None = Field(default=None, description="when (ISO 8601), if known")
-    metadata: dict[str, Any] = Field(default_factory=dict, description="JSON object stored with this message")
+    metadata: TurnMetadata = Field(default_factory=dict)
 
 
 class AddResult(BaseModel):
@@ -258,7 +258,7 @@ def build_server(client: MemoryClient, settings: ServerSettings, *, user: str | 
     def add_memory(
         messages: Annotated[list[MessageArg], Field(min_length=1, description="the messages to remember")],
         session_id: Annotated[str, Field(description="conversation the messages continue")] = "default",
-        metadata: Annotated[dict[str, Any] | None, Field(description="JSON object stored with each message")] = None,
+        metadata: Annotated[TurnMetadata | None, Field(description="stored with each message")] = None,
         idempotency_key: Annotated[
             str | None, Field(description="repeat it when retrying: the messages are stored once")
         ] = None,

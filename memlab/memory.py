@@ -41,13 +41,13 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from memlab.errors import MemlabError, PluginValidationError, UnsupportedCapabilityError
 from memlab.tokens import count_tokens
-from memlab.types import MemoryItem, Message, Retrieval, Session
+from memlab.types import MemoryItem, Message, MetadataScalar, Retrieval, Session
 
 _USER_ID = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 
@@ -76,7 +76,21 @@ CAPABILITY_HOOKS: dict[Capability, str] = {
     Capability.PERSIST: "_next_turn_index",
 }
 
-MetadataValue = str | int | float | bool | None
+
+_NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
+
+
+def _time_value(value: Any) -> Any:
+    # A date-time string (or a datetime): pydantic would otherwise read a number as a Unix time.
+    if value is None or isinstance(value, datetime):
+        return value
+    if not isinstance(value, str) or _NUMBER.match(value):
+        raise ValueError("a time must be an ISO 8601 date-time string")
+    return value
+
+
+# A time given as an ISO 8601 string (or a datetime), never a number.
+IsoTime = Annotated[datetime, BeforeValidator(_time_value)]
 
 
 def _aware(when: datetime) -> datetime:
@@ -88,7 +102,8 @@ class MemoryFilter(BaseModel):
 
     - ``session_id``: the turn belongs to one of these sessions (a string or a list).
     - ``since`` / ``until``: the turn's ``timestamp`` is at or after ``since`` and before ``until``
-      (times without a zone are UTC); a turn stored without a timestamp matches no time range.
+      (times without a zone are UTC); a turn stored without a timestamp matches no time range, and
+      a range with ``since`` at or after ``until`` selects nothing.
     - ``metadata``: for each key, the turn's metadata has that value (when the stored value is a
       list, the filter value must be one of its elements: ``{"tags": "work"}`` matches
       ``{"tags": ["work", "urgent"]}``).
@@ -99,21 +114,15 @@ class MemoryFilter(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    session_id: list[str] | None = Field(default=None, description="one session id or a list of them")
-    since: datetime | None = Field(default=None, description="turns at or after this time (ISO 8601)")
-    until: datetime | None = Field(default=None, description="turns before this time (ISO 8601)")
-    metadata: dict[str, MetadataValue] = Field(default_factory=dict, description="turn metadata key -> value")
+    session_id: str | list[str] | None = Field(default=None, description="one session id or a list of them")
+    since: IsoTime | None = Field(default=None, description="turns at or after this time (ISO 8601)")
+    until: IsoTime | None = Field(default=None, description="turns before this time (ISO 8601)")
+    metadata: dict[str, MetadataScalar] = Field(default_factory=dict, description="turn metadata key -> value")
 
-    @field_validator("session_id", mode="before")
+    @field_validator("session_id")
     @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
-
-    @model_validator(mode="after")
-    def _range(self) -> MemoryFilter:
-        if self.since is not None and self.until is not None and _aware(self.since) >= _aware(self.until):
-            raise ValueError("filters: 'since' must be before 'until'")
-        return self
+    def _one_or_many(cls, value: str | list[str] | None) -> list[str] | None:
+        return [value] if isinstance(value, str) else value  # always a list once validated
 
     @property
     def empty(self) -> bool:
@@ -126,7 +135,7 @@ class MemoryFilter(BaseModel):
 
     def _source_matches(self, item_source: Mapping[str, Any], source: Mapping[str, Any]) -> bool:
         session = source.get("session_id", item_source.get("session_id"))
-        if self.session_id is not None and session not in self.session_id:
+        if self.session_id is not None and session not in list(self.session_id):
             return False
         if self.since is not None or self.until is not None:
             stamp = source.get("timestamp")

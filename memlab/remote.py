@@ -160,8 +160,7 @@ def _filter_params(filters: FilterLike) -> list[tuple[str, str]]:
     params += [
         (name, when.isoformat()) for name, when in (("since", selected.since), ("until", selected.until)) if when
     ]
-    if selected.metadata:
-        params.append(("metadata", json.dumps(selected.metadata)))
+    params += [("metadata", f"{key}:{json.dumps(value)}") for key, value in selected.metadata.items()]
     return params
 
 

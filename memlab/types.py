@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    StringConstraints,
     field_validator,
     model_serializer,
     model_validator,
@@ -18,27 +22,29 @@ from pydantic import (
 
 Role = Literal["system", "user", "assistant"]
 
-MAX_METADATA_BYTES = 4096  # one message's metadata, as compact JSON
-MAX_METADATA_KEY_CHARS = 64
-
-
-def check_metadata(value: dict[str, Any]) -> dict[str, Any]:
-    """Caller metadata of a stored turn: a JSON object of at most ``MAX_METADATA_BYTES``."""
-    for key in value:
-        if not isinstance(key, str) or not 1 <= len(key) <= MAX_METADATA_KEY_CHARS:
-            raise ValueError(f"metadata keys must be strings of 1-{MAX_METADATA_KEY_CHARS} characters, got {key!r}")
-    try:
-        size = len(json.dumps(value, separators=(",", ":"), allow_nan=False).encode("utf-8"))
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"metadata must be plain JSON (objects, lists, strings, numbers, booleans, null): {exc}"
-        ) from None
-    if size > MAX_METADATA_BYTES:
-        raise ValueError(f"metadata is {size} bytes as JSON; at most {MAX_METADATA_BYTES} are stored per message")
-    return value
-
-
 OPTION_LETTERS = ("a", "b", "c", "d")
+
+# Caller metadata of a stored turn: a flat JSON object of scalars and short lists (tags). The bounds
+# are the schema, so any metadata the schema allows has a bounded size (under 80 KB as UTF-8).
+MAX_METADATA_KEYS = 16
+MAX_METADATA_KEY_CHARS = 64
+MAX_METADATA_STRING_CHARS = 256
+MAX_METADATA_LIST_ITEMS = 8
+
+# Strict: "007" stays a string and 1 stays a number (lax coercion would blur what filters compare).
+MetadataString = Annotated[StrictStr, StringConstraints(max_length=MAX_METADATA_STRING_CHARS)]
+MetadataScalar = MetadataString | StrictBool | StrictInt | Annotated[StrictFloat, Field(allow_inf_nan=False)] | None
+MetadataValue = MetadataScalar | Annotated[list[MetadataScalar], Field(max_length=MAX_METADATA_LIST_ITEMS)]
+MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=MAX_METADATA_KEY_CHARS)]
+TurnMetadata = Annotated[
+    dict[MetadataKey, MetadataValue],
+    Field(
+        max_length=MAX_METADATA_KEYS,
+        description=f"JSON object stored with the turn: at most {MAX_METADATA_KEYS} keys of 1-{MAX_METADATA_KEY_CHARS} "
+        f"characters; values are strings (at most {MAX_METADATA_STRING_CHARS} characters), numbers, booleans, "
+        f"null, or lists of at most {MAX_METADATA_LIST_ITEMS} of those",
+    ),
+]
 
 
 class Message(BaseModel):
@@ -49,12 +55,7 @@ class Message(BaseModel):
     role: Role
     content: str
     timestamp: datetime | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("metadata")
-    @classmethod
-    def _bounded(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return check_metadata(value)
+    metadata: TurnMetadata = Field(default_factory=dict)
 
     @model_serializer(mode="wrap")
     def _omit_empty_metadata(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

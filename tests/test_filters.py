@@ -183,11 +183,16 @@ def test_pages_return_every_memory_once_while_memories_are_added(opened: Any) ->
 
 
 def test_filter_values_are_checked() -> None:
-    with pytest.raises(ValueError, match="since"):
-        MemoryFilter.model_validate({"since": "2024-06-01T00:00:00", "until": "2024-05-01T00:00:00"})
+    inverted = MemoryFilter.model_validate({"since": "2024-06-01T00:00:00", "until": "2024-05-01T00:00:00"})
+    dated = MemoryItem(id="x", text="x", source={"timestamp": "2024-05-15T00:00:00"})
+    assert not inverted.matches(dated)  # an empty range selects nothing (it is not an error)
     with pytest.raises(ValueError):
         MemoryFilter.model_validate({"sessions": "x"})
     with pytest.raises(ValueError, match="metadata"):
         Message(role="user", content="x", metadata={"blob": "x" * 5000})
+    with pytest.raises(ValueError, match="metadata"):
+        Message(role="user", content="x", metadata={"nested": {"objects": "are not filterable"}})
+    with pytest.raises(ValueError, match="since"):
+        MemoryFilter.model_validate({"since": 0})  # a number is not read as a Unix time
     # turns without metadata dump as before (dataset files and caches keyed on dumps do not change)
     assert Message(role="user", content="x").model_dump() == {"role": "user", "content": "x", "timestamp": None}

@@ -114,7 +114,7 @@ def test_every_operation_over_http(server: ServerProcess) -> None:
             memory.memories_page(user, cursor="not-a-cursor")
         raw = httpx.get(
             f"{server.url}/v1/users/{user}/memories",
-            params={"since": "2025-01-01T00:00:00", "until": "2024-01-01T00:00:00"},
+            params={"since": "yesterday", "metadata": '{"topic": "pets"}'},
             headers={"Authorization": f"Bearer {ADMIN_KEY}"},
         )
         assert raw.status_code == 422 and "since" in raw.json()["error"]["message"]

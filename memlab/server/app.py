@@ -18,13 +18,14 @@ from pathlib import Path as Path_  # fastapi's Path (path parameters) is used be
 from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, TypeVar
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Response, status
+from pydantic import StringConstraints, ValidationError
 
 from memlab.client import MemoryClient
 from memlab.errors import DirectoryInUseError
 from memlab.idempotency import MAX_KEY_CHARS
 from memlab.locks import DirectoryLock
-from memlab.memory import Capability, MemoryFilter
-from memlab.pagination import MAX_PAGE_SIZE
+from memlab.memory import Capability, IsoTime, MemoryFilter
+from memlab.pagination import ID_CURSOR_PATTERN, MAX_PAGE_SIZE, POSITION_CURSOR_PATTERN
 from memlab.server.auth import KeyRing, authenticate, authorize_user
 from memlab.server.errors import install_error_handlers
 from memlab.server.limits import BodySizeLimit
@@ -62,7 +63,12 @@ _WRITE_ERRORS: dict[int | str, dict[str, Any]] = {**_ERRORS, 409: {"model": Erro
 Limit = Annotated[
     int | None, Query(ge=1, le=MAX_PAGE_SIZE, description="page size; without it everything comes in one page")
 ]
-Cursor = Annotated[str | None, Query(min_length=1, max_length=2048, description="next_cursor of the previous page")]
+Cursor = Annotated[
+    str | None, Query(pattern=ID_CURSOR_PATTERN, description="next_cursor of the previous page (opaque)")
+]
+HistoryCursor = Annotated[
+    str | None, Query(pattern=POSITION_CURSOR_PATTERN, description="next_cursor of the previous page (opaque)")
+]
 IdempotencyKey = Annotated[
     str | None,
     Header(
@@ -77,26 +83,32 @@ IdempotencyKey = Annotated[
 
 def list_filters(
     session_id: Annotated[list[str] | None, Query(description="only turns of these sessions (repeatable)")] = None,
-    since: Annotated[str | None, Query(description="only turns at or after this ISO 8601 time")] = None,
-    until: Annotated[str | None, Query(description="only turns before this ISO 8601 time")] = None,
+    since: Annotated[IsoTime | None, Query(description="only turns at or after this time (ISO 8601)")] = None,
+    until: Annotated[IsoTime | None, Query(description="only turns before this time (ISO 8601)")] = None,
     metadata: Annotated[
-        str | None, Query(max_length=4096, description='JSON object of turn metadata to match, e.g. {"topic":"work"}')
+        list[Annotated[str, StringConstraints(pattern=r"^[^:]{1,64}:[\s\S]{0,256}$")]] | None,
+        Query(
+            description="KEY:VALUE, repeatable: turns whose metadata KEY has VALUE (read as JSON when it "
+            'parses: 3, true, null, "007"; else as a string), e.g. topic:work',
+        ),
     ] = None,
 ) -> MemoryFilter | None:
-    """The filter of a GET listing, from its query parameters (bad values are 422)."""
+    """The filter of a GET listing, from its query parameters."""
     import json
 
-    from pydantic import ValidationError
-
-    raw: dict[str, Any] = {"session_id": session_id, "since": since, "until": until}
-    if metadata is not None:
+    wanted: dict[str, Any] = {}
+    for entry in metadata or []:
+        key, _, raw = entry.partition(":")
         try:
-            raw["metadata"] = json.loads(metadata)
+            value = json.loads(raw)
         except ValueError:
-            raise HTTPException(422, 'metadata: not a JSON object, e.g. {"topic": "work"}') from None
+            value = raw
+        wanted[key] = value if value is None or isinstance(value, str | int | float | bool) else raw
     try:
-        selected = MemoryFilter.model_validate({k: v for k, v in raw.items() if v is not None})
-    except ValidationError as exc:
+        selected = MemoryFilter.model_validate(
+            {"session_id": session_id, "since": since, "until": until, "metadata": wanted}
+        )
+    except ValidationError as exc:  # a value the metadata schema does not allow (a string over 256 characters)
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'filter'}: {e['msg']}" for e in exc.errors())
         raise HTTPException(422, f"invalid filter: {problems}") from None
     return None if selected.empty else selected
@@ -309,7 +321,7 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
         return Response(status_code=status.HTTP_204_NO_CONTENT)
 
     @user_route("GET", "/memories/{item_id}/history", response_model=HistoryResponse, responses=_ITEM_ERRORS)
-    def memory_history(user_id: User, item_id: ItemId, limit: Limit = None, cursor: Cursor = None) -> Any:
+    def memory_history(user_id: User, item_id: ItemId, limit: Limit = None, cursor: HistoryCursor = None) -> Any:
         """How one memory changed over time (backends with the 'history' capability), oldest first."""
         require("history", "GET")
         page = client.history_page(user_id, item_id, limit=limit, cursor=cursor)

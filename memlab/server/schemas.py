@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Protocol
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from memlab.memory import IngestReport, MemoryFilter
 from memlab.server.settings import ServerSettings
-from memlab.types import MAX_METADATA_BYTES, MemoryItem, Role, check_metadata
+from memlab.types import MemoryItem, Role, TurnMetadata
 
 ID_PATTERN = r"^[A-Za-z0-9_.:@\-]{1,128}$"
 
@@ -113,13 +113,6 @@ def _iso_string(value: Any) -> Any:
     return value
 
 
-Metadata = Annotated[
-    dict[str, Any],
-    AfterValidator(check_metadata),
-    Field(description=f"a JSON object stored with the turn (at most {MAX_METADATA_BYTES} bytes as JSON)"),
-]
-
-
 def request_models(settings: ServerSettings) -> RequestModels:
     class MessageIn(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -127,7 +120,7 @@ def request_models(settings: ServerSettings) -> RequestModels:
         role: Role
         content: str = Field(max_length=settings.max_message_chars)
         timestamp: Annotated[datetime | None, BeforeValidator(_iso_string)] = None
-        metadata: Metadata = Field(default_factory=dict)
+        metadata: TurnMetadata = Field(default_factory=dict)
 
     class AddMessagesRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -138,9 +131,7 @@ def request_models(settings: ServerSettings) -> RequestModels:
             description="conversation these messages continue; sent again, it continues that session",
         )
         messages: list[MessageIn] = Field(min_length=1, max_length=settings.max_messages)
-        metadata: Metadata = Field(
-            default_factory=dict, description="stored with every message (a message's own keys win)"
-        )
+        metadata: TurnMetadata = Field(default_factory=dict)  # stored with every message (a message's own keys win)
 
     class SearchRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
