@@ -29,7 +29,6 @@ import argparse
 import contextvars
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -446,30 +445,6 @@ def build(argv: list[str]) -> tuple[argparse.Namespace, ServerSettings, dict[str
     return args, settings, data
 
 
-def open_client(settings: ServerSettings) -> tuple[MemoryClient, Any]:
-    """The backend behind the tools, holding the data directory as ``memlab serve`` does."""
-    from memlab.pg import config_uses_database
-    from memlab.server.app import hold_data_dir
-
-    lock = None
-    if settings.data_dir is not None and not config_uses_database(settings.backend_config):
-        lock = hold_data_dir(Path(settings.data_dir))
-    try:
-        client = MemoryClient(
-            settings.backend,
-            settings.backend_config,
-            data_dir=settings.data_dir,
-            require_persistence=not settings.allow_ephemeral,
-            max_k=settings.max_k,
-            user_cache_size=settings.user_cache_size,
-        )
-    except BaseException:
-        if lock is not None:
-            lock.release()
-        raise
-    return client, lock
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``memlab mcp``; returns the exit code (2 with one ``memlab: error:`` line)."""
     from memlab.server.cli import _describe, fail
@@ -481,7 +456,9 @@ def main(argv: list[str] | None = None) -> int:
         return fail("the MCP SDK is not installed: pip install 'memlab[mcp]'")
     try:
         args, settings, _ = build(argv)
-        client, lock = open_client(settings)
+        from memlab.server.app import open_service_client
+
+        client, lock = open_service_client(settings)  # the data-directory lock of memlab serve
     except (ValidationError, ValueError, MemlabError) as exc:
         return fail(_describe(exc))
     try:

@@ -196,3 +196,35 @@ def test_filter_values_are_checked() -> None:
         MemoryFilter.model_validate({"since": 0})  # a number is not read as a Unix time
     # turns without metadata dump as before (dataset files and caches keyed on dumps do not change)
     assert Message(role="user", content="x").model_dump() == {"role": "user", "content": "x", "timestamp": None}
+
+
+def test_memory_client_async_twins_and_idempotency_keys(tmp_path: Path) -> None:
+    import asyncio
+
+    from memlab.errors import ConflictError
+
+    async def scenario(client: MemoryClient) -> None:
+        reports = await asyncio.gather(
+            *(
+                client.aremember("alice", [("user", f"fact {n}")], session_id=f"s{n}", idempotency_key=f"k{n}")
+                for n in range(4)
+            )
+        )
+        again = await client.aremember("alice", [("user", "fact 0")], session_id="s0", idempotency_key="k0")
+        assert again == reports[0]  # the first call's report; nothing stored twice
+        assert len(await client.amemories("alice")) == 4
+        found = await client.arecall("alice", "fact", k=10, filters={"session_id": ["s1", "s3"]})
+        assert sorted(i.text for i in found.items) == ["fact 1", "fact 3"]
+        page = await client.amemories_page("alice", limit=3)
+        assert len(page.items) == 3 and page.next_cursor
+        with pytest.raises(ConflictError):
+            await client.aremember("alice", [("user", "something else")], session_id="s0", idempotency_key="k0")
+        await client.aforget("alice")
+        fresh = await client.aremember("alice", [("user", "fact 0")], session_id="s0", idempotency_key="k0")
+        assert fresh.first_turn == 0 and len(await client.amemories("alice")) == 1  # forget forgot the keys
+
+    with MemoryClient("full_context", data_dir=tmp_path) as client:
+        asyncio.run(scenario(client))
+    with MemoryClient("full_context", data_dir=tmp_path) as reopened:  # keys survive a reopen
+        assert reopened.remember("alice", [("user", "fact 0")], session_id="s0", idempotency_key="k0").first_turn == 0
+        assert len(reopened.memories("alice")) == 1

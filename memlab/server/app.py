@@ -160,6 +160,34 @@ def hold_data_dir(data_dir: Path_) -> DirectoryLock:
         ) from None
 
 
+def open_service_client(settings: ServerSettings) -> tuple[MemoryClient, DirectoryLock | None]:
+    """The backend a service (``memlab serve``, ``memlab mcp``) serves, and its data-directory lock.
+
+    N workers share a database store (it orders their writes); a file store has one writer, so the
+    service holds ``<data-dir>/.serve`` (None with a database store). Release the lock after closing.
+    """
+    from memlab.pg import config_uses_database
+
+    service_lock: DirectoryLock | None = None
+    if settings.data_dir is not None and not config_uses_database(settings.backend_config):
+        service_lock = hold_data_dir(settings.data_dir)
+    try:
+        client = MemoryClient(
+            settings.backend,
+            settings.backend_config,
+            data_dir=settings.data_dir,
+            require_persistence=not settings.allow_ephemeral,
+            max_k=settings.max_k,
+            user_cache_size=settings.user_cache_size,
+            batch_queries=settings.batch_queries,
+        )
+    except BaseException:
+        if service_lock is not None:
+            service_lock.release()
+        raise
+    return client, service_lock
+
+
 def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> FastAPI:
     """Build the service. Opens the backend from ``settings`` unless a ``client`` is given.
 
@@ -169,25 +197,7 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
     keys = KeyRing(settings)
     service_lock: DirectoryLock | None = None
     if client is None:
-        from memlab.pg import config_uses_database
-
-        # N workers share a database store (it orders their writes); a file store has one writer.
-        if settings.data_dir is not None and not config_uses_database(settings.backend_config):
-            service_lock = hold_data_dir(settings.data_dir)
-        try:
-            client = MemoryClient(
-                settings.backend,
-                settings.backend_config,
-                data_dir=settings.data_dir,
-                require_persistence=not settings.allow_ephemeral,
-                max_k=settings.max_k,
-                user_cache_size=settings.user_cache_size,
-                batch_queries=settings.batch_queries,
-            )
-        except BaseException:
-            if service_lock is not None:
-                service_lock.release()
-            raise
+        client, service_lock = open_service_client(settings)
     models = request_models(settings)
     if TYPE_CHECKING:  # the models are built at runtime (limits from settings); mypy checks their shapes
         AddMessages: TypeAlias = AddMessagesShape
