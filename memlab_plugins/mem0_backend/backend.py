@@ -153,9 +153,7 @@ class Mem0Memory(IngestMixin, Memory):
         with self._calls:
             return super().ingest(session, user_id=user_id)
 
-    def retrieve(
-        self, query: str, *, user_id: str, k: int | None = None, filters: FilterLike = None
-    ) -> Retrieval:
+    def retrieve(self, query: str, *, user_id: str, k: int | None = None, filters: FilterLike = None) -> Retrieval:
         with self._calls:
             return super().retrieve(query, user_id=user_id, k=k, filters=filters)
 
