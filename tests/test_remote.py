@@ -24,6 +24,7 @@ from test_server import ADMIN_KEY, ALICE_KEY, KEYS_ENV, TESTS, NotesMemory, star
 
 from memlab.client import MemoryClient
 from memlab.errors import ConflictError, NotFoundError, UnsupportedCapabilityError
+from memlab.memory import Memory
 from memlab.remote import (
     AsyncRemoteMemoryClient,
     AuthenticationError,
@@ -39,22 +40,30 @@ from memlab.testing.server_process import start_server as start_process
 from memlab.types import Message, Session
 
 
-class SlowNotesMemory(NotesMemory):
-    name = "slow_notes"
+def slow(base: type[Memory]) -> type[Memory]:
+    """``base`` that, after durably storing a message containing "SLOW", marks it and sleeps."""
 
-    def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
-        super()._ingest(session, user_id=user_id, first_turn=first_turn)  # saved (fsync'd rename) first
-        if any("SLOW" in m.content for m in session.messages):
-            (self.data_dir / "stored.flag").write_text("stored")  # type: ignore[operator]
-            time.sleep(60)
+    class Slow(base):  # type: ignore[valid-type,misc]
+        name = f"slow_{base.name}"
+
+        def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
+            super()._ingest(session, user_id=user_id, first_turn=first_turn)  # on disk when it returns
+            if any("SLOW" in m.content for m in session.messages):
+                (self.data_dir / "stored.flag").write_text("stored")  # type: ignore[operator]
+                time.sleep(60)
+
+    return Slow
 
 
 def serve_slow(argv: list[str]) -> int:
     from memlab.registry import backends
     from memlab.server.cli import main
+    from memlab_plugins.full_context import FullContextMemory
+    from memlab_plugins.rag import RagMemory
 
     backends.register("notes", NotesMemory)
-    backends.register("slow_notes", SlowNotesMemory)
+    for base in (NotesMemory, FullContextMemory, RagMemory):
+        backends.register(f"slow_{base.name}", slow(base))
     return main(argv)
 
 
@@ -179,10 +188,14 @@ def test_idempotency_key_stores_once_also_across_a_restart(tmp_path: Path) -> No
         process.stop()
 
 
-def test_a_retry_after_the_server_was_killed_mid_request_stores_nothing_twice(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["notes", "full_context", "rag"])
+def test_a_retry_after_the_server_was_killed_mid_request_stores_nothing_twice(backend: str, tmp_path: Path) -> None:
     data = tmp_path / "data"
     port = free_port()
-    command = memlab_serve_command("--backend", "slow_notes", "--data-dir", str(data), port=port, entry=SLOW_LAUNCHER)
+    options = ["--slow_rag.embedder", "hashing"] if backend == "rag" else []
+    command = memlab_serve_command(
+        "--backend", f"slow_{backend}", "--data-dir", str(data), *options, port=port, entry=SLOW_LAUNCHER
+    )
     env = memlab_serve_env(KEYS_ENV)
 
     def launch(name: str) -> ServerProcess:
@@ -222,8 +235,9 @@ def test_a_retry_after_the_server_was_killed_mid_request_stores_nothing_twice(tm
         first.stop()
         if second is not None:
             second.stop()
-    stored = json.loads((data / "alice.json").read_text())
-    assert len(stored["notes"]) == 1
+    if backend == "notes":
+        stored = json.loads((data / "alice.json").read_text())
+        assert len(stored["notes"]) == 1
 
 
 def test_async_client(server: ServerProcess) -> None:
