@@ -392,7 +392,11 @@ def http_app(server: Any, settings: ServerSettings) -> Any:
     from memlab.server.auth import KeyRing
 
     app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, host=settings.host
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        host=settings.host,
+        max_request_body_size=settings.max_body_bytes,  # memlab serve's body limit
     )
     return ApiKeyAuth(app, KeyRing(settings))
 
