@@ -95,12 +95,23 @@ class IngestReport(BaseModel):
     cost_usd: float = 0.0
 
 
-def config_error_message(what: str, model: type[BaseModel], exc: ValidationError) -> str:
-    """A config error that names the bad keys and, for unknown ones, lists the valid keys."""
-    message = f"invalid config for {what}:\n{exc}"
-    if any(error["type"] == "extra_forbidden" for error in exc.errors()):
-        message += f"\nvalid keys: {', '.join(sorted(model.model_fields))}"
+def config_problems(model: type[BaseModel], exc: ValidationError) -> str:
+    """One line naming each bad key and what is wrong with it; for unknown top-level keys, the valid keys."""
+    problems = []
+    for error in exc.errors():
+        key = ".".join(str(part) for part in error["loc"]) or "(the config)"
+        given = error.get("input")
+        shown = "" if error["type"] == "extra_forbidden" or isinstance(given, dict) else f" (got {given!r})"
+        problems.append(f"{key}: {error['msg']}{shown}")
+    message = "; ".join(problems)
+    if any(error["type"] == "extra_forbidden" and len(error["loc"]) == 1 for error in exc.errors()):
+        message += f"; valid keys: {', '.join(sorted(model.model_fields))}"
     return message
+
+
+def config_error_message(what: str, model: type[BaseModel], exc: ValidationError) -> str:
+    """A one-line config error naming ``what``, the bad keys and, for unknown ones, the valid keys."""
+    return f"invalid config for {what}: {config_problems(model, exc)}"
 
 
 def parse_plugin_config(model: type[ConfigT], config: BaseModel | Mapping[str, Any] | None, what: str) -> ConfigT:

@@ -296,3 +296,34 @@ def test_packaged_plugins_keep_their_distribution_version_in_the_fingerprint() -
 def test_unknown_distribution_name_still_suggests_plugins() -> None:
     with pytest.raises(UnknownNameError, match="Did you mean 'rag'"):
         backends.show("rga")
+
+
+# ---------------------------------------------------------------------- config-file errors
+def test_config_file_errors_name_the_file_and_the_row(tmp_path: Path) -> None:
+    config = tmp_path / "sweep.json"
+    rows = [
+        {"name": "rag", "label": "rag-top5", "config": {"top_k": 5}},
+        {"name": "rag", "label": "rag-big", "config": {"top_kk": 50}},
+    ]
+    config.write_text(json.dumps({"dataset": "synthetic", "out": str(tmp_path / "out"), "backends": rows}))
+    done = memlab_cli("run", "--config", str(config), "--no-progress")
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert last.startswith(f"memlab: error: {config}: backend row 'rag-big' (rag): invalid config for backend 'rag': ")
+    assert "top_kk: Extra inputs are not permitted; valid keys: " in last and not (tmp_path / "out").exists()
+    rows[1] = {"name": "rga", "label": "typo"}
+    config.write_text(json.dumps({"dataset": "synthetic", "out": str(tmp_path / "out"), "backends": rows}))
+    last = memlab_cli("run", "--config", str(config)).stderr.strip().splitlines()[-1]
+    assert f"{config}: backend row 'typo' (rga): unknown backend 'rga'. Did you mean 'rag'?" in last
+    config.write_text(json.dumps({"dataset": "synthetic", "backends": [{"name": "rag", "lable": "x"}]}))
+    last = memlab_cli("run", "--config", str(config)).stderr.strip().splitlines()[-1]
+    assert last == f"memlab: error: invalid run config ({config}): backends.0.lable: Extra inputs are not permitted"
+
+
+def test_a_bad_config_key_is_a_configuration_error() -> None:
+    from memlab.errors import ConfigurationError
+
+    with pytest.raises(
+        ConfigurationError, match=r"^invalid config for backend 'rag': top_kk: Extra inputs .*valid keys: "
+    ):
+        backends.get("rag").parse_config({"top_kk": 3})
