@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from run_helpers import run_args
-from test_plugin_guide import failed_checks, guide_files, memlab_cli, run_pytest  # noqa: F401 - guide_files: a fixture
+from test_plugin_guide import failed_checks, guide_files, memlab_cli, run_suite_on_buggy  # noqa: F401 - guide_files: a fixture
 
 from memlab.errors import PluginValidationError, UnknownNameError
 from memlab.memory import Memory
@@ -106,19 +106,7 @@ PLANTED = {
 @pytest.mark.parametrize("bug", sorted(PLANTED))
 def test_conformance_suite_catches_data_loss_bugs_naming_them(guide_files: Path, bug: str) -> None:  # noqa: F811
     code, check, message = PLANTED[bug]
-    (guide_files / "buggy.py").write_text(
-        "from memlab import Retrieval\nfrom memlab.errors import NotFoundError\n"
-        "from keyword_memory import KeywordMemory, words\n\n\n"
-        "class Buggy(KeywordMemory):\n" + textwrap.indent(textwrap.dedent(code), "    "),
-        encoding="utf-8",
-    )
-    (guide_files / "test_buggy.py").write_text(
-        "from memlab.testing import MemoryConformance\nfrom buggy import Buggy\n\n\n"
-        "class TestBuggy(MemoryConformance):\n"
-        "    def make_memory(self, data_dir):\n        return Buggy({'top_k': 3}, data_dir=data_dir)\n",
-        encoding="utf-8",
-    )
-    result = run_pytest(guide_files, "test_buggy.py")
+    result = run_suite_on_buggy(guide_files, code)
     assert check in failed_checks(result), result.stdout[-3000:]
     assert re.search(message, result.stdout), result.stdout[-4000:]
     if bug == "class_level_state":  # no unrelated check fails first with a bare comparison of values
