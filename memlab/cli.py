@@ -351,7 +351,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     for kind, func in (("backends", cmd_backends), ("readers", cmd_readers)):
         list_p = sub.add_parser(kind, help=f"list {kind}, or --show NAME: its settings, capabilities and package")
-        list_p.add_argument("--show", metavar="NAME", help="every config field (type, default, description) of NAME")
+        list_p.add_argument(
+            "--show",
+            metavar="NAME",
+            help="every config field (type, default, description) of NAME: a plugin, or the distribution "
+            "that provides one",
+        )
         list_p.add_argument(
             "--plugin", action="append", metavar="MODULE:CLASS", help="register an unpackaged plugin first"
         )
