@@ -102,7 +102,7 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
     for spec in config.backends:
         overrides = dotted.pop(spec.display, None) or dotted.get(spec.name) or {}
         specs.append(BackendSpec(name=spec.name, label=spec.label, config={**spec.config, **overrides}))
-    _check_backend_rows(specs, config.plugins, args.config)
+    _check_rows(specs, config.reader.name, reader_config, config.plugins, args.config)
     for spec in config.backends:
         dotted.pop(spec.name, None)
     if dotted:
@@ -115,9 +115,12 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
     )
 
 
-def _check_backend_rows(specs: list[Any], plugins: list[str], config_file: str | None) -> None:
-    """Each row's backend and settings, checked before any work; errors name the file and the row."""
-    from memlab.registry import backends, load_plugin
+def _check_rows(
+    specs: list[Any], reader: str, reader_config: dict[str, Any], plugins: list[str], config_file: str | None
+) -> None:
+    """Each row's backend and settings and the reader's, checked before any work; errors name the file and the row."""
+    from memlab.memory import parse_plugin_config
+    from memlab.registry import backends, load_plugin, readers
 
     for reference in plugins:
         load_plugin(reference)
@@ -128,6 +131,11 @@ def _check_backend_rows(specs: list[Any], plugins: list[str], config_file: str |
         except (ConfigurationError, UnknownNameError) as exc:
             row = f"backend row {spec.display!r}" + (f" ({spec.name})" if spec.display != spec.name else "")
             raise ConfigurationError(f"{source}{row}: {exc}") from exc
+    try:
+        cls = readers.get(reader)
+        parse_plugin_config(cls.Config, reader_config, f"reader {reader!r}")
+    except (ConfigurationError, UnknownNameError) as exc:
+        raise ConfigurationError(f"{source}reader: {exc}") from exc
 
 
 def _print_report(run_dir: Path, plots: bool) -> None:

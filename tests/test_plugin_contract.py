@@ -303,6 +303,10 @@ def test_config_file_errors_name_the_file_and_the_row(tmp_path: Path) -> None:
     config.write_text(json.dumps({"dataset": "synthetic", "out": str(tmp_path / "out"), "backends": rows}))
     last = memlab_cli("run", "--config", str(config)).stderr.strip().splitlines()[-1]
     assert f"{config}: backend row 'typo' (rga): unknown backend 'rga'. Did you mean 'rag'?" in last
+    reader = {"name": "embedding", "config": {"embeder": "hashing"}}
+    config.write_text(json.dumps({"dataset": "synthetic", "backends": rows[:1], "reader": reader}))
+    last = memlab_cli("run", "--config", str(config)).stderr.strip().splitlines()[-1]
+    assert f"{config}: reader: invalid config for reader 'embedding': embeder: Extra inputs are not permitted" in last
     config.write_text(json.dumps({"dataset": "synthetic", "backends": [{"name": "rag", "lable": "x"}]}))
     last = memlab_cli("run", "--config", str(config)).stderr.strip().splitlines()[-1]
     assert last == f"memlab: error: invalid run config ({config}): backends.0.lable: Extra inputs are not permitted"
