@@ -103,7 +103,9 @@ class MemoryConformance:
             "class attribute or a module global (see test_instances_do_not_share_state)"
         )
 
-    def _retrieve(self, memory: Memory, check: str, query: str, *, user_id: str, k: int | None = None) -> Retrieval:
+    def _retrieve_checked(
+        self, memory: Memory, check: str, query: str, *, user_id: str, k: int | None = None
+    ) -> Retrieval:
         """``memory.retrieve``; the base class's refusal of more than k items fails naming the check."""
         try:
             return memory.retrieve(query, user_id=user_id, k=k)
@@ -115,7 +117,7 @@ class MemoryConformance:
         memory.close()
         return self.make_memory(data_dir)
 
-    def _require(self, memory: Memory, *capabilities: Capability) -> None:
+    def _require_capabilities(self, memory: Memory, *capabilities: Capability) -> None:
         missing = [c.value for c in capabilities if c not in memory.capabilities]
         if missing:
             pytest.skip(f"backend does not declare {', '.join(missing)}")
@@ -173,7 +175,7 @@ class MemoryConformance:
         turns = [("user", f"Fact number {i}: I visited city {i} in year {2000 + i}.") for i in range(12)]
         memory.ingest(session("s1", *turns), user_id="alice")
         query = "Fact number: which city did I visit in which year?"
-        result = self._retrieve(memory, "k bounds items", query, user_id="alice", k=3)
+        result = self._retrieve_checked(memory, "k bounds items", query, user_id="alice", k=3)
         assert len(result.items) <= 3, (
             f"k bounds items: retrieve(k=3) returned {len(result.items)} items, expected at most 3"
         )
@@ -185,8 +187,8 @@ class MemoryConformance:
         turns = [("user", f"Fact number {i}: I visited city {i} in year {2000 + i}.") for i in range(12)]
         memory.ingest(session("s1", *turns), user_id="alice")
         query = "Fact number: which city did I visit in which year?"
-        two = self._retrieve(memory, "k is the caller's bound", query, user_id="alice", k=2)
-        five = self._retrieve(memory, "k is the caller's bound", query, user_id="alice", k=5)
+        two = self._retrieve_checked(memory, "k is the caller's bound", query, user_id="alice", k=2)
+        five = self._retrieve_checked(memory, "k is the caller's bound", query, user_id="alice", k=5)
         assert len(two.items) <= 2
         assert len(five.items) <= 5
         if self.remembers:
@@ -351,7 +353,7 @@ class MemoryConformance:
             )
         firsts: dict[str, tuple[str, Any]] = {}
         for keyword, _, query in self.TOPICS:
-            items = ranked(self._retrieve(memory, "ranking across sessions", query, user_id="alice", k=3).items)
+            items = ranked(self._retrieve_checked(memory, "ranking across sessions", query, user_id="alice", k=3).items)
             firsts[keyword] = (items[0].text.lower(), items[0].source.get("session_id")) if items else ("", None)
         misses = [
             keyword
@@ -372,8 +374,8 @@ class MemoryConformance:
         memory.ingest(session("s1", ("user", BOB_FACT), ("assistant", "Nice!")), user_id="bob")
         if not self.remembers:
             return
-        alice = self._retrieve(memory, "colliding ids", "cat named Pixel", user_id="alice")
-        bob = self._retrieve(memory, "colliding ids", "bees on the roof in Lisbon", user_id="bob")
+        alice = self._retrieve_checked(memory, "colliding ids", "cat named Pixel", user_id="alice")
+        bob = self._retrieve_checked(memory, "colliding ids", "bees on the roof in Lisbon", user_id="bob")
         assert self._recalls(alice, "pixel"), (
             "colliding ids: after bob ingested a session with alice's session id, alice no longer recalls her "
             f"own turn (state keyed by item id must be per user): {alice.context!r}"
@@ -393,7 +395,7 @@ class MemoryConformance:
         assert [(i.id, i.text) for i in after] == [(i.id, i.text) for i in listed["bob"]], (
             f"colliding ids: deleting alice's {mine.id!r} changed bob's items (ids are unique per user, not globally)"
         )
-        assert self._recalls(self._retrieve(memory, "colliding ids", "bees on the roof", user_id="bob"), "bees")
+        assert self._recalls(self._retrieve_checked(memory, "colliding ids", "bees on the roof", user_id="bob"), "bees")
 
     # ------------------------------------------------------------------ deletion, update, forget
     DELETION_TURNS: ClassVar[list[str]] = [TOPICS[0][1], TOPICS[1][1], TOPICS[2][1]]  # cello, kayak, sourdough
@@ -421,13 +423,13 @@ class MemoryConformance:
         assert [(i.id, i.text) for i in memory.list_memories(user_id="bob")] == [(i.id, i.text) for i in bob], (
             f"{check}: deleting alice's {victim.id!r} changed bob's items (bob has an item with the same id)"
         )
-        found = self._retrieve(memory, check, "kayak trip river Douro", user_id="alice", k=3)
+        found = self._retrieve_checked(memory, check, "kayak trip river Douro", user_id="alice", k=3)
         assert victim.id not in [i.id for i in found.items], f"{check}: retrieve still returns deleted {victim.id!r}"
         if self.exact_recall and not any(i.text == victim.text for i in now):  # no other item holds the same text
             assert victim.text not in found.context, f"{check}: the deleted text is still in the context"
 
     def test_delete_removes_exactly_that_item(self, memory: Memory) -> None:
-        self._require(memory, Capability.LIST, Capability.DELETE)
+        self._require_capabilities(memory, Capability.LIST, Capability.DELETE)
         victim, alice, bob = self._store_for_deletion(memory)
         memory.delete(victim.id, user_id="alice")
         self._check_deleted(memory, "delete removes exactly that item", victim, alice, bob)
@@ -435,7 +437,7 @@ class MemoryConformance:
     def test_delete_survives_reopen(self, tmp_path: Path) -> None:
         memory = self.make_memory(tmp_path / "data")
         try:
-            self._require(memory, Capability.LIST, Capability.DELETE, Capability.PERSIST)
+            self._require_capabilities(memory, Capability.LIST, Capability.DELETE, Capability.PERSIST)
             victim, alice, bob = self._store_for_deletion(memory)
             memory.delete(victim.id, user_id="alice")
             memory = self._reopen(memory, tmp_path / "data")
@@ -446,7 +448,7 @@ class MemoryConformance:
     def test_update_survives_reopen(self, tmp_path: Path) -> None:
         memory = self.make_memory(tmp_path / "data")
         try:
-            self._require(memory, Capability.LIST, Capability.UPDATE, Capability.PERSIST)
+            self._require_capabilities(memory, Capability.LIST, Capability.UPDATE, Capability.PERSIST)
             memory.ingest(session("s1", *[("user", t) for t in [*self.DELETION_TURNS, ALICE_FACT]]), user_id="alice")
             changed = None
             for item in memory.list_memories(user_id="alice"):
@@ -461,7 +463,9 @@ class MemoryConformance:
             memory = self._reopen(memory, tmp_path / "data")
             listed = " ".join(i.text for i in memory.list_memories(user_id="alice")).lower()
             assert "tagus" in listed, f"update survives a reopen: the updated text is gone after a reopen: {listed!r}"
-            found = self._retrieve(memory, "update survives a reopen", "kayak trip river Tagus", user_id="alice")
+            found = self._retrieve_checked(
+                memory, "update survives a reopen", "kayak trip river Tagus", user_id="alice"
+            )
             assert self._recalls(found, "tagus"), found.context
         finally:
             memory.close()
@@ -469,7 +473,7 @@ class MemoryConformance:
     def test_forget_leaves_nothing_listable(self, tmp_path: Path) -> None:
         memory = self.make_memory(tmp_path / "data")
         try:
-            self._require(memory, Capability.LIST)
+            self._require_capabilities(memory, Capability.LIST)
             memory.ingest(session("s1", ("user", ALICE_FACT)), user_id="alice")
             memory.ingest(session("s2", ("user", self.TOPICS[0][1])), user_id="alice")
             memory.ingest(session("s1", ("user", BOB_FACT)), user_id="bob")
