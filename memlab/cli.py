@@ -51,10 +51,15 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
         data["backends"] = [{"name": n.strip()} for n in args.backends.split(",") if n.strip()]
     if args.reader:
         data["reader"] = {"name": args.reader, "config": data.get("reader", {}).get("config", {})}
+    if args.readers:
+        data["readers"] = [n.strip() for n in args.readers.split(",") if n.strip()]
     if args.no_controls:
         data["controls"] = False
     if args.max_questions is not None:  # 0 must be refused by RunConfig, not silently mean "all"
         data["max_questions"] = args.max_questions
+    for key in ("sample", "seed", "answer_runs"):
+        if getattr(args, key) is not None:
+            data[key] = getattr(args, key)
     if args.contexts:
         data["contexts"] = args.contexts.split(",")
     if args.executor:
@@ -99,7 +104,7 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
     specs = []
     for spec in config.backends:
         overrides = dotted.pop(spec.display, None) or dotted.get(spec.name) or {}
-        specs.append(BackendSpec(name=spec.name, label=spec.label, config={**spec.config, **overrides}))
+        specs.append(spec.model_copy(update={"config": {**spec.config, **overrides}}))
     for spec in config.backends:
         dotted.pop(spec.name, None)
     if dotted:
@@ -165,9 +170,10 @@ def _run_and_report(config: Any, args: argparse.Namespace, plots: bool) -> int:
 
 def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     config = build_run_config(args, extra)
+    readers = ",".join(dict.fromkeys(r.name for r in config.all_readers()))
     print(
         f"memlab run: dataset={config.dataset} backends={','.join(b.display for b in config.backends)} "
-        f"reader={config.reader.name} replay={config.replay} out={config.out}",
+        f"readers={readers} replay={config.replay} out={config.out}",
         file=sys.stderr,
     )
     return _run_and_report(config, args, plots=not args.no_plots)
@@ -276,6 +282,10 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.add_argument("--dataset", help="synthetic | personamem:32k|128k|1M | <folder> | locomo:<file>")
     run_p.add_argument("--backends", help="comma-separated backend names (see `memlab backends`)")
     run_p.add_argument("--reader", help="reader name (default: embedding)")
+    run_p.add_argument(
+        "--readers",
+        help="comma-separated readers: every backend is run with each (rows of a run config may name their own)",
+    )
     run_p.add_argument("--out", help="run directory (default: runs/latest)")
     run_p.add_argument(
         "--config",
@@ -284,6 +294,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run_p.add_argument("--no-controls", action="store_true", help="skip the blind controls")
     run_p.add_argument("--max-questions", type=int, help="at most N questions per history")
+    run_p.add_argument(
+        "--sample",
+        choices=["first", "stratified"],
+        help="with --max-questions: the first N (default), or N keeping every question type in proportion",
+    )
+    run_p.add_argument("--seed", type=int, help="seed of --sample stratified (default 0)")
+    run_p.add_argument(
+        "--answer-runs",
+        type=int,
+        help="answer each multiple-choice question N times; rows report accuracy mean and std (accuracy_std)",
+    )
     run_p.add_argument("--contexts", help="comma-separated history ids to run")
     run_p.add_argument("--executor", choices=["local", "process", "ray"], help="where jobs run (default local)")
     run_p.add_argument("--ray-address", help="Ray cluster address for --executor ray (auto, ray://host:10001)")
