@@ -1,4 +1,4 @@
-"""The ``memlab`` command line: run, report, demo, repair-predictions, backends, readers, serve.
+"""The ``memlab`` command line: run, report, compare, demo, repair-predictions, backends, readers, serve.
 
 Plugin settings use dotted options: ``--rag.top-k 5`` sets ``top_k`` in the config of backend
 ``rag`` (by name or by label); ``--reader.<key>`` goes to the reader, ``--llm.<key>`` into the
@@ -211,6 +211,45 @@ def cmd_report(args: argparse.Namespace, extra: list[str]) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace, extra: list[str]) -> int:
+    from memlab.report import compare
+
+    if extra:
+        raise MemlabError(f"unrecognised arguments: {' '.join(extra)}")
+    out = Path(args.out) if args.out else None
+    if out is not None and not out.parent.is_dir():
+        raise MemlabError(f"--out {out}: the directory {out.parent} does not exist")
+    if args.diff:
+        diff = compare.diff_rows(args.run_dirs, args.diff[0], args.diff[1])
+        print(compare.render_diff(diff, "plain"), end="")
+        if out is not None:
+            fmt = args.format or _format_of(out, default="md")
+            compare.write_text(out, compare.render_diff(diff, fmt))
+            print(f"\ndiff written to {out}")
+        return 0
+    comparison = compare.compare_runs(args.run_dirs)
+    if out is None:
+        print(compare.render_comparison(comparison, args.format or "plain"), end="")
+    else:
+        fmt = args.format or _format_of(out, default="md")
+        compare.write_text(out, compare.render_comparison(comparison, fmt))
+        written = [out]
+        if fmt != "json":  # the machine-readable record (pairwise p and p_adjusted) goes beside every export
+            written.append(compare.write_text(out.with_suffix(".json"), compare.render_comparison(comparison, "json")))
+        print(compare.render_comparison(comparison, "plain"), end="")
+        print("\nwritten: " + ", ".join(str(p) for p in written))
+    if args.plot:
+        path = compare.plot_comparison(comparison, args.plot, x=args.plot_x)
+        print(f"plot: {path}")
+    return 0
+
+
+def _format_of(path: Path, default: str) -> str:
+    return {".md": "md", ".csv": "csv", ".tex": "latex", ".json": "json", ".txt": "plain"}.get(
+        path.suffix.lower(), default
+    )
+
+
 def _print_plugins(registry: Any) -> None:
     rows = registry.info()
     width = max((len(r.name) for r in rows), default=4)
@@ -351,6 +390,32 @@ def build_parser() -> argparse.ArgumentParser:
     report_p.add_argument("run_dir")
     report_p.add_argument("--no-plots", action="store_true")
     report_p.set_defaults(func=cmd_report)
+
+    compare_p = sub.add_parser(
+        "compare",
+        help="one table of the rows of several runs, paired tests between every two rows, exports, per-question diff",
+        description="Compare the rows of one or several run directories: accuracy with 95%% CI, per type, context "
+        "tokens, cost, retrieve latency p50/p95, and an exact McNemar test between every two rows on the questions "
+        "both scored (p adjusted by Holm's method). Rows on datasets with different content hashes are not paired. "
+        "--diff ROW_A ROW_B lists the questions two rows answer differently.",
+    )
+    compare_p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    compare_p.add_argument(
+        "--format",
+        choices=["md", "csv", "latex", "json", "plain"],
+        help="export format (default: from --out's suffix .md/.csv/.tex/.json, else md; the terminal gets plain)",
+    )
+    compare_p.add_argument("--out", metavar="FILE", help="write the export here (and FILE.json beside it)")
+    compare_p.add_argument(
+        "--diff",
+        nargs=2,
+        metavar=("ROW_A", "ROW_B"),
+        help="questions the two rows answer differently (rows as backend/reader, e.g. rag/embedding[minilm], "
+        "or a backend label naming one row; run:backend/reader with several runs)",
+    )
+    compare_p.add_argument("--plot", metavar="PNG", help="draw accuracy against context tokens (or cost) here")
+    compare_p.add_argument("--plot-x", choices=["tokens", "cost"], default="tokens")
+    compare_p.set_defaults(func=cmd_compare)
 
     for kind, func in (("backends", cmd_backends), ("readers", cmd_readers)):
         list_p = sub.add_parser(kind, help=f"list {kind}, or --show NAME: its settings, capabilities and package")
