@@ -49,6 +49,12 @@ class Reader(ABC):
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.config = parse_plugin_config(self.Config, config, f"reader {self.name!r}")
 
+    @classmethod
+    def backend_problem(cls, config: Mapping[str, Any], backend: str, backend_config: Any) -> str | None:
+        """Why this reader cannot read backend ``backend`` (its parsed config given), or None. Checked
+        by the run's preflight before any ingest; the default reads any backend."""
+        return None
+
     @abstractmethod
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:
         """Choose one of ``question.options`` given ``retrieval``."""

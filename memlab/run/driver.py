@@ -74,6 +74,7 @@ class RowPlan:
     reader_identity: str
     settings: dict[str, Any]
     fingerprint: str
+    served: Any = None  # preflight's ServedModel of the reader's LLM endpoint, when it has one
 
     @property
     def key(self) -> tuple[str, str]:
@@ -314,6 +315,8 @@ def write_summary(
         plan = plans.get((summary_row.backend, summary_row.reader))
         if plan is not None:
             summary_row.fingerprint, summary_row.settings = plan.fingerprint, plan.settings
+            if plan.served is not None:
+                summary_row.llm_endpoint, summary_row.llm_model = plan.served.endpoint, plan.served.model
     from memlab.run.judging import add_judgments
 
     add_judgments(config, summary_rows)
@@ -400,12 +403,17 @@ def run(config: RunConfig, *, executor: Any | None = None) -> RunSummary:
 def run_with_details(config: RunConfig, *, executor: Any | None = None) -> RunResult:
     """``run``, also returning the failures met (with tracebacks) for the caller to show."""
     out = Path(config.out)
+    for reference in config.plugins:
+        load_plugin(reference)
+    from memlab.run.preflight import preflight
+
+    served = preflight(config)  # before the directory is made and before any ingest
     _check_out(out)
     lock = _lock(out)
     try:
         with _sigterm_as_interrupt() as received:
             try:
-                return _run_locked(config, out, executor)
+                return _run_locked(config, out, executor, served)
             except KeyboardInterrupt:
                 saved = 0
                 try:
@@ -417,15 +425,15 @@ def run_with_details(config: RunConfig, *, executor: Any | None = None) -> RunRe
         lock.release()
 
 
-def _run_locked(config: RunConfig, out: Path, executor: Any | None) -> RunResult:
-    for reference in config.plugins:
-        load_plugin(reference)
+def _run_locked(config: RunConfig, out: Path, executor: Any | None, served: dict[str, Any]) -> RunResult:
     dataset = cached_dataset(config.dataset)
     for spec in config.backends:  # fail fast on unknown names and bad configs, before any work
         backends.get(spec.name).parse_config(spec.config)
     for reader in config.all_readers():
         readers.get(reader.name)
     rows = plan_rows(config, dataset)
+    for row in rows:
+        row.served = served.get(row.reader.key)
     existing = read_predictions(out)  # raises on an unreadable line, before anything is appended
     check_resumable(out, rows, existing)
     wanted = {row.key: row.fingerprint for row in rows}
