@@ -39,7 +39,7 @@ is printed, full tracebacks are in OUT/errors.log, -v prints them); 2 for a usag
 
 
 def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
-    from memlab.run.spec import BackendSpec, JudgeSpec, ReaderSpec, RunConfig
+    from memlab.run.spec import JudgeSpec, ReaderSpec, RunConfig
 
     data: dict[str, Any] = read_config_file(args.config, "run config") if args.config else {}
     dotted = parse_dotted_options(extra)
