@@ -144,6 +144,7 @@ class RowSummary(Costs):
     per_type: dict[str, Score] = Field(default_factory=dict)
     per_distance: dict[str, Score] = Field(default_factory=dict)
     questions: int = 0
+    open_questions: int = Field(default=0, description="questions without options (answered in free text)")
     errors: int = 0
     mean_context_tokens: float = 0.0
     metrics: dict[str, float] = Field(default_factory=dict)
@@ -474,6 +475,7 @@ def summarize_rows(predictions: list[Prediction]) -> list[RowSummary]:
                 per_type=_scores(scored, lambda p: p.question_type),
                 per_distance=_scores(scored, lambda p: distance_bucket(p.distance_tokens)),
                 questions=len(preds),
+                open_questions=sum(p.answer is None for p in preds),
                 errors=sum(p.error is not None for p in preds),
                 mean_context_tokens=sum(p.context_tokens for p in preds) / len(preds),
                 **{name: sum(getattr(p, name) for p in preds) for name in Costs.model_fields},

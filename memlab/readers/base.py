@@ -41,6 +41,9 @@ class Reader(ABC):
     description: ClassVar[str] = ""
     Config: ClassVar[type[ReaderConfig]] = ReaderConfig
     uses_memory: ClassVar[bool] = True
+    # False for readers whose text answer to an open question is not a written answer (the embedding
+    # reader extracts a remembered turn): F1 and BLEU of such text measure nothing and are not scored.
+    writes_open_answers: ClassVar[bool] = True
 
     def __init__(
         self, config: ReaderConfig | Mapping[str, Any] | None = None, *, cache_dir: str | Path | None = None

@@ -173,7 +173,12 @@ def answer_concurrency(reader: Reader) -> int:
 
 
 def _question_metrics(
-    question: Question, history: History, retrieval: Retrieval, answer: Answer, uses_memory: bool
+    question: Question,
+    history: History,
+    retrieval: Retrieval,
+    answer: Answer,
+    uses_memory: bool,
+    writes_open_answers: bool = True,
 ) -> tuple[dict[str, float], list[int] | None, list[int]]:
     metrics: dict[str, float] = {}
     if "parse_failure" in answer.metadata:  # only readers that parse free text report it
@@ -187,7 +192,7 @@ def _question_metrics(
     evidence = evidence_to_indexes(history, question) if question.evidence else []
     if uses_memory and evidence:
         metrics.update(retrieval_metrics(ranking, evidence))
-    if not question.is_multiple_choice and answer.text is not None:
+    if not question.is_multiple_choice and answer.text is not None and writes_open_answers:
         from memlab.eval.answers import score_open_answer
 
         metrics.update(score_open_answer(question, answer.text))
@@ -237,7 +242,17 @@ def _answer_and_score(
     a multiple-choice question again (``--answer-runs``), each with its own LLM cache key."""
     answer, seconds, trace = _answer(reader, question, retrieval)
     prediction = _prediction(
-        job, reader_name, reader.uses_memory, history, question, retrieval, answer, seconds, cost, trace
+        job,
+        reader_name,
+        reader.uses_memory,
+        history,
+        question,
+        retrieval,
+        answer,
+        seconds,
+        cost,
+        trace,
+        writes_open_answers=type(reader).writes_open_answers,
     )
     if job.answer_runs > 1 and question.is_multiple_choice and answer.error is None:
         if repeats:
@@ -434,8 +449,12 @@ def _prediction(
     answer_seconds: float,
     cost: _IngestCost,
     trace: str | None,
+    writes_open_answers: bool = True,
 ) -> Prediction:
-    metrics, retrieved, evidence = _question_metrics(question, history, retrieval, answer, uses_memory)
+    # A reader that writes no open answers keeps its text in the prediction, unscored (F1 of it would mislead).
+    metrics, retrieved, evidence = _question_metrics(
+        question, history, retrieval, answer, uses_memory, writes_open_answers
+    )
     correct = None
     if question.is_multiple_choice and answer.error is None:
         correct = answer.choice == question.answer
