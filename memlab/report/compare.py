@@ -217,19 +217,26 @@ def pairing_refusal(a: ComparedRow, b: ComparedRow) -> str | None:
 
 
 def find_row(comparison: Comparison, name: str) -> ComparedRow:
-    """The row called ``name``: its full name, ``backend / reader``, or a backend label that names one row."""
+    """The row called ``name``: ``[run:]backend/reader`` (``backend / reader`` as the report spells it), or
+    ``[run:]backend`` when that backend label names one row."""
     wanted = name.replace(" / ", "/").strip()
-    exact = [r for r in comparison.rows if r.name == wanted or r.name.partition(":")[2] == wanted]
-    if len(exact) == 1:
-        return exact[0]
-    if not exact:
-        exact = [r for r in comparison.rows if r.backend == name.strip()]
-        if len(exact) == 1:
-            return exact[0]
-    names = ", ".join(r.name for r in comparison.rows)
-    if exact:
-        raise CompareError(f"row {name!r} is ambiguous: {', '.join(r.name for r in exact)}; name it as backend/reader")
-    raise CompareError(f"no row {name!r}; the rows are: {names}")
+    runs = {r.run for r in comparison.rows}
+    run, sep, rest = wanted.partition(":")
+    candidates = comparison.rows
+    if sep and run in runs:
+        candidates, wanted = [r for r in comparison.rows if r.run == run], rest
+    for match in (
+        lambda r: f"{r.backend}/{r.reader}" == wanted or r.name == wanted,
+        lambda r: r.backend == wanted,
+    ):
+        found = [r for r in candidates if match(r)]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise CompareError(
+                f"row {name!r} is ambiguous: {', '.join(r.name for r in found)}; name it as backend/reader"
+            )
+    raise CompareError(f"no row {name!r}; the rows are: {', '.join(r.name for r in comparison.rows)}")
 
 
 # --------------------------------------------------------------------------- tables

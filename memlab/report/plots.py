@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from memlab.report.loading import _summary_of, is_control
 from memlab.report.tables import distance_labels, ordered_rows, question_types, row_label, type_labels
@@ -27,14 +27,15 @@ def _style(index: int, control: bool) -> dict[str, object]:
     return {"color": palette[index % len(palette)], "hatch": "", "linestyle": "-", "marker": "o"}
 
 
-def _legend(fig: object, labels_count: int, labels: list[str], width_inches: float) -> None:
-    """A legend under the axes whose columns fit the figure: long reader names (LLM readers carry the
-    model) wrap and take fewer columns instead of running off both edges."""
+def legend_columns(labels: list[str], width_inches: float) -> int:
+    """Legend columns that fit the figure's width: long reader names (LLM readers carry the model)
+    take fewer columns instead of running off both edges (~13 characters per inch at "small")."""
     longest = max((len(line) for label in labels for line in label.split("\n")), default=1)
-    fitting = max(1, int(width_inches * 13 // (longest + 4)))  # ~13 characters per inch at "small"
-    fig.legend(  # type: ignore[attr-defined]
-        loc="outside lower center", ncols=min(labels_count, 3, fitting), fontsize="small", frameon=False
-    )
+    return max(1, min(len(labels), 3, int(width_inches * 13 // (longest + 4))))
+
+
+def _legend(fig: Any, labels: list[str], width_inches: float) -> None:
+    fig.legend(loc="outside lower center", ncols=legend_columns(labels, width_inches), fontsize="small", frameon=False)
 
 
 def _wrapped(label: str, width: int = 48) -> str:
@@ -119,7 +120,7 @@ def _plot_types(summary: RunSummary, path: Path) -> Path | None:
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     # Legend outside the axes so it never covers a bar.
-    _legend(fig, n_rows, [_wrapped(row_label(r)) for r in rows], width_inches)
+    _legend(fig, [_wrapped(row_label(r)) for r in rows], width_inches)
     fig.savefig(path, dpi=120)
     return path
 
@@ -165,7 +166,7 @@ def _plot_distance(summary: RunSummary, path: Path) -> Path | None:
     ax.set_ylabel("accuracy % (bars: 95% CI)")
     ax.set_title(f"Accuracy against distance to the evidence{' - ' + summary.name if summary.name else ''}")
     ax.grid(alpha=0.3)
-    _legend(fig, len(rows), [_wrapped(row_label(r)) for r in rows], width_inches)
+    _legend(fig, [_wrapped(row_label(r)) for r in rows], width_inches)
     fig.savefig(path, dpi=120)
     return path
 

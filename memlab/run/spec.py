@@ -86,14 +86,19 @@ class ReaderSpec(BaseModel):
         return json.dumps([self.name, self.config], sort_keys=True, default=str)
 
 
-def reader_takes_llm(name: str) -> bool:
-    """Whether reader ``name``'s config has an ``llm`` block (unknown names: False; refused later)."""
+def reader_fields(name: str) -> set[str]:
+    """The config keys of reader ``name`` (unknown names: none; the name is refused where specs are checked)."""
     from memlab.registry import readers
 
     try:
-        return "llm" in readers.get(name).Config.model_fields
+        return set(readers.get(name).Config.model_fields)
     except MemlabError:
-        return False
+        return set()
+
+
+def reader_takes_llm(name: str) -> bool:
+    """Whether reader ``name``'s config has an ``llm`` block."""
+    return "llm" in reader_fields(name)
 
 
 def reader_with(name: str, config: dict[str, Any], llm: dict[str, Any] | None = None) -> ReaderSpec:
@@ -165,8 +170,16 @@ class RunConfig(BaseModel):
         """The readers of rows without a reader of their own: ``readers`` (each with the run reader's
         config), else the run reader."""
         if not self.readers:
-            return [self.reader]
-        return [reader_with(name, self.reader.config) for name in self.readers]
+            return [reader_with(self.reader.name, self.reader.config)]
+        # The shared settings (--reader.*) go to each reader that has them; a key no reader has is an error.
+        fields = {name: reader_fields(name) for name in self.readers}
+        unknown = sorted(k for k in self.reader.config if k != "llm" and not any(k in f for f in fields.values()))
+        if unknown:
+            raise MemlabError(f"reader option(s) {unknown} belong to none of the readers {self.readers}")
+        return [
+            reader_with(name, {k: v for k, v in self.reader.config.items() if k == "llm" or k in fields[name]})
+            for name in self.readers
+        ]
 
     def reader_for(self, backend: BackendSpec) -> ReaderSpec:
         """A backend row's own reader: its reader (the run's config when it is the run reader's name),
@@ -201,6 +214,11 @@ class RunConfig(BaseModel):
                     pairs.append((BackendSpec(name=CONTROL_BACKEND), reader))
             if not any(r.name == CONTROL_READER for r in used):
                 pairs.append((BackendSpec(name=CONTROL_BACKEND), ReaderSpec(name=CONTROL_READER)))
+        if "llm" in self.reader.config and self.judge is None and not any(reader_takes_llm(r.name) for _, r in pairs):
+            raise MemlabError(
+                f"LLM settings (--llm.*) were given, but no reader of the run takes an LLM "
+                f"({', '.join(sorted({r.name for _, r in pairs}))})"
+            )
         labels = [b.display + "|" + r.key for b, r in pairs]
         duplicates = sorted({label.partition("|")[0] for label in labels if labels.count(label) > 1})
         if duplicates:
