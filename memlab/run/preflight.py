@@ -82,13 +82,9 @@ def _writable_dir_problem(path: Path) -> str | None:
 def check_rows(config: RunConfig, pairs: list[tuple[BackendSpec, ReaderSpec]]) -> list[str]:
     problems = []
     for backend, reader in pairs:
-        try:
-            backend_cls = backends.get(backend.name)
-            parsed = backend_cls.parse_config(backend.config)
-            reader_cls = readers.get(reader.name)
-        except MemlabError as exc:
-            problems.append(str(exc))
-            continue
+        # unknown names and bad configs raise their own errors (with suggestions) before anything else
+        parsed = backends.get(backend.name).parse_config(backend.config)
+        reader_cls = readers.get(reader.name)
         row = f"row {backend.display} / {reader.name}"
         problem = reader_cls.backend_problem(reader.config, backend.name, parsed) if reader_cls.uses_memory else None
         if problem:
