@@ -244,7 +244,8 @@ def cmd_compare(args: argparse.Namespace, extra: list[str]) -> int:
     return 0
 
 
-def _format_of(path: Path, default: str) -> str:
+def _format_of(path: Path, default: str) -> Any:
+    """The export format a file name asks for (``.md``, ``.csv``, ``.tex``, ``.json``, ``.txt``)."""
     return {".md": "md", ".csv": "csv", ".tex": "latex", ".json": "json", ".txt": "plain"}.get(
         path.suffix.lower(), default
     )
