@@ -173,7 +173,7 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     readers = ",".join(dict.fromkeys(r.name for r in config.all_readers()))
     print(
         f"memlab run: dataset={config.dataset} backends={','.join(b.display for b in config.backends)} "
-        f"readers={readers} replay={config.replay} out={config.out}",
+        f"readers={readers} replay={config.replay} out={config.out} cache={config.resolved_cache_dir()}",
         file=sys.stderr,
     )
     return _run_and_report(config, args, plots=not args.no_plots)
