@@ -318,3 +318,23 @@ def test_summary_rows_of_predictions_without_runs_have_no_std() -> None:
     )
     row: RowSummary = summarize_rows([p])[0]
     assert row.accuracy_runs == [] and row.accuracy_std is None and row.retrieve_ms_p50 == 0.0
+
+
+@pytest.mark.slow
+def test_paper_protocols_script_puts_both_protocols_in_one_run(tmp_path: Path, capsys: Any) -> None:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "paper_protocols.py"
+    spec = importlib.util.spec_from_file_location("paper_protocols", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    out = tmp_path / "paper"
+    assert script.main_cli([str(out), "--dataset", "synthetic:personas=1,questions=4"]) == 0
+    summary = RunSummary.load(out)
+    rows = {(r.backend, r.reader.split(":")[0]): r for r in summary.rows}
+    assert {("full_context", "personamem"), ("rag", "personamem_baseline")} <= rows.keys()
+    assert rows[("rag", "personamem_baseline")].settings["backend"]["config"]["lexical"] == "none"
+    assert rows[("full_context", "personamem")].llm_model == "scripted-4o-mini"
+    assert len({r.fingerprint for r in summary.rows}) == len(summary.rows)
+    assert "adjusted by Holm" in capsys.readouterr().out
