@@ -411,18 +411,29 @@ def plot_comparison(comparison: Comparison, path: str | Path, x: Literal["tokens
     rows = [r for r in comparison.rows if r.accuracy is not None and r.accuracy.n]
     if not rows:
         raise CompareError("nothing to plot: no row has a scored accuracy")
-    fig = Figure(figsize=(8.0, 5.2), layout="constrained")
+    fig = Figure(figsize=(8.0, 5.2 + 0.22 * len(rows)), layout="constrained")
     ax = fig.add_subplot()
-    for row in rows:
+    ids = _short_ids(comparison)
+    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
+    for i, row in enumerate(rows):
         assert row.accuracy is not None
         value = row.mean_context_tokens if x == "tokens" else row.cost_usd
         acc = 100 * row.accuracy.accuracy
         err = [[max(0.0, acc - 100 * row.accuracy.low)], [max(0.0, 100 * row.accuracy.high - acc)]]
-        color = "#8c8c8c" if row.control else None
-        ax.errorbar([value], [acc], yerr=err, fmt="x" if row.control else "o", capsize=3, color=color)
-        ax.annotate(
-            f"{row.name} (n={row.accuracy.n})", (value, acc), textcoords="offset points", xytext=(5, 4), fontsize=7
+        color = "#8c8c8c" if row.control else palette[i % len(palette)]
+        # Points close together would overprint their names: each point carries its short id, the
+        # legend under the plot names it.
+        ax.errorbar(
+            [value],
+            [acc],
+            yerr=err,
+            fmt="x" if row.control else "o",
+            capsize=3,
+            color=color,
+            label=f"{ids[row.name]} {row.name} (n={row.accuracy.n})",
         )
+        ax.annotate(ids[row.name], (value, acc), textcoords="offset points", xytext=(5, 3 + 7 * (i % 3)), fontsize=7)
+    fig.legend(loc="outside lower center", ncols=1, fontsize="small", frameon=False)
     ax.set_xscale("symlog", linthresh=10 if x == "tokens" else 1e-4)
     ax.set_xlabel("mean context tokens shown to the reader" if x == "tokens" else "total cost (USD)")
     ax.set_ylabel("accuracy % (95% CI)")
