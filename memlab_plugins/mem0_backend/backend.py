@@ -256,8 +256,8 @@ class Mem0Memory(IngestMixin, Memory):
         return self._ledger
 
     def _mem0_ids(self, user_id: str) -> list[str]:
-        """The mem0 user ids holding ``user_id``'s memories (preset: one per speaker)."""
-        if self.config.preset is None:
+        """The mem0 user ids holding ``user_id``'s memories (locomo-eval: one per speaker)."""
+        if not self.config.speaker_perspectives:
             return [user_id]
         speakers = self.ledger.speakers(user_id)
         return [speakers[role][1] for role in ("user", "assistant") if role in speakers]
@@ -290,7 +290,7 @@ class Mem0Memory(IngestMixin, Memory):
             if filters is not None:
                 candidates = [item for item in candidates if filters.matches(item)]
             found.append((mem0_id, candidates[:limit]))
-        if self.config.preset is None:
+        if not self.config.speaker_perspectives:
             items = found[0][1] if found else []
             return Retrieval(items=items, context=render_turns(items))
         return self._speaker_retrieval(user_id, found)
