@@ -98,6 +98,12 @@ class Prediction(Costs):
     )
     evidence_messages: list[int] = Field(default_factory=list)
     metrics: dict[str, float] = Field(default_factory=dict)
+    option_order: list[str] | None = Field(
+        default=None, description="the option texts in the order shown (datasets that shuffle them: PersonaMem-v2)"
+    )
+    fields: dict[str, str] = Field(
+        default_factory=dict, description="the question's breakdown fields (PersonaMem-v2: who, updated, ...)"
+    )
     error: str | None = None
     fingerprint: str | None = Field(default=None, description="hash of the settings that determine this answer")
     traceback: str | None = Field(
@@ -140,6 +146,9 @@ class RowSummary(Costs):
     accuracy: Score | None = None
     per_type: dict[str, Score] = Field(default_factory=dict)
     per_distance: dict[str, Score] = Field(default_factory=dict)
+    per_field: dict[str, dict[str, Score]] = Field(
+        default_factory=dict, description="field -> value -> accuracy (the predictions' breakdown fields)"
+    )
     questions: int = 0
     errors: int = 0
     mean_context_tokens: float = 0.0
@@ -382,6 +391,24 @@ def _scores(preds: Iterable[Prediction], key: Any) -> dict[str, Score]:
     }
 
 
+def _field_order(value: str) -> tuple[int, str]:
+    """Values in their natural order: numeric bins ("1024-2047") by their start, the rest by name."""
+    head = value.split("-", 1)[0]
+    return (int(head), value) if head.isdigit() else (2**62, value)
+
+
+def field_scores(scored: list[Prediction]) -> dict[str, dict[str, Score]]:
+    """Accuracy per value of each breakdown field the predictions carry (``per_field``)."""
+    groups: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    for p in scored:
+        for name, value in p.fields.items():
+            groups[name][value].append(bool(p.correct))
+    return {
+        name: {value: wilson(sum(v), len(v)) for value, v in sorted(values.items(), key=lambda kv: _field_order(kv[0]))}
+        for name, values in sorted(groups.items())
+    }
+
+
 def _mean_metrics(preds: list[Prediction]) -> dict[str, float]:
     sums: dict[str, list[float]] = defaultdict(list)
     for p in preds:
@@ -421,6 +448,7 @@ def summarize_rows(predictions: list[Prediction]) -> list[RowSummary]:
                 accuracy=wilson(sum(bool(p.correct) for p in scored), len(scored)) if scored else None,
                 per_type=_scores(scored, lambda p: p.question_type),
                 per_distance=_scores(scored, lambda p: distance_bucket(p.distance_tokens)),
+                per_field=field_scores(scored),
                 questions=len(preds),
                 errors=sum(p.error is not None for p in preds),
                 mean_context_tokens=sum(p.context_tokens for p in preds) / len(preds),

@@ -283,7 +283,10 @@ def parse_flag(text: str) -> bool:
 
 
 def parse_count(text: str) -> int:
-    value = float(text.strip())  # some token counts may be written as floats ("122747.0")
+    try:
+        value = float(text.strip())  # some token counts may be written as floats ("122747.0")
+    except ValueError:
+        raise ValueError(f"{text!r} is not a non-negative whole number") from None
     if not value.is_integer() or value < 0:
         raise ValueError(f"{text!r} is not a non-negative whole number")
     return int(value)
