@@ -120,6 +120,7 @@ def _print_report(run_dir: Path, plots: bool) -> None:
         report.terminal_table(summary),
         report.paired_table(summary),
         report.distance_table(summary),
+        report.field_tables(summary),
         report.metrics_table(summary, per_type=False),
         report.failed_jobs_text(summary),
     )
