@@ -303,3 +303,86 @@ def test_memlab_run_accuracy_is_the_reference_extractions(snapshot: Path, tmp_pa
     # evidence recall: full_context returns everything, so every evidence message is found
     assert full.metrics.get("recall@10") == 1.0
     assert STAMPS["32k"] in predictions[0].context_id
+
+
+# --------------------------------------------------------------------------- open-ended + judge
+JUDGE_SCORES = ("Reasoning.\n\\boxed{0.75}", "Score: 0.4", "\\boxed{1.5}", "I cannot tell.", "$\\boxed{0}$")
+
+
+def open_and_judge_reply(body: dict[str, Any]) -> str:
+    """Reader requests get a free answer; judge requests (one user message with the narrow prompt) a
+    score reply chosen by the response they judge."""
+    messages = body["messages"]
+    if len(messages) == 1 and messages[0]["content"].startswith("You are evaluating an AI assistant's"):
+        response = messages[0]["content"].split("Model's response to evaluate:\n", 1)[1]
+        return JUDGE_SCORES[hashlib.sha1(response.encode()).digest()[0] % len(JUDGE_SCORES)]
+    return f"Here is a suggestion ({len(messages)} messages seen) for " + messages[-1]["content"][:30]
+
+
+def reference_score(reply: str) -> float:
+    """extract_judge_decision of the reference's inference_utils.py, as the test's oracle."""
+    for pattern in (r"\\boxed\{([0-9]*\.?[0-9]+)\}", r"\$\\boxed\{([0-9]*\.?[0-9]+)\}\$", r"\\boxed\s*\{([0-9]*\.?[0-9]+)\}"):
+        match = re.search(pattern, reply)
+        if match:
+            return max(0.0, min(1.0, float(match.group(1))))
+    for pattern in (r"score[:\s]+([0-9]*\.?[0-9]+)", r"rating[:\s]+([0-9]*\.?[0-9]+)", r"([0-9]*\.[0-9]+)\s*/\s*1\.?0?"):
+        match = re.search(pattern, reply, re.IGNORECASE)
+        if match and 0.0 <= float(match.group(1)) <= 1.0:
+            return float(match.group(1))
+    return 0.0
+
+
+def test_open_mode_is_judged_by_the_reference_narrow_judge(snapshot: Path, tmp_path: Path, registered):
+    from memlab.cli import main
+    from memlab.results import RunSummary, read_predictions
+
+    out = tmp_path / "open"
+    args = [
+        "run",
+        "--dataset",
+        f"personamem-v2:32k:{snapshot}",
+        "--backends",
+        "full_context",
+        "--reader",
+        "personamem_v2",
+        "--reader.mode",
+        "open",
+        "--judge",
+        "personamem_v2",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--no-plots",
+    ]
+    with RecordingServer(open_and_judge_reply) as server:
+        llm = ["--llm.base-url", server.base_url, "--llm.model", "gpt-4.1-mini"]
+        assert main([*args, *llm]) == 0
+        first = len(server.requests)
+        assert main([*args, *llm]) == 0  # resumed: every answer and verdict is already there
+        assert len(server.requests) == first
+    judge_requests = [b for b in server.requests if b["messages"][0]["content"].startswith("You are evaluating")]
+    rows = raw_rows(snapshot)
+    assert len(judge_requests) == 2 * len(rows)  # full_context and the none control, one verdict each
+    for body in judge_requests:
+        assert set(body) == {"model", "messages"}  # provider defaults, as the reference's judge call
+        prompt = body["messages"][0]["content"]
+        query = prompt.split("User's query:\n", 1)[1].split("\n\nGround truth", 1)[0]
+        (row,) = [r for r in rows if ast.literal_eval(r["user_query"])["content"] == query]  # no recall suffix
+        assert f"Ground truth user preference: {row['preference']}\n" in prompt
+        negative = '"do not personalize"' in prompt
+        assert negative is row["preference"].lower().startswith("do not")
+        assert prompt.endswith("give your final score as \\boxed{score} where score is a number between 0.0 and 1.0.\nYour response:")
+    summary = RunSummary.load(out)
+    full = summary.row("full_context", "personamem_v2:openai:gpt-4.1-mini:open")
+    assert full.accuracy is None  # open answers are judged, not scored
+    predictions = [p for p in read_predictions(out) if p.backend == "full_context"]
+    assert all(p.correct is None and p.predicted_text for p in predictions)
+    verdicts = {b["messages"][0]["content"]: r for b, r in zip(server.requests, server.replies) if b in judge_requests}
+    scores = [
+        reference_score(reply)
+        for prompt, reply in verdicts.items()
+        if any(f"Model's response to evaluate:\n{p.predicted_text}\n" in prompt for p in predictions)
+    ]
+    assert len(scores) == len(rows)
+    assert full.metrics["judge"] == pytest.approx(sum(scores) / len(scores))
+    assert summary.rows[0].settings["judge"]["prompt"] == "personamem-v2-narrow-v1"
