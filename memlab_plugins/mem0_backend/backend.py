@@ -94,7 +94,7 @@ class Mem0Memory(IngestMixin, Memory):
         """
         parsed = cls.parse_config(config)
         assert isinstance(parsed, Mem0Config)
-        return not parsed.uses_llm
+        return not parsed.uses_llm and not parsed.forget_requests  # a forget request acts per ingest call
 
     def __init__(
         self,

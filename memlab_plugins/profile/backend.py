@@ -27,6 +27,7 @@ from pydantic import Field
 
 from memlab.embedders import Embedder, get_embedder
 from memlab.errors import MemlabError, NotFoundError
+from memlab.forget import ForgetRequests
 from memlab.llm.errors import refused_request
 from memlab.locks import DirectoryLock
 from memlab.memory import BackendConfig, Capability, Memory, render_turns, turn_source
@@ -76,6 +77,7 @@ class ProfileConfig(BackendConfig):
         description="None/'file' = SQLite in the data directory; postgresql://user@host:5432/db = that database",
     )
     pool_size: int = Field(default=4, ge=1, description="PostgreSQL store: connections per process")
+    forget_requests: ForgetRequests = False
 
 
 class ProfileMemory(Memory):
@@ -97,7 +99,8 @@ class ProfileMemory(Memory):
         profile as it stands after the turns before it, so a session ingested in parts gives the same
         profile as the whole session (tests/test_profile_privacy.py checks every cut point). The LLM extractor sees a
         whole ingest call in one prompt, so how a session is split changes what it extracts."""
-        return cls.parse_config(config).extractor == "rules"  # type: ignore[attr-defined]
+        parsed = cls.parse_config(config)  # a forget request acts when its ingest call ends: split-dependent
+        return parsed.extractor == "rules" and not parsed.forget_requests  # type: ignore[attr-defined]
 
     def __new__(cls, config=None, **kwargs: Any):
         # ``store: postgresql://...`` selects the database-backed variant (memlab_plugins.profile.pg_store).
@@ -357,6 +360,14 @@ class ProfileMemory(Memory):
             store.close()
         if self._dir_lock is not None:
             self._dir_lock.release()
+
+    def forget_matcher(self) -> Any:
+        """With the LLM extractor, its LLM decides what a forget request refers to (memlab.forget)."""
+        if self.llm_extractor is None:
+            return None
+        from memlab.forget import llm_matcher
+
+        return llm_matcher(self.llm_extractor.llm)
 
     # ------------------------------------------------------------------ capabilities
     def _entry_id(self, item_id: str, user_id: str, *, erased_ok: bool = False) -> str:
