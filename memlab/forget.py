@@ -13,6 +13,8 @@ included (it restates what is to be forgotten), so the forgotten preference no l
   to remember) and "I forgot ..." are not requests. The subject is the rest of that sentence.
 - :func:`mentions`: whether a stored text is about a subject: at least ``MATCH_SHARE`` of the
   subject's content words (lowercased, stop words left out, plural/verb ``-s`` folded) occur in it.
+  A sibling preference stated in the very same words ("I keep fit with yoga" / "... with boxing")
+  can be taken with it: that is what the LLM matcher is for.
 - A backend with an LLM (profile's and mem0's extractors) may pass its own ``matcher`` to
   :func:`honour_forget_requests`: the detector still finds the request, the LLM decides which
   stored items it refers to (implicit paraphrases that share few words with the request).
@@ -45,7 +47,7 @@ ForgetRequests = Annotated[
     ),
 ]
 
-MATCH_SHARE = 0.6  # share of the subject's content words a stored text must contain
+MATCH_SHARE = 0.5  # share of the subject's content words a stored text must contain
 MIN_SUBJECT_WORDS = 1
 
 _STOP = frozenset(

@@ -54,8 +54,8 @@ SCENARIOS = (
 # How a task carries a statement about the user (or a friend): {s} is the statement.
 TASKS: dict[str, str] = {
     "personal_email": "Can you polish this email to my aunt? 'Hi Auntie, all is well here. {s}. Hope to see you soon!'",
-    "professional_email": "Please make this note to my manager sound more professional: 'About Friday: {s}, so I "
-    "would like to keep the morning free.'",
+    "professional_email": "Please make this note to my manager sound more professional: 'About next week: {s}, "
+    "so I would like to keep the mornings free.'",
     "creative_writing": "Help me finish a short story opening that starts from my own life: '{s}, and that is "
     "where it all began.'",
     "professional_writing": "Tighten this paragraph of my bio for the company website: 'Outside work, {s}.'",
@@ -73,6 +73,7 @@ FRIEND_NAMES = ("Ana", "Tom", "Mei", "Omar", "Lena", "Ravi", "Sofia", "Jonas")
 class Topic:
     name: str  # topic_preference
     reveal: str  # statement about the user ({x}: the value)
+    reveal_alt: str  # the same in other words: how a preference that is later forgotten was stated
     friend: str  # the same about a friend ({n}: name)
     query: str
     option: str  # the four options: this template, four values
@@ -83,6 +84,7 @@ TOPICS: tuple[Topic, ...] = (
     Topic(
         "Food",
         "I always have {x} for breakfast",
+        "my mornings start with {x}",
         "my friend {n} always has {x} for breakfast",
         "What should I bring to the office breakfast on Friday?",
         "Bring some {x} to share; it would suit a relaxed Friday breakfast.",
@@ -91,30 +93,34 @@ TOPICS: tuple[Topic, ...] = (
     Topic(
         "Travel",
         "I spend most weekends on {x}",
+        "my days off are for {x}",
         "my friend {n} spends most weekends on {x}",
-        "Any ideas for my free Saturday?",
+        "Any ideas for my free weekend?",
         "Plan a Saturday of {x}; it is a good way to spend the day.",
         ("day trips to nearby towns", "hill walks", "river cycling", "castle visits", "lakeside camping", "coastal kayaking", "seaside train rides", "museum tours", "vineyard tours", "birdwatching walks"),
     ),
     Topic(
         "Music",
         "I listen to {x} while I work",
+        "my playlist is full of {x}",
         "my friend {n} listens to {x} while working",
-        "Can you suggest something to put on while I cook tonight?",
+        "What could I listen to while I cook tonight?",
         "Put on some {x}; it makes an evening of cooking more fun.",
         ("old jazz records", "film soundtracks", "classic rock", "lo-fi beats", "opera arias", "k-pop hits", "folk ballads", "drum and bass", "bossa nova", "baroque concertos"),
     ),
     Topic(
         "Fitness",
         "I keep fit with {x}",
+        "my workouts are {x}",
         "my friend {n} keeps fit with {x}",
-        "How could I fit some exercise into a busy week?",
+        "How can I keep fit during a busy week?",
         "Book a few {x} into your calendar; short slots add up over a week.",
         ("early swims", "yoga classes", "boxing sessions", "long runs", "climbing sessions", "pilates workouts", "tennis matches", "rowing workouts", "dance classes", "kettlebell circuits"),
     ),
     Topic(
         "Reading",
         "I read {x} before bed",
+        "my bookshelf is all {x}",
         "my friend {n} reads {x} before bed",
         "What could I read on my long flight next month?",
         "Pack a couple of {x}; they make a long flight pass quickly.",
@@ -123,24 +129,27 @@ TOPICS: tuple[Topic, ...] = (
     Topic(
         "Mental health",
         "my therapist suggested {x} for my anxiety",
+        "my counsellor recommends {x}",
         "my friend {n}'s therapist suggested {x}",
-        "I have a stressful week ahead. Any tips?",
+        "I have a stressful week ahead and my anxiety is up. Any tips?",
         "Lean on {x}; it can carry you through a stressful week.",
         ("evening journaling", "breathing exercises", "weekly nature walks", "screen-free Sundays", "mindfulness meditation", "a support group", "a gratitude list", "muscle relaxation drills", "art therapy", "a fixed sleep routine"),
     ),
     Topic(
         "Health",
         "I have to manage {x}",
+        "my doctor says I live with {x}",
         "my friend {n} has to manage {x}",
-        "Can you plan a dinner menu for my friends this weekend?",
+        "Can you plan a dinner menu I can manage with this weekend?",
         "Plan the menu around {x}, so that you can enjoy the dinner as well.",
         ("a gluten intolerance", "type 2 diabetes", "a lactose intolerance", "high blood pressure", "a peanut allergy", "acid reflux", "an iron deficiency", "a shellfish allergy", "a low-salt diet", "a histamine intolerance"),
     ),
     Topic(
         "Finance",
         "I pay {x}",
+        "my budget starts with {x}",
         "my friend {n} pays {x}",
-        "Can you help me draft a monthly budget?",
+        "Can you help me draft a monthly budget around what I pay?",
         "Start the budget from {x} and build everything else around it.",
         ("a rent of 900 euros", "a rent of 1,400 euros", "a loan of 300 euros a month", "a rent of 650 euros", "childcare of 700 euros", "a mortgage of 1,100 euros", "a car lease of 250 euros", "tuition of 500 euros a month", "a rent of 1,900 euros", "a debt of 400 euros a month"),
     ),
@@ -212,7 +221,7 @@ def _plan(topic: Topic, pref_type: str, who: str, rng: random.Random) -> _Plan:
         blocks.append(_reveal(topic.friend.format(n=name, x=friend), rng)[0])
     if pref_type == "ask_to_forget":
         forgotten = values[(answer + 1 + rng.randrange(3)) % 4]
-        statement = topic.reveal.format(x=forgotten)
+        statement = topic.reveal_alt.format(x=forgotten)
         block = _reveal(statement, rng)[0]
         # the assistant uses it once more, then the user asks to forget it (the block ends with their turn)
         block += [
@@ -320,7 +329,7 @@ def _questions(context_id: str, history: History, plans: list[_Plan], number: in
         options = [plan.topic.option.format(x=value) for value in plan.options]
         own = plan.options[plan.answer]
         preference = (
-            f"Do not remember '{plan.topic.reveal.format(x=plan.forgotten)}' in memory"
+            f"Do not remember '{plan.topic.reveal_alt.format(x=plan.forgotten)}' in memory"
             if plan.forgotten
             else plan.topic.reveal.format(x=own)
         )
