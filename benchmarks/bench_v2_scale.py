@@ -88,7 +88,9 @@ def main() -> int:
         for backend in [b for b in args.backends.split(",") if b]:
             for executor in [e for e in args.executors.split(",") if e]:
                 label = executor if executor == "local" else f"{executor}x{args.workers}"
-                seconds, peak, status, own = run(backend, executor, args.workers, dataset, Path(work) / f"{backend}-{executor}")
+                seconds, peak, status, own = run(
+                    backend, executor, args.workers, dataset, Path(work) / f"{backend}-{executor}"
+                )
                 failures += status != 0
                 per = seconds / args.histories
                 mark = "" if own else "<="

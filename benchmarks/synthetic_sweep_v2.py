@@ -69,7 +69,9 @@ def backend_config(name: str, embedder: str, forget: bool) -> dict[str, object]:
     return config
 
 
-def replay(row: str, seeds: list[int], personas: int, tokens: int, reader: EmbeddingReader, embedder: str, work: Path) -> tuple[Hits, Hits]:
+def replay(
+    row: str, seeds: list[int], personas: int, tokens: int, reader: EmbeddingReader, embedder: str, work: Path
+) -> tuple[Hits, Hits]:
     """(hits by pref_type, hits of who=others questions) for one row."""
     by_type: Hits = {}
     others: Hits = {}
@@ -80,7 +82,9 @@ def replay(row: str, seeds: list[int], personas: int, tokens: int, reader: Embed
         for context_id, history in dataset.histories.items():
             memory = None
             if name not in (BLIND, LONGEST):
-                memory = create_backend(name, backend_config(name, embedder, forget), data_dir=work / f"{row}-{context_id}")
+                memory = create_backend(
+                    name, backend_config(name, embedder, forget), data_dir=work / f"{row}-{context_id}"
+                )
             try:
                 if memory is not None:
                     for session, _ in history.slices(0, len(history.messages)):
@@ -109,7 +113,9 @@ def table(rows: dict[str, tuple[Hits, Hits]]) -> str:
             cells.append(f"{sum(mine) / len(mine):.1%}" if mine else "-")
         lines.append(cells)
     hits, others = next(iter(rows.values()))
-    lines.append(["questions", str(len(hits)), *(str(sum(t == q for t, _ in hits.values())) for q in TYPES), str(len(others))])
+    lines.append(
+        ["questions", str(len(hits)), *(str(sum(t == q for t, _ in hits.values())) for q in TYPES), str(len(others))]
+    )
     widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
     return "\n".join(
         "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))) for line in lines
@@ -153,9 +159,17 @@ def main() -> int:
         for qtype in SELF_TYPES:
             ok &= check(f"{name} > none (blind) on {SHORT[qtype]}", rows[name][0], rows[BLIND][0], qtype, better=True)
     for name in backends:
-        ok &= check(f"{name}{FORGET} > {name} on forget", rows[name + FORGET][0], rows[name][0], "ask_to_forget", better=True)
+        ok &= check(
+            f"{name}{FORGET} > {name} on forget", rows[name + FORGET][0], rows[name][0], "ask_to_forget", better=True
+        )
     if "full_context" in rows:
-        ok &= check("full_context >= none (blind) on who=others", rows["full_context"][1], rows[BLIND][1], "others", better=False)
+        ok &= check(
+            "full_context >= none (blind) on who=others",
+            rows["full_context"][1],
+            rows[BLIND][1],
+            "others",
+            better=False,
+        )
     return 0 if ok else 1
 
 

@@ -173,7 +173,9 @@ def test_multimodal_release_is_refused(tmp_path: Path):
     with pytest.raises(DataFormatError, match="only the multimodal release.*supports the text release"):
         load_personamem_v2(f"32k:{tmp_path}")
     for row in rows:
-        row["chat_history_32k_link"] = row["chat_history_32k_link"].replace("chat_history_32k", "chat_history_multimodal_32k")
+        row["chat_history_32k_link"] = row["chat_history_32k_link"].replace(
+            "chat_history_32k", "chat_history_multimodal_32k"
+        )
     write_csv(tmp_path / "benchmark/text/benchmark.csv", rows)
     with pytest.raises(DataFormatError, match="multimodal history; only the text release"):
         load_personamem_v2(f"32k:{tmp_path}")

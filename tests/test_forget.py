@@ -10,7 +10,7 @@ import pytest
 
 from memlab.forget import find_forget_requests, llm_matcher, mentions
 from memlab.registry import create_backend
-from memlab.types import Message, MemoryItem, Session
+from memlab.types import MemoryItem, Message, Session
 
 REVEAL = "Can you help me plan? I take weekend day trips to nearby towns almost every Saturday."
 REPLY = "Sure! Since you enjoy weekend day trips to nearby towns, here is a plan for Saturday."
@@ -85,7 +85,9 @@ def test_backends_honour_forget_requests(name: str, tmp_path: Path):
     ]
     results = {}
     for forget in (False, True):
-        memory = create_backend(name, {**BACKENDS[name], "forget_requests": forget}, data_dir=tmp_path / f"{name}-{forget}")
+        memory = create_backend(
+            name, {**BACKENDS[name], "forget_requests": forget}, data_dir=tmp_path / f"{name}-{forget}"
+        )
         try:
             for session in conversation:
                 memory.ingest(session, user_id="u")

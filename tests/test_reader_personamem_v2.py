@@ -133,7 +133,11 @@ def reference_messages(root: Path, row: dict[str, str], size: str) -> tuple[list
     instruction = HEADER + "\n".join(f"{letter}. {option}" for letter, option in mapping.items()) + FOOTER
     # memlab sends role and content only (a stray key of a damaged release message is left out)
     messages = [{"role": m["role"], "content": m["content"]} for m in history]
-    return [*messages, {"role": "user", "content": query["content"]}, {"role": "system", "content": instruction}], mapping
+    return [
+        *messages,
+        {"role": "user", "content": query["content"]},
+        {"role": "system", "content": instruction},
+    ], mapping
 
 
 @pytest.fixture
@@ -166,7 +170,7 @@ def test_full_context_request_is_the_reference_layout(snapshot: Path, tmp_path: 
     with RecordingServer(lambda body: "Reasoning.\nFinal Answer: B") as server:
         reader = PersonaMemV2Reader({"llm": {"base_url": server.base_url, "model": "gpt-5-chat", "cache": False}})
         answers = []
-        for row, question in zip(rows, dataset.questions):
+        for question in dataset.questions:
             answers.append(reader.answer(question, _full_context(dataset, question)))
         reader.close()
     assert len(server.requests) == len(rows)
@@ -321,11 +325,19 @@ def open_and_judge_reply(body: dict[str, Any]) -> str:
 
 def reference_score(reply: str) -> float:
     """extract_judge_decision of the reference's inference_utils.py, as the test's oracle."""
-    for pattern in (r"\\boxed\{([0-9]*\.?[0-9]+)\}", r"\$\\boxed\{([0-9]*\.?[0-9]+)\}\$", r"\\boxed\s*\{([0-9]*\.?[0-9]+)\}"):
+    for pattern in (
+        r"\\boxed\{([0-9]*\.?[0-9]+)\}",
+        r"\$\\boxed\{([0-9]*\.?[0-9]+)\}\$",
+        r"\\boxed\s*\{([0-9]*\.?[0-9]+)\}",
+    ):
         match = re.search(pattern, reply)
         if match:
             return max(0.0, min(1.0, float(match.group(1))))
-    for pattern in (r"score[:\s]+([0-9]*\.?[0-9]+)", r"rating[:\s]+([0-9]*\.?[0-9]+)", r"([0-9]*\.[0-9]+)\s*/\s*1\.?0?"):
+    for pattern in (
+        r"score[:\s]+([0-9]*\.?[0-9]+)",
+        r"rating[:\s]+([0-9]*\.?[0-9]+)",
+        r"([0-9]*\.[0-9]+)\s*/\s*1\.?0?",
+    ):
         match = re.search(pattern, reply, re.IGNORECASE)
         if match and 0.0 <= float(match.group(1)) <= 1.0:
             return float(match.group(1))
@@ -371,7 +383,9 @@ def test_open_mode_is_judged_by_the_reference_narrow_judge(snapshot: Path, tmp_p
         assert f"Ground truth user preference: {row['preference']}\n" in prompt
         negative = '"do not personalize"' in prompt
         assert negative is row["preference"].lower().startswith("do not")
-        assert prompt.endswith("give your final score as \\boxed{score} where score is a number between 0.0 and 1.0.\nYour response:")
+        assert prompt.endswith(
+            "give your final score as \\boxed{score} where score is a number between 0.0 and 1.0.\nYour response:"
+        )
     summary = RunSummary.load(out)
     full = summary.row("full_context", "personamem_v2:openai:gpt-4.1-mini:open")
     assert full.accuracy is None  # open answers are judged, not scored

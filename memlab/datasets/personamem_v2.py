@@ -237,11 +237,13 @@ def _records(path: Path, size: str) -> Iterator[tuple[int, dict[str, str]]]:
             except StopIteration:
                 return
             except (UnicodeDecodeError, csv.Error) as exc:
-                raise DataFormatError(f"cannot read PersonaMem-v2 benchmark {path} after data row {number}: {exc}") from exc
-            number += 1
-            if record.get(None):  # type: ignore[call-overload]
                 raise DataFormatError(
-                    f"{path}, row {number}: {len(record[None])} more field(s) than the header "  # type: ignore[index]
+                    f"cannot read PersonaMem-v2 benchmark {path} after data row {number}: {exc}"
+                ) from exc
+            number += 1
+            if record.get(None):
+                raise DataFormatError(
+                    f"{path}, row {number}: {len(record[None])} more field(s) than the header "
                     "(row = data record number from 1, header not counted)"
                 )
             yield number, {k: (v if v is not None else "") for k, v in record.items() if k is not None}
@@ -315,7 +317,8 @@ class _Problems:
         shown = "\n".join(f"  {issue}" for issue in self.found[:MAX_LISTED_PROBLEMS])
         more = len(self.found) - MAX_LISTED_PROBLEMS
         raise DataFormatError(
-            f"{what}: {len(self.found)} problem(s), nothing loaded:\n{shown}" + (f"\n  ... and {more} more" if more > 0 else "")
+            f"{what}: {len(self.found)} problem(s), nothing loaded:\n{shown}"
+            + (f"\n  ... and {more} more" if more > 0 else "")
         )
 
 
@@ -356,12 +359,19 @@ def read_history(path: Path, history_id: str, issues: list[DataIssue]) -> Histor
             )
         if not content.strip() and role == "assistant":
             issues.append(
-                DataIssue(file=str(path), row=index, field="chat_history", message=f"message {index}: empty assistant reply, kept")
+                DataIssue(
+                    file=str(path),
+                    row=index,
+                    field="chat_history",
+                    message=f"message {index}: empty assistant reply, kept",
+                )
             )
         messages.append(Message(role=role, content=content))
     if messages[0].role != "system":
         issues.append(
-            DataIssue(file=str(path), row=0, field="chat_history", message="message 0 is not the persona system message")
+            DataIssue(
+                file=str(path), row=0, field="chat_history", message="message 0 is not the persona system message"
+            )
         )
     metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
     return History(
@@ -391,7 +401,11 @@ def evidence_ids(history: History, snippet: list[str], lookup: dict[str, int]) -
         index = lookup.get(wanted)
         if index is None:
             index = next(
-                (i for i, m in enumerate(history.messages) if m.content.strip() and (wanted in m.content or m.content.strip() in wanted)),
+                (
+                    i
+                    for i, m in enumerate(history.messages)
+                    if m.content.strip() and (wanted in m.content or m.content.strip() in wanted)
+                ),
                 None,
             )
         if index is not None and f"m{index}" not in found:

@@ -103,7 +103,8 @@ def history_part(question: Question, retrieval: Retrieval, reader: str) -> list[
 
 class PersonaMemV2ReaderConfig(LLMReaderSettings):
     mode: Mode = Field(
-        default="mcq", description="mcq: the official multiple-choice protocol; open: free answer for --judge personamem_v2"
+        default="mcq",
+        description="mcq: the official multiple-choice protocol; open: free answer for --judge personamem_v2",
     )
     max_tokens: int | None = Field(
         default=None, ge=1, description="reply budget; default: none sent (the provider's default, as the reference)"
@@ -116,7 +117,9 @@ class PersonaMemV2ReaderConfig(LLMReaderSettings):
 
 class PersonaMemV2Reader(LLMBackedReader):
     name = "personamem_v2"
-    description = "PersonaMem-v2's official protocol (history as chat, trailing A-D system message, official extraction)"
+    description = (
+        "PersonaMem-v2's official protocol (history as chat, trailing A-D system message, official extraction)"
+    )
     Config = PersonaMemV2ReaderConfig
     config: PersonaMemV2ReaderConfig
 
@@ -135,7 +138,9 @@ class PersonaMemV2Reader(LLMBackedReader):
         if self.config.mode == "mcq":
             messages.append({"role": "system", "content": mcq_instruction(list(question.options))})
         if self.config.system_as_user:
-            messages = [{"role": "user" if m["role"] == "system" else m["role"], "content": m["content"]} for m in messages]
+            messages = [
+                {"role": "user" if m["role"] == "system" else m["role"], "content": m["content"]} for m in messages
+            ]
         return [ChatMessage.model_validate(m) for m in messages]
 
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:

@@ -12,8 +12,8 @@ from memlab.report.plots import DISTANCE_PLOT, FIELD_PLOT, TYPE_PLOT, plot_run
 from memlab.report.tables import (
     LOCOMO_TYPES,
     TYPE_LABELS,
-    distance_labels,
     breakdown_fields,
+    distance_labels,
     distance_table,
     failed_jobs_text,
     field_table,

@@ -88,7 +88,18 @@ TOPICS: tuple[Topic, ...] = (
         "my friend {n} always has {x} for breakfast",
         "What should I bring to the office breakfast on Friday?",
         "Bring some {x} to share; it would suit a relaxed Friday breakfast.",
-        ("green tea", "spicy ramen", "dark chocolate", "sourdough toast", "fresh mangoes", "black coffee", "oat porridge", "goat cheese", "lemon muffins", "rye crackers"),
+        (
+            "green tea",
+            "spicy ramen",
+            "dark chocolate",
+            "sourdough toast",
+            "fresh mangoes",
+            "black coffee",
+            "oat porridge",
+            "goat cheese",
+            "lemon muffins",
+            "rye crackers",
+        ),
     ),
     Topic(
         "Travel",
@@ -97,7 +108,18 @@ TOPICS: tuple[Topic, ...] = (
         "my friend {n} spends most weekends on {x}",
         "Any ideas for my free weekend?",
         "Plan a Saturday of {x}; it is a good way to spend the day.",
-        ("day trips to nearby towns", "hill walks", "river cycling", "castle visits", "lakeside camping", "coastal kayaking", "seaside train rides", "museum tours", "vineyard tours", "birdwatching walks"),
+        (
+            "day trips to nearby towns",
+            "hill walks",
+            "river cycling",
+            "castle visits",
+            "lakeside camping",
+            "coastal kayaking",
+            "seaside train rides",
+            "museum tours",
+            "vineyard tours",
+            "birdwatching walks",
+        ),
     ),
     Topic(
         "Music",
@@ -106,7 +128,18 @@ TOPICS: tuple[Topic, ...] = (
         "my friend {n} listens to {x} while working",
         "What could I listen to while I cook tonight?",
         "Put on some {x}; it makes an evening of cooking more fun.",
-        ("old jazz records", "film soundtracks", "classic rock", "lo-fi beats", "opera arias", "k-pop hits", "folk ballads", "drum and bass", "bossa nova", "baroque concertos"),
+        (
+            "old jazz records",
+            "film soundtracks",
+            "classic rock",
+            "lo-fi beats",
+            "opera arias",
+            "k-pop hits",
+            "folk ballads",
+            "drum and bass",
+            "bossa nova",
+            "baroque concertos",
+        ),
     ),
     Topic(
         "Fitness",
@@ -115,7 +148,18 @@ TOPICS: tuple[Topic, ...] = (
         "my friend {n} keeps fit with {x}",
         "How can I keep fit during a busy week?",
         "Book a few {x} into your calendar; short slots add up over a week.",
-        ("early swims", "yoga classes", "boxing sessions", "long runs", "climbing sessions", "pilates workouts", "tennis matches", "rowing workouts", "dance classes", "kettlebell circuits"),
+        (
+            "early swims",
+            "yoga classes",
+            "boxing sessions",
+            "long runs",
+            "climbing sessions",
+            "pilates workouts",
+            "tennis matches",
+            "rowing workouts",
+            "dance classes",
+            "kettlebell circuits",
+        ),
     ),
     Topic(
         "Reading",
@@ -124,7 +168,18 @@ TOPICS: tuple[Topic, ...] = (
         "my friend {n} reads {x} before bed",
         "What could I read on my long flight next month?",
         "Pack a couple of {x}; they make a long flight pass quickly.",
-        ("crime novels", "science fiction", "poetry collections", "history books", "graphic novels", "travel memoirs", "fantasy sagas", "biographies", "philosophy essays", "short story anthologies"),
+        (
+            "crime novels",
+            "science fiction",
+            "poetry collections",
+            "history books",
+            "graphic novels",
+            "travel memoirs",
+            "fantasy sagas",
+            "biographies",
+            "philosophy essays",
+            "short story anthologies",
+        ),
     ),
     Topic(
         "Mental health",
@@ -133,7 +188,18 @@ TOPICS: tuple[Topic, ...] = (
         "my friend {n}'s therapist suggested {x}",
         "I have a stressful week ahead and my anxiety is up. Any tips?",
         "Lean on {x}; it can carry you through a stressful week.",
-        ("evening journaling", "breathing exercises", "weekly nature walks", "screen-free Sundays", "mindfulness meditation", "a support group", "a gratitude list", "muscle relaxation drills", "art therapy", "a fixed sleep routine"),
+        (
+            "evening journaling",
+            "breathing exercises",
+            "weekly nature walks",
+            "screen-free Sundays",
+            "mindfulness meditation",
+            "a support group",
+            "a gratitude list",
+            "muscle relaxation drills",
+            "art therapy",
+            "a fixed sleep routine",
+        ),
     ),
     Topic(
         "Health",
@@ -142,7 +208,18 @@ TOPICS: tuple[Topic, ...] = (
         "my friend {n} has to manage {x}",
         "Can you plan a dinner menu I can manage with this weekend?",
         "Plan the menu around {x}, so that you can enjoy the dinner as well.",
-        ("a gluten intolerance", "type 2 diabetes", "a lactose intolerance", "high blood pressure", "a peanut allergy", "acid reflux", "an iron deficiency", "a shellfish allergy", "a low-salt diet", "a histamine intolerance"),
+        (
+            "a gluten intolerance",
+            "type 2 diabetes",
+            "a lactose intolerance",
+            "high blood pressure",
+            "a peanut allergy",
+            "acid reflux",
+            "an iron deficiency",
+            "a shellfish allergy",
+            "a low-salt diet",
+            "a histamine intolerance",
+        ),
     ),
     Topic(
         "Finance",
@@ -151,11 +228,26 @@ TOPICS: tuple[Topic, ...] = (
         "my friend {n} pays {x}",
         "Can you help me draft a monthly budget around what I pay?",
         "Start the budget from {x} and build everything else around it.",
-        ("a rent of 900 euros", "a rent of 1,400 euros", "a loan of 300 euros a month", "a rent of 650 euros", "childcare of 700 euros", "a mortgage of 1,100 euros", "a car lease of 250 euros", "tuition of 500 euros a month", "a rent of 1,900 euros", "a debt of 400 euros a month"),
+        (
+            "a rent of 900 euros",
+            "a rent of 1,400 euros",
+            "a loan of 300 euros a month",
+            "a rent of 650 euros",
+            "childcare of 700 euros",
+            "a mortgage of 1,100 euros",
+            "a car lease of 250 euros",
+            "tuition of 500 euros a month",
+            "a rent of 1,900 euros",
+            "a debt of 400 euros a month",
+        ),
     ),
 )
 HOBBY_TOPICS = TOPICS[:5]
-TYPE_OF_TOPIC = {"Mental health": "therapy_background", "Health": "health_and_medical_conditions", "Finance": "sensitive_info"}
+TYPE_OF_TOPIC = {
+    "Mental health": "therapy_background",
+    "Health": "health_and_medical_conditions",
+    "Finance": "sensitive_info",
+}
 HOBBY_TYPES = ("stereotypical_pref", "anti_stereotypical_pref", "neutral_preferences", "ask_to_forget")
 
 # Filler exchanges (unrelated to the user): the release's 128k histories are padded with such Q&A.
@@ -167,7 +259,20 @@ _FILLER_QUESTIONS = (
     "Write a haiku about a {w}.",
     "What is the difference between a {w} and a {v}?",
 )
-_FILLER_WORDS = ("glacier", "volcano", "comet", "lighthouse", "compass", "violin", "bridge", "telescope", "cactus", "harbour", "windmill", "satellite")
+_FILLER_WORDS = (
+    "glacier",
+    "volcano",
+    "comet",
+    "lighthouse",
+    "compass",
+    "violin",
+    "bridge",
+    "telescope",
+    "cactus",
+    "harbour",
+    "windmill",
+    "satellite",
+)
 _FILLER_SENTENCES = (
     "That is a good question, and the short answer is that it depends on the details.",
     "Historically this was measured by hand, which made it slow and error-prone.",
@@ -251,7 +356,11 @@ def _persona_message(name: str, age: int, rng: random.Random) -> Message:
 def generate_v2(personas: int = 4, seed: int = 0, tokens: int = 6000, others_share: int = 25) -> Dataset:
     """A deterministic PersonaMem-v2-style dataset: ``personas`` histories of about ``tokens`` tokens,
     eight questions each; ``others_share`` % of the non-forget hobby questions are ``who=others``."""
-    limits = {"personas": (personas, 1, 100_000), "tokens": (tokens, 500, 2_000_000), "others_share": (others_share, 0, 100)}
+    limits = {
+        "personas": (personas, 1, 100_000),
+        "tokens": (tokens, 500, 2_000_000),
+        "others_share": (others_share, 0, 100),
+    }
     for name, (value, low, high) in limits.items():
         if not low <= value <= high:
             raise ValueError(f"synthetic style=v2: {name}={value} is out of range [{low}, {high}]")
