@@ -85,3 +85,33 @@ def test_blind_hashing_embedding_reader_stays_at_chance(sweep: list[Question]):
     scores = blind_accuracy(EmbeddingReader({"embedder": "hashing"}), sweep)
     assert_near_chance("none + embedding(hashing)", scores)
     assert abs(scores["overall"][0] - CHANCE) <= TOLERANCE
+
+
+def _ask_to_forget_accuracy(backend: str, forget: bool, dataset, tmp_path) -> float:  # type: ignore[no-untyped-def]
+    from memlab.registry import create_backend
+
+    reader = EmbeddingReader({"embedder": "hashing"})
+    hits = []
+    for context_id, history in dataset.histories.items():
+        config = {"forget_requests": forget, **({"embedder": "hashing"} if backend == "rag" else {})}
+        memory = create_backend(backend, config, data_dir=tmp_path / f"{backend}-{forget}-{context_id}")
+        try:
+            memory.ingest(next(history.slices(0, len(history.messages)))[0], user_id="u")
+            for question in dataset.questions_for(context_id):
+                if question.type == "ask_to_forget":
+                    retrieval = memory.retrieve(question.text, user_id="u")
+                    hits.append(reader.answer(question, retrieval).choice == question.answer)
+        finally:
+            memory.close()
+    assert len(hits) >= 30
+    return sum(hits) / len(hits)
+
+
+@pytest.mark.parametrize("backend", ["full_context", "rag"])
+def test_honouring_forget_requests_changes_ask_to_forget_accuracy(backend: str, tmp_path):
+    """A memory that keeps the forgotten preference is drawn to it; one that honours the request is not."""
+    dataset = generate_v2(personas=30, seed=7, tokens=800)
+    kept = _ask_to_forget_accuracy(backend, False, dataset, tmp_path)
+    forgotten = _ask_to_forget_accuracy(backend, True, dataset, tmp_path)
+    assert kept < CHANCE - TOLERANCE  # below chance: the kept preference is chosen
+    assert forgotten >= kept + 0.2
