@@ -7,8 +7,9 @@ backend on the offline v2-style data, under the local and the process executor.
 Each (backend, executor) pair is one ``memlab run`` in a fresh directory, as a child process
 (``--no-controls``; the LLM-free embedding reader with the hashing embedder, and the hashing
 embedder for every backend that embeds: ``--rag.embedder hashing`` and the same for profile and
-mem0), timed from start to exit. Peak memory is the largest resident set of any process of the
-run (``getrusage(RUSAGE_CHILDREN).ru_maxrss``: the memlab process, or its biggest worker). The
+mem0), timed from start to exit. Peak memory is the largest resident set of any single process of
+the run (``getrusage(RUSAGE_CHILDREN).ru_maxrss`` in a wrapper around it: the memlab process or its
+biggest worker; the process executor's total is about that times workers + 1). The
 projection multiplies the measured time per history by the release's 200 histories at 32k and,
 for 128k, by 200 histories of four times the tokens (ingest is linear in the history's length for
 these backends; retrieval is per question: the release has about 25 questions per history, the
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -29,10 +29,16 @@ from pathlib import Path
 HASHING = {"rag": "hashing", "profile": "hashing", "mem0": "hashing"}
 
 
-def run(backend: str, executor: str, workers: int, dataset: str, out: Path) -> tuple[float, float, int, bool]:
-    """(wall seconds, peak RSS MiB of the largest process, exit status, whether the peak is this
-    run's own) of one memlab run. ru_maxrss is a running maximum over all children so far: a run
-    smaller than an earlier one reports the earlier peak (shown as an upper bound, "<=")."""
+# Runs a command and prints the largest resident set of its process tree (KiB) to stderr's last line:
+# each measured run gets its own wrapper, so no run reports another's peak.
+WRAPPER = (
+    "import resource, subprocess, sys; code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode; "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(code)"
+)
+
+
+def run(backend: str, executor: str, workers: int, dataset: str, out: Path) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS MiB of the largest process of the run, exit status) of one memlab run."""
     command = [
         sys.executable,
         "-m",
@@ -58,14 +64,14 @@ def run(backend: str, executor: str, workers: int, dataset: str, out: Path) -> t
         command += ["--workers", str(workers)]
     if backend in HASHING:
         command += [f"--{backend}.embedder", HASHING[backend]]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.perf_counter()
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run([sys.executable, "-c", WRAPPER, *command], stderr=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    lines = done.stderr.strip().splitlines()
     if done.returncode != 0:
-        print(f"  {backend}/{executor} exited {done.returncode}: {done.stderr.strip()[-500:]}", file=sys.stderr)
-    return seconds, peak / 1024, done.returncode, peak > before
+        print(f"  {backend}/{executor} exited {done.returncode}: {' | '.join(lines[-5:])}", file=sys.stderr)
+    peak = int(lines[-1]) if lines and lines[-1].isdigit() else 0
+    return seconds, peak / 1024, done.returncode
 
 
 def main() -> int:
@@ -88,14 +94,12 @@ def main() -> int:
         for backend in [b for b in args.backends.split(",") if b]:
             for executor in [e for e in args.executors.split(",") if e]:
                 label = executor if executor == "local" else f"{executor}x{args.workers}"
-                seconds, peak, status, own = run(
-                    backend, executor, args.workers, dataset, Path(work) / f"{backend}-{executor}"
-                )
+                out = Path(work) / f"{backend}-{executor}"
+                seconds, peak, status = run(backend, executor, args.workers, dataset, out)
                 failures += status != 0
                 per = seconds / args.histories
-                mark = "" if own else "<="
                 print(
-                    f"{backend:<13} {label:<12} {seconds:>8.1f} {per:>10.2f} {mark + f'{peak:.0f}':>9} "
+                    f"{backend:<13} {label:<12} {seconds:>8.1f} {per:>10.2f} {peak:>9.0f} "
                     f"{per * 200 / 3600:>11.2f} {per * 4 * 200 / 3600:>12.2f}"
                 )
     return 1 if failures else 0
