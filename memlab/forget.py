@@ -173,10 +173,13 @@ LLM_MATCH_PROMPT = (
 )
 
 
-def llm_matcher(llm: object, *, max_items: int = 200) -> Matcher:
+def llm_matcher(
+    llm: object, *, max_items: int = 200, on_usage: Callable[[int, int, float], None] | None = None
+) -> Matcher:
     """A matcher that asks ``llm`` (a memlab LLM) which items a request refers to, plus the request
     turn itself and what the word matcher finds (an LLM that misses an explicit restatement must not
-    keep it). A reply that is not the JSON asked for falls back to the word matcher alone."""
+    keep it). A reply that is not the JSON asked for falls back to the word matcher alone.
+    ``on_usage`` (a backend's ``record_llm_usage``) gets each call's tokens and cost."""
     import json
 
     def match(request: ForgetRequest, items: Sequence[MemoryItem]) -> list[str]:
@@ -186,6 +189,9 @@ def llm_matcher(llm: object, *, max_items: int = 200) -> Matcher:
         chosen = word_matcher(request, items)
         try:
             reply = llm.chat([{"role": "user", "content": prompt}], json_mode=True)  # type: ignore[attr-defined]
+            if on_usage is not None:
+                cost = reply.metadata.get("cost_usd", 0.0)
+                on_usage(reply.prompt_tokens, reply.completion_tokens, cost if isinstance(cost, (int, float)) else 0.0)
             numbers = json.loads(reply.text).get("forget", [])
         except (ValueError, AttributeError, TypeError):
             return chosen

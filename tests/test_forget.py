@@ -133,3 +133,54 @@ def test_llm_matcher_adds_what_the_llm_names_and_survives_bad_replies():
     assert llm_matcher(llm)(request, items) == ["c", "a"]
     assert "1. Enjoys exploring small towns" in llm.prompts[0] and REQUEST in llm.prompts[0]
     assert llm_matcher(Scripted("not json"))(request, items) == ["c"]
+
+
+def test_profile_with_its_llm_extractor_asks_the_llm_what_a_request_refers_to(tmp_path: Path):
+    """The LLM path: the request shares no word with what it refers to; the extractor's LLM finds it."""
+    import re
+
+    from memlab.llm.base import LLM, LLMResponse
+
+    class ProfileAndMatcherLLM(LLM):
+        name = "test:profile-and-matcher"
+        supports_json_mode = True
+
+        def _chat(self, messages, *, json_mode, temperature, max_tokens):  # type: ignore[no-untyped-def]
+            prompt = messages[-1].content
+            if prompt.startswith("The user asked their assistant to forget"):
+                listed = re.findall(r"^(\d+)\. (.*)$", prompt, re.MULTILINE)
+                chosen = [int(n) for n, text in listed if "small towns" in text]
+                return LLMResponse(text=json.dumps({"forget": chosen}), prompt_tokens=7, completion_tokens=3)
+            turns = json.loads(prompt.split("\n\nUser turns of this session:\n")[1])
+            ops = [
+                {
+                    "op": "ADD",
+                    "aspect": m.group(1),
+                    "value": f"likes {m.group(1)}",
+                    "stance": "likes",
+                    "turn_index": t["turn_index"],
+                }
+                for t in turns
+                if (m := re.search(r"I love (.+?)\.", t["text"]))
+            ]
+            return LLMResponse(text=json.dumps({"operations": ops}), prompt_tokens=11, completion_tokens=5)
+
+    config = {
+        "embedder": "hashing",
+        "extractor": "llm",
+        "llm": {"provider": "unused-in-tests"},
+        "forget_requests": True,
+    }
+    memory = create_backend("profile", config, data_dir=tmp_path, llm=ProfileAndMatcherLLM())
+    try:
+        memory.ingest(_session("s0", ("user", "I love exploring small towns."), ("user", OTHER)), user_id="u")
+        assert "small towns" in json.dumps(memory.export("u"))
+        report = memory.ingest(
+            _session("s1", ("user", "Please forget my weekend hobby, the one with the old streets.")), user_id="u"
+        )
+        texts = json.dumps(memory.export("u")) + " ".join(i.text for i in memory.list_memories(user_id="u"))
+        assert "small towns" not in texts and "weekend hobby" not in texts
+        assert "green tea" in texts
+        assert report.prompt_tokens >= 11 + 7  # the matcher's call is counted with the ingest
+    finally:
+        memory.close()

@@ -322,6 +322,14 @@ class Mem0Memory(IngestMixin, Memory):
             id=str(record["id"]), text=record.get("memory", ""), score=record.get("score"), source=source, metadata=meta
         )
 
+    def forget_matcher(self) -> Any:
+        """With fact extraction on, the extraction LLM decides what a forget request refers to (memlab.forget)."""
+        if not self.infer or self._owned_llm is None:
+            return None
+        from memlab.forget import llm_matcher
+
+        return llm_matcher(self._owned_llm, on_usage=self.record_llm_usage)
+
     # ------------------------------------------------------------------ capabilities
     def _owned(self, item_id: str, user_id: str) -> dict[str, Any]:
         record = self._mem.get(item_id) if isinstance(item_id, str) and item_id else None

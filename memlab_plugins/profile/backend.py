@@ -367,7 +367,7 @@ class ProfileMemory(Memory):
             return None
         from memlab.forget import llm_matcher
 
-        return llm_matcher(self.llm_extractor.llm)
+        return llm_matcher(self.llm_extractor.llm, on_usage=self.record_llm_usage)
 
     # ------------------------------------------------------------------ capabilities
     def _entry_id(self, item_id: str, user_id: str, *, erased_ok: bool = False) -> str:
