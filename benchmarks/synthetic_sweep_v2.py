@@ -30,21 +30,14 @@ os.environ.setdefault("MEM0_TELEMETRY", "False")
 
 from synthetic_sweep import check  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
+from memlab.datasets.personamem_v2 import PREF_TYPES  # noqa: E402
 from memlab.datasets.synthetic.v2 import generate_v2  # noqa: E402
 from memlab.readers.controls import LongestOptionReader  # noqa: E402
 from memlab.readers.embedding import EmbeddingReader  # noqa: E402
 from memlab.registry import create_backend  # noqa: E402
 from memlab.types import Retrieval  # noqa: E402
 
-TYPES = (
-    "stereotypical_pref",
-    "anti_stereotypical_pref",
-    "neutral_preferences",
-    "therapy_background",
-    "health_and_medical_conditions",
-    "ask_to_forget",
-    "sensitive_info",
-)
+TYPES = PREF_TYPES
 SHORT = {
     "stereotypical_pref": "stereo",
     "anti_stereotypical_pref": "anti",

@@ -9,7 +9,7 @@ import pytest
 from test_synthetic_calibration import CHANCE, MIN_PER_TYPE, TOLERANCE, assert_near_chance, blind_accuracy
 
 from memlab.datasets import load_dataset
-from memlab.datasets.personamem_v2 import BREAKDOWN_FIELDS
+from memlab.datasets.personamem_v2 import BREAKDOWN_FIELDS, PREF_TYPES
 from memlab.datasets.synthetic.v2 import generate_v2
 from memlab.forget import find_forget_requests
 from memlab.readers.controls import LongestOptionReader
@@ -17,15 +17,7 @@ from memlab.readers.embedding import EmbeddingReader
 from memlab.tokens import count_tokens
 from memlab.types import Question, Session
 
-V2_TYPES = {
-    "stereotypical_pref",
-    "anti_stereotypical_pref",
-    "neutral_preferences",
-    "therapy_background",
-    "health_and_medical_conditions",
-    "ask_to_forget",
-    "sensitive_info",
-}
+V2_TYPES = set(PREF_TYPES)
 SEEDS = (11, 22, 33, 44)  # 4 x 40 personas x 8 questions = 1,280 questions, >= 160 per type
 
 

@@ -104,6 +104,16 @@ REQUIRED_COLUMNS = (
     "updated",
     "sensitive_info",
 )
+# The release's pref_type values (OmniMemEval's counts over benchmark.csv), in its column order.
+PREF_TYPES = (
+    "stereotypical_pref",
+    "anti_stereotypical_pref",
+    "neutral_preferences",
+    "therapy_background",
+    "health_and_medical_conditions",
+    "ask_to_forget",
+    "sensitive_info",
+)
 # The categorical breakdowns of the summary (``per_field``), as the reference's summary file has them.
 BREAKDOWN_FIELDS = ("conversation_scenario", "who", "updated", "sensitive_info", "topic_preference")
 DISTANCE_BIN = 1024  # the reference's bins: "0-1023", "1024-2047", ...
