@@ -16,7 +16,8 @@ Where the history goes:
 - with ``full_context`` (every stored turn back, in order, with its role) the messages are the
   history exactly as the reference sends it (needs ``include_system`` true, the default, and a
   ``max_tokens`` budget that holds the whole history: ``--full_context.max-tokens 200000`` at 128k;
-  a cut history is refused, never sent silently);
+  a history cut from the front is refused, never sent silently; turns deleted by
+  ``--full_context.forget-requests true`` are simply not there);
 - with any other backend (retrieval, profile, mem0) the history is replaced by what the backend
   returned, introduced the way the reference's own RAG baseline (``verl_custom/rag.py``) introduces
   retrieved excerpts: its two system messages verbatim, then each retrieved stored message as a chat
@@ -39,7 +40,7 @@ from memlab.errors import ConfigurationError
 from memlab.eval.personamem_v2_extract import LETTERS, choice_for, extract_letter
 from memlab.llm.base import ChatMessage
 from memlab.readers.llm_backed import LLMBackedReader, LLMReaderSettings, choice_answer, text_answer
-from memlab.types import Answer, Question, Retrieval
+from memlab.types import Answer, MemoryItem, Question, Retrieval
 
 # Verbatim from inference.py@6a36975 (create_mcq_options): the text around the lettered options.
 MCQ_HEADER = "Please choose the best answer from the following options:\n\n"
@@ -66,17 +67,21 @@ def mcq_instruction(options: list[str]) -> str:
     return MCQ_HEADER + "\n".join(f"{letter}. {option}" for letter, option in zip(LETTERS, options)) + MCQ_FOOTER
 
 
-def _is_whole_history(question: Question, retrieval: Retrieval) -> bool:
-    items = retrieval.items
-    return len(items) == question.end_index and all(
-        item.source.get("role") in ("system", "user", "assistant") and "turns" not in item.source for item in items
-    )
+def _is_message(item: MemoryItem) -> bool:
+    return item.source.get("role") in ("system", "user", "assistant") and "turns" not in item.source
 
 
 def _is_full_context(retrieval: Retrieval) -> bool:
-    """A retrieval of stored turns without scores: what full_context returns (possibly cut)."""
-    return bool(retrieval.items) and all(
-        item.score is None and item.source.get("role") and "turns" not in item.source for item in retrieval.items
+    """Stored turns without scores, in order: what full_context returns (possibly cut)."""
+    return bool(retrieval.items) and all(item.score is None and _is_message(item) for item in retrieval.items)
+
+
+def _starts_at_the_beginning(question: Question, retrieval: Retrieval) -> bool:
+    """Whether a full_context retrieval still holds the history's first message: it cuts from the
+    front, so then nothing was cut (turns a forget request deleted may be missing in between)."""
+    first = retrieval.items[0].source
+    return len(retrieval.items) == question.end_index or (
+        first.get("turn_index") == 0 and str(first.get("session_id", "")).endswith(":s0")
     )
 
 
@@ -85,16 +90,16 @@ def history_part(question: Question, retrieval: Retrieval, reader: str) -> list[
     items = retrieval.items
     if not items:
         return []
-    if _is_whole_history(question, retrieval):
-        return [{"role": str(item.source["role"]), "content": item.text} for item in items]
     if _is_full_context(retrieval):
+        if _starts_at_the_beginning(question, retrieval):
+            return [{"role": str(item.source["role"]), "content": item.text} for item in items]
         raise ConfigurationError(
             f"reader {reader!r}: question {question.id!r} got {len(items)} of the history's {question.end_index} "
             "messages from full_context: raise its budget (--full_context.max-tokens, e.g. 200000 for 128k) and keep "
             "include_system true, so the whole history is sent as the reference sends it"
         )
     messages = [{"role": "system", "content": RAG_SYSTEM}, {"role": "system", "content": RAG_EXCERPTS}]
-    if all(item.source.get("role") in ("system", "user", "assistant") and "turns" not in item.source for item in items):
+    if all(_is_message(item) for item in items):
         messages += [{"role": str(item.source["role"]), "content": item.text} for item in items]
     else:
         messages.append({"role": "system", "content": retrieval.context})
