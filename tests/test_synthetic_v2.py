@@ -70,7 +70,10 @@ def test_longest_option_stays_at_chance(sweep: list[Question]):
 
 @pytest.mark.slow
 def test_blind_embedding_reader_stays_at_chance(sweep: list[Question]):
-    assert_near_chance("none + embedding", blind_accuracy(EmbeddingReader(), sweep))
+    # MiniLM embeds every question's options: half the sweep (640 questions, >= 80 per type) keeps it short
+    half = [q for q in sweep if q.context_id.startswith(("synthetic-v2-11-", "synthetic-v2-22-"))]
+    assert len(half) == 640
+    assert_near_chance("none + embedding", blind_accuracy(EmbeddingReader(), half))
 
 
 def test_blind_hashing_embedding_reader_stays_at_chance(sweep: list[Question]):
