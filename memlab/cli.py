@@ -97,7 +97,7 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
     judge_llm = dotted.pop("judge", None)
     judge = config.judge
     if judge_llm is not None and judge is None:
-        raise MemlabError("--judge.* options need --judge mem0|memlab|longmemeval")
+        raise MemlabError("--judge.* options need --judge mem0|memlab|longmemeval|personamem_v2")
     if judge is not None:
         # The judge's LLM defaults to the reader's (endpoint, model, key), overridden by --judge.*.
         judge = JudgeSpec(
@@ -150,6 +150,7 @@ def _print_report(run_dir: Path, plots: bool) -> None:
         report.terminal_table(summary),
         report.paired_table(summary),
         report.distance_table(summary),
+        report.field_tables(summary),
         report.metrics_table(summary, per_type=False),
         report.failed_jobs_text(summary),
     )
@@ -383,8 +384,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run_p.add_argument(
         "--judge",
-        choices=["mem0", "memlab", "longmemeval"],
-        help="LLM judge for open answers (LoCoMo: mem0's prompt; LongMemEval: its per-type prompts)",
+        choices=["mem0", "memlab", "longmemeval", "personamem_v2"],
+        help="LLM judge for open answers (LoCoMo: mem0's prompt; LongMemEval: its per-type prompts; "
+        "PersonaMem-v2 with --reader personamem_v2 --reader.mode open: its narrow judge, mean score)",
     )
     run_p.add_argument("--judge-runs", type=int, help="judgments per answer (mean and std are reported)")
     run_p.add_argument(

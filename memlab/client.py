@@ -245,8 +245,14 @@ class MemoryClient:
                 raise ValueError("pass config/data_dir when opening a backend by name, not with an instance")
             self.memory = backend
         else:
+            from memlab.registry import backends
+
+            # A chatbot's memory honours "please forget ..." unless told otherwise (memlab.forget).
+            settings = dict(config or {})
+            if "forget_requests" in backends.get(backend).Config.model_fields:
+                settings.setdefault("forget_requests", True)
             self.memory = create_backend(
-                backend, dict(config or {}), data_dir=Path(data_dir) if data_dir else None, **backend_kwargs
+                backend, settings, data_dir=Path(data_dir) if data_dir else None, **backend_kwargs
             )
         self.data_dir = self.memory.data_dir
         self.max_k = max_k

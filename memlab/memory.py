@@ -303,6 +303,10 @@ class Memory(ABC):
         start = time.perf_counter()
         self._ingest(session, user_id=user_id, first_turn=first_turn)
         self._record_turns(user_id, session.id, first_turn + len(session.messages))
+        if getattr(self.config, "forget_requests", False):  # the backend option (memlab.forget)
+            from memlab.forget import honour_forget_requests
+
+            honour_forget_requests(self, session, user_id=user_id, matcher=self.forget_matcher())
         prompt_tokens, completion_tokens, cost = self._usage.totals
         return IngestReport(
             session_id=session.id,
@@ -446,6 +450,11 @@ class Memory(ABC):
     @abstractmethod
     def _reset(self, user_id: str) -> None:
         """Delete all of ``user_id``'s data."""
+
+    def forget_matcher(self) -> Any:
+        """How this backend decides what a forget request refers to (``memlab.forget.Matcher``); None:
+        the rule-based word matcher. Backends with an LLM return ``memlab.forget.llm_matcher(llm)``."""
+        return None
 
     def record_llm_usage(self, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float = 0.0) -> None:
         """Backends call this for every LLM call they make inside ``_ingest``; the report carries the sum."""

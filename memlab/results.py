@@ -98,6 +98,12 @@ class Prediction(Costs):
     )
     evidence_messages: list[int] = Field(default_factory=list)
     metrics: dict[str, float] = Field(default_factory=dict)
+    option_order: list[str] | None = Field(
+        default=None, description="the option texts in the order shown (datasets that shuffle them: PersonaMem-v2)"
+    )
+    fields: dict[str, str] = Field(
+        default_factory=dict, description="the question's breakdown fields (PersonaMem-v2: who, updated, ...)"
+    )
     run_choices: list[int | None] = Field(
         default_factory=list, description="choices of answer runs 2..N (--answer-runs); run 1's is chosen"
     )
@@ -143,6 +149,9 @@ class RowSummary(Costs):
     accuracy: Score | None = None
     per_type: dict[str, Score] = Field(default_factory=dict)
     per_distance: dict[str, Score] = Field(default_factory=dict)
+    per_field: dict[str, dict[str, Score]] = Field(
+        default_factory=dict, description="field -> value -> accuracy (the predictions' breakdown fields)"
+    )
     questions: int = 0
     open_questions: int = Field(default=0, description="questions without options (answered in free text)")
     errors: int = 0
@@ -395,6 +404,24 @@ def _scores(preds: Iterable[Prediction], key: Any) -> dict[str, Score]:
     }
 
 
+def _field_order(value: str) -> tuple[int, str]:
+    """Values in their natural order: numeric bins ("1024-2047") by their start, the rest by name."""
+    head = value.split("-", 1)[0]
+    return (int(head), value) if head.isdigit() else (2**62, value)
+
+
+def field_scores(scored: list[Prediction]) -> dict[str, dict[str, Score]]:
+    """Accuracy per value of each breakdown field the predictions carry (``per_field``)."""
+    groups: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    for p in scored:
+        for name, value in p.fields.items():
+            groups[name][value].append(bool(p.correct))
+    return {
+        name: {value: wilson(sum(v), len(v)) for value, v in sorted(values.items(), key=lambda kv: _field_order(kv[0]))}
+        for name, values in sorted(groups.items())
+    }
+
+
 def _mean_metrics(preds: list[Prediction]) -> dict[str, float]:
     sums: dict[str, list[float]] = defaultdict(list)
     for p in preds:
@@ -474,6 +501,7 @@ def summarize_rows(predictions: list[Prediction]) -> list[RowSummary]:
                 accuracy=wilson(sum(bool(p.correct) for p in scored), len(scored)) if scored else None,
                 per_type=_scores(scored, lambda p: p.question_type),
                 per_distance=_scores(scored, lambda p: distance_bucket(p.distance_tokens)),
+                per_field=field_scores(scored),
                 questions=len(preds),
                 open_questions=sum(p.answer is None for p in preds),
                 errors=sum(p.error is not None for p in preds),

@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from memlab.errors import MemlabError, NotFoundError
+from memlab.forget import ForgetRequests
 from memlab.locks import DirectoryLock
 from memlab.memory import BackendConfig, Capability, Memory, MemoryFilter, render_turns, turn_source
 from memlab.tokens import count_tokens
@@ -44,6 +45,7 @@ class FullContextConfig(BackendConfig):
     )
     max_tokens: int = Field(default=128_000, ge=1, description="budget; the oldest turns are dropped first")
     include_system: bool = Field(default=True, description="keep system messages (PersonaMem's persona prompts)")
+    forget_requests: ForgetRequests = False
 
 
 class _UserHistory:
@@ -74,7 +76,9 @@ class FullContextMemory(Memory):
 
     @classmethod
     def memory_depends_only_on_turns(cls, config: BackendConfig) -> bool:
-        return True  # one item per stored turn, whatever the ingest calls were
+        # one item per stored turn, whatever the ingest calls were; a forget request deletes what was
+        # stored when its ingest call ends, which depends on the split
+        return not cls.parse_config(config).forget_requests  # type: ignore[attr-defined]
 
     def __init__(self, config=None, *, data_dir=None, cache_dir=None) -> None:
         super().__init__(config, data_dir=data_dir, cache_dir=cache_dir)

@@ -8,6 +8,10 @@
 - ``personamem:<folder>``, ``personamem:<questions.csv>`` or just ``<folder>`` - local files; a folder
   without a contexts file loads questions only (blind controls can still run on it)
 - ``locomo:<file.json>`` - a LoCoMo file (``locomo`` alone downloads locomo10.json to ``$MEMLAB_DATA_DIR/locomo``)
+- ``personamem-v2:32k`` / ``personamem-v2:128k`` - PersonaMem-v2's text release, looked up in
+  ``$MEMLAB_DATA_DIR/personamem-v2`` (the benchmark CSV and exactly the histories it links downloaded
+  there once); ``personamem-v2:32k:<folder>`` a local snapshot root
+- ``synthetic:style=v2,personas=N,...`` - offline data with PersonaMem-v2's structure
 - ``longmemeval:<file.json>`` - a LongMemEval file; ``longmemeval:oracle|s|m`` the released files,
   looked up in ``$MEMLAB_DATA_DIR/longmemeval`` and downloaded there once (``longmemeval`` alone: ``s``)
 """
@@ -35,9 +39,21 @@ def load_dataset(spec: str) -> Dataset:
     """Load a dataset from a spec string (see the module docstring)."""
     kind, _, rest = spec.partition(":")
     if kind == "synthetic":
+        options = _options(rest)
+        style = options.pop("style", "v1")
+        if style not in ("v1", "v2"):
+            raise ValueError(f"unknown synthetic style {style!r}: expected v1 (PersonaMem) or v2 (PersonaMem-v2)")
+        if style == "v2":
+            from memlab.datasets.synthetic.v2 import generate_v2
+
+            return generate_v2(**{k: int(v) for k, v in options.items()})
         from memlab.datasets.synthetic import generate
 
-        return generate(**{k: int(v) for k, v in _options(rest).items()})
+        return generate(**{k: int(v) for k, v in options.items()})
+    if kind == "personamem-v2":
+        from memlab.datasets.personamem_v2 import load_personamem_v2
+
+        return load_personamem_v2(rest or "32k")
     if kind == "personamem":
         from memlab.datasets.personamem import load_personamem
 

@@ -15,6 +15,11 @@ is named (``prompt_name``) in every result:
   for single-session-user/-assistant and multi-session, one each for temporal-reasoning,
   knowledge-update and single-session-preference, and the abstention prompt for ``_abs``
   questions; temperature 0, 10 tokens, correct when the reply contains "yes".
+- ``prompt="personamem_v2"`` (``personamem-v2-narrow-v1``): PersonaMem-v2's open-ended judge
+  (:mod:`memlab.eval.personamem_v2_judge`): its positive or "do not personalize" prompt by the
+  question's preference, one user message, provider-default decoding as the reference; the verdict
+  is a *score* in [0, 1] (``\\boxed{}``; 0.0 when none is found, as the reference, flagged as a parse
+  failure), and a row's ``judge`` is the mean score.
 - ``prompt="memlab"`` (``memlab-locomo-v1``): memlab's earlier judge (stricter than mem0's about
   partial lists; judges category 5 on whether the answer declines). Kept as a named alternative.
 
@@ -46,17 +51,22 @@ from memlab.llm.base import LLM, ChatMessage
 from memlab.sqlite_kv import SQLiteKV
 from memlab.types import Question
 
-JudgePrompt = Literal["mem0", "memlab", "longmemeval"]
+JudgePrompt = Literal["mem0", "memlab", "longmemeval", "personamem_v2"]
 PROMPT_NAMES: dict[str, str] = {
     "mem0": "mem0-accuracy-v1",
     "memlab": "memlab-locomo-v1",
     "longmemeval": "longmemeval-anscheck-v1",
+    "personamem_v2": "personamem-v2-narrow-v1",
 }
-DEFAULT_MAX_TOKENS: dict[str, int] = {
+DEFAULT_MAX_TOKENS: dict[str, int | None] = {
     "mem0": 200,  # mem0 sets no limit; its JSON reply is a label (and at most one sentence)
     "memlab": 200,
     "longmemeval": 10,  # evaluate_qa.py: max_tokens 10
+    "personamem_v2": None,  # the reference sends no limit (its reasoning comes before the score)
 }
+# Decoding when none is given: 0 as mem0, LongMemEval and memlab; PersonaMem-v2's judge calls its
+# model with the provider's defaults.
+DEFAULT_TEMPERATURE: dict[str, float | None] = {"personamem_v2": None}
 CACHE_FILE = "judge_cache.sqlite"
 
 # ----------------------------------------------------------------------------- mem0
@@ -326,14 +336,24 @@ def _without_response_cache(llm: LLM) -> LLM:
     return llm
 
 
+def verdict_value(verdict: Mapping[str, Any]) -> float | None:
+    """What a verdict counts as: its score (PersonaMem-v2, where a reply without one counts 0.0 as
+    in the reference), else 1/0 for CORRECT/WRONG, None for a label that could not be read."""
+    if verdict.get("score") is not None:
+        return float(verdict["score"])
+    if verdict.get("correct") is None:
+        return None
+    return 1.0 if verdict["correct"] else 0.0
+
+
 # ----------------------------------------------------------------------------- the judge
 class LLMJudge:
     """``LLMJudge(llm, prompt="mem0", cache=path).judge(question, answer, run=0)`` -> verdict dict.
 
     ``cache``: a SQLite file, or a directory (the file ``judge_cache.sqlite`` in it), or None for an
     in-memory cache only. ``max_tokens``: None gives the prompt's default (mem0 and memlab 200,
-    LongMemEval 10, its own setting). ``temperature``: 0 as every reference; raise it only to
-    sample deliberately different runs.
+    LongMemEval 10, PersonaMem-v2 none sent). ``temperature``: the prompt's reference default (0;
+    PersonaMem-v2: none sent); raise it only to sample deliberately different runs.
     """
 
     def __init__(
@@ -343,7 +363,7 @@ class LLMJudge:
         prompt: JudgePrompt = "mem0",
         cache: str | Path | None = None,
         max_tokens: int | None = None,
-        temperature: float = 0.0,
+        temperature: float | None | Literal["default"] = "default",
     ) -> None:
         if prompt not in PROMPT_NAMES:
             raise ValueError(f"unknown judge prompt {prompt!r}; expected one of {', '.join(PROMPT_NAMES)}")
@@ -352,7 +372,7 @@ class LLMJudge:
         self.prompt = prompt
         self.prompt_name = PROMPT_NAMES[prompt]
         self.max_tokens = max_tokens if max_tokens is not None else DEFAULT_MAX_TOKENS[prompt]
-        self.temperature = temperature
+        self.temperature = DEFAULT_TEMPERATURE.get(prompt, 0.0) if temperature == "default" else temperature
         path = Path(cache) if cache is not None else None
         if path is not None and (path.is_dir() or not path.suffix):
             path = path / CACHE_FILE
@@ -381,6 +401,8 @@ class LLMJudge:
             return not _is_adversarial(question)
         if self.prompt == "longmemeval":
             return is_longmemeval_abstention(question) or longmemeval_type(question) in LONGMEMEVAL_TYPES
+        if self.prompt == "personamem_v2":
+            return bool(question.metadata.get("preference"))
         return True
 
     def _request(self, question: Question, answer: str) -> tuple[list[ChatMessage], bool]:
@@ -391,6 +413,11 @@ class LLMJudge:
             return [ChatMessage(role="user", content=mem0_prompt(question, answer))], self._client.supports_json_mode
         if self.prompt == "longmemeval":
             return [ChatMessage(role="user", content=longmemeval_prompt(question, answer))], False
+        if self.prompt == "personamem_v2":
+            from memlab.eval.personamem_v2_judge import judge_prompt as v2_prompt
+
+            preference = str(question.metadata.get("preference", ""))
+            return [ChatMessage(role="user", content=v2_prompt(question.text, preference, answer))], False
         return [
             ChatMessage(role="system", content=_SYSTEM),
             ChatMessage(role="user", content=judge_prompt(question, answer)),
@@ -401,6 +428,8 @@ class LLMJudge:
         return self._request(question, answer or "")[0]
 
     def _parse(self, text: str) -> tuple[bool | None, str]:
+        if self.prompt == "personamem_v2":  # scored, not labelled (judge() reads the score)
+            return None, text.strip()
         if self.prompt == "mem0":
             return parse_mem0_label(text)
         if self.prompt == "longmemeval":
@@ -449,8 +478,21 @@ class LLMJudge:
             }
             self._cache.put(key, hit)
         correct, reason = self._parse(hit["raw"])
+        verdict = self._verdict(correct, reason, cached, hit, run)
+        if self.prompt == "personamem_v2":
+            from memlab.eval.personamem_v2_judge import extract_score
+
+            found = extract_score(hit["raw"])
+            # the reference counts a reply without a score as 0.0; so does memlab, and flags it
+            verdict.update(score=0.0 if found is None else found, parse_failure=found is None)
+        return verdict
+
+    def _verdict(
+        self, correct: bool | None, reason: str, cached: bool, hit: dict[str, Any], run: int
+    ) -> dict[str, Any]:
         return {
             "correct": correct,
+            "score": None,
             "parse_failure": correct is None,
             "reason": reason,
             "cached": cached,
@@ -463,14 +505,13 @@ class LLMJudge:
         }
 
     def metrics(self, question: Question, answer: str | None, *, run: int = 0) -> dict[str, float]:
-        """One run's verdict as prediction metrics: ``judge`` 1/0, or ``judge_parse_failure`` 1;
-        ``{}`` for a question the judge does not apply to (e.g. category 5 under mem0's judge)."""
+        """One run's verdict as prediction metrics: ``judge`` 1/0 (PersonaMem-v2: the score), or
+        ``judge_parse_failure`` 1; ``{}`` for a question the judge does not apply to (e.g. category 5
+        under mem0's judge)."""
         if not self.applies_to(question):
             return {}
-        verdict = self.judge(question, answer, run=run)
-        if verdict["correct"] is None:
-            return {"judge_parse_failure": 1.0}
-        return {"judge": 1.0 if verdict["correct"] else 0.0}
+        value = verdict_value(self.judge(question, answer, run=run))
+        return {"judge_parse_failure": 1.0} if value is None else {"judge": value}
 
     def run_metrics(self, question: Question, answer: str | None, runs: int = 1) -> dict[str, float]:
         """``runs`` verdicts as prediction metrics: ``judge`` (mean over the runs with a verdict),
@@ -485,11 +526,10 @@ class LLMJudge:
         verdicts: list[float] = []
         failures = 0
         for run in range(runs):
-            verdict = self.judge(question, answer, run=run)
-            if verdict["correct"] is None:
+            value = verdict_value(self.judge(question, answer, run=run))
+            if value is None:
                 failures += 1
                 continue
-            value = 1.0 if verdict["correct"] else 0.0
             verdicts.append(value)
             if runs > 1:
                 out[run_key(run)] = value

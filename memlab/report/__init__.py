@@ -8,13 +8,16 @@ and ``document`` (report.md).
 
 from memlab.report.document import REPORT_FILE, render_report, write_report
 from memlab.report.loading import ReportError, is_control, load_run
-from memlab.report.plots import DISTANCE_PLOT, TYPE_PLOT, plot_run
+from memlab.report.plots import DISTANCE_PLOT, FIELD_PLOT, TYPE_PLOT, plot_run
 from memlab.report.tables import (
     LOCOMO_TYPES,
     TYPE_LABELS,
+    breakdown_fields,
     distance_labels,
     distance_table,
     failed_jobs_text,
+    field_table,
+    field_tables,
     markdown_table,
     metrics_table,
     ordered_rows,
@@ -31,14 +34,18 @@ from memlab.report.tables import (
 
 __all__ = [
     "DISTANCE_PLOT",
+    "FIELD_PLOT",
     "LOCOMO_TYPES",
     "REPORT_FILE",
     "ReportError",
     "TYPE_LABELS",
     "TYPE_PLOT",
     "distance_labels",
+    "breakdown_fields",
     "distance_table",
     "failed_jobs_text",
+    "field_table",
+    "field_tables",
     "is_control",
     "load_run",
     "markdown_table",

@@ -9,6 +9,7 @@ from memlab.report.loading import load_run
 from memlab.report.plots import plot_run
 from memlab.report.tables import (
     distance_table,
+    field_tables,
     markdown_table,
     metrics_table,
     paired_table,
@@ -57,6 +58,14 @@ def render_report(summary: RunSummary, images: Sequence[Path] = ()) -> str:
         else "",
     )
     out += _section("Accuracy by distance to the evidence", distance_table(summary))
+    out += _section(
+        "Accuracy by field",
+        field_tables(summary) + "\n\nAccuracy in % with its Wilson 95% interval and n, per value of each breakdown "
+        "field the dataset carries (PersonaMem-v2: scenario, who, updated, sensitive_info, topic of the preference "
+        "and distance to the evidence in the reference's 1,024-token bins); controls beside the other rows."
+        if field_tables(summary)
+        else "",
+    )
     out += _section("Metrics (retrieval, answer scores, judge)", metrics_table(summary))
     out += _section("Time, tokens and cost", resources_table(summary))
     out += _section(

@@ -7,11 +7,21 @@ from pathlib import Path
 from typing import Any, cast
 
 from memlab.report.loading import _summary_of, is_control
-from memlab.report.tables import distance_labels, ordered_rows, question_types, row_label, type_labels
+from memlab.report.tables import (
+    breakdown_fields,
+    distance_labels,
+    field_values,
+    ordered_rows,
+    question_types,
+    row_label,
+    type_labels,
+)
 from memlab.results import RowSummary, RunSummary
 
 TYPE_PLOT = "accuracy_by_type.png"
 DISTANCE_PLOT = "accuracy_by_distance.png"
+FIELD_PLOT = "accuracy_by_field.png"
+MAX_FIELD_VALUES = 24
 
 
 def _style(index: int, control: bool) -> dict[str, object]:
@@ -171,6 +181,49 @@ def _plot_distance(summary: RunSummary, path: Path) -> Path | None:
     return path
 
 
+def _plot_fields(summary: RunSummary, path: Path) -> Path | None:
+    """One panel per breakdown field (PersonaMem-v2's who, updated, ...): accuracy per value with its
+    95% interval, one marker series per row, controls grey and dashed. Fields with more than
+    ``MAX_FIELD_VALUES`` values (the release's topic_preference) are left to the tables."""
+    from matplotlib.figure import Figure
+
+    names = [n for n in breakdown_fields(summary) if len(field_values(summary, n)) <= MAX_FIELD_VALUES]
+    rows = [r for r in ordered_rows(summary) if r.per_field]
+    if not names or not rows:
+        return None
+    fig = Figure(figsize=(11.0, 2.9 * len(names) + 0.8), layout="constrained")
+    axes = fig.subplots(len(names), 1, squeeze=False)[:, 0]
+    styles = _styles(rows)
+    for ax, name in zip(axes, names):
+        values = field_values(summary, name)
+        for i, (row, style) in enumerate(zip(rows, styles)):
+            scores = [row.per_field.get(name, {}).get(v) for v in values]
+            xs = [x + (i - (len(rows) - 1) / 2) * 0.8 / max(len(rows), 1) for x in range(len(values))]
+            acc = [100 * s.accuracy if s and s.n else float("nan") for s in scores]
+            lo = [max(0.0, 100 * (s.accuracy - s.low)) if s and s.n else 0.0 for s in scores]
+            hi = [max(0.0, 100 * (s.high - s.accuracy)) if s and s.n else 0.0 for s in scores]
+            ax.errorbar(
+                xs,
+                acc,
+                yerr=[lo, hi],
+                fmt=str(style["marker"]),
+                color=style["color"],
+                linestyle="none",
+                capsize=2,
+                label=row_label(row) if ax is axes[0] else None,
+            )
+        tilt = len(values) > 4
+        ax.set_xticks(range(len(values)), values, rotation=25 if tilt else 0, ha="right" if tilt else "center")
+        ax.set_ylim(-2, 102)
+        ax.set_ylabel("accuracy %")
+        ax.set_title(name, fontsize="medium")
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(f"Accuracy per field{' - ' + summary.name if summary.name else ''}")
+    fig.legend(loc="outside lower center", ncols=min(len(rows), 3), fontsize="small", frameon=False)
+    fig.savefig(path, dpi=110)
+    return path
+
+
 def plot_run(run: str | Path | RunSummary, out_dir: str | Path) -> list[Path]:
     """Write the plots of a run as PNGs into ``out_dir``: accuracy per question type (grouped bars,
     controls grey and hatched) and accuracy against distance to the evidence. A plot without data
@@ -178,5 +231,9 @@ def plot_run(run: str | Path | RunSummary, out_dir: str | Path) -> list[Path]:
     summary = _summary_of(run)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    written = [_plot_types(summary, out / TYPE_PLOT), _plot_distance(summary, out / DISTANCE_PLOT)]
+    written = [
+        _plot_types(summary, out / TYPE_PLOT),
+        _plot_distance(summary, out / DISTANCE_PLOT),
+        _plot_fields(summary, out / FIELD_PLOT),
+    ]
     return [p for p in written if p is not None]

@@ -207,6 +207,44 @@ def metrics_table(summary: RunSummary, per_type: bool = True) -> str:
     return table
 
 
+def breakdown_fields(summary: RunSummary) -> list[str]:
+    """The breakdown fields (``per_field``) any row has, by name."""
+    return sorted({name for row in summary.rows for name in row.per_field})
+
+
+def field_values(summary: RunSummary, name: str) -> list[str]:
+    """The values of one breakdown field over all rows, in the order the rows list them (numeric bins
+    by their start: ``results.field_scores`` sorts each row's)."""
+    values: dict[str, None] = {}
+    for row in summary.rows:
+        values.update(dict.fromkeys(row.per_field.get(name, {})))
+    return list(values)
+
+
+def field_table(summary: RunSummary, name: str) -> str:
+    """Markdown: accuracy % [95% CI] (n) per value of breakdown field ``name`` (one line per value),
+    one column per row, controls beside the others; empty when no row has the field."""
+    values = field_values(summary, name)
+    rows = [r for r in ordered_rows(summary) if name in r.per_field]
+    if not values or not rows:
+        return ""
+    headers = [_humanize(name), *(row_label(r) for r in rows)]
+    body = []
+    for value in values:
+        cells = [value]
+        for row in rows:
+            score = row.per_field[name].get(value)
+            cells.append("–" if score is None or score.n == 0 else f"{pct_ci(score)} (n={score.n})")
+        body.append(cells)
+    return _md(headers, body, set(range(1, len(headers))))
+
+
+def field_tables(summary: RunSummary) -> str:
+    """Every breakdown field's table, each under its name; empty when there are none."""
+    blocks = [f"{_humanize(name)}:\n\n{field_table(summary, name)}" for name in breakdown_fields(summary)]
+    return "\n\n".join(b for b in blocks if b.strip())
+
+
 def paired_table(summary: RunSummary) -> str:
     """Markdown table: each row against each blind control on the same questions (exact McNemar);
     empty string when there is no control to compare with."""

@@ -456,7 +456,8 @@ def _prediction(
         question, history, retrieval, answer, uses_memory, writes_open_answers
     )
     correct = None
-    if question.is_multiple_choice and answer.error is None:
+    # An open-ended answer to a multiple-choice question (personamem_v2 --reader.mode open) is judged, not scored.
+    if question.is_multiple_choice and answer.error is None and answer.metadata.get("mode") != "open":
         correct = answer.choice == question.answer
     return Prediction(
         backend=job.backend.display,
@@ -489,4 +490,8 @@ def _prediction(
         error=answer.error,
         fingerprint=job.fingerprint,
         traceback=trace,
+        # Datasets that shuffle options themselves (PersonaMem-v2) record the order shown, and carry
+        # the fields the summary breaks accuracy down by (per_field).
+        option_order=list(question.options) if question.metadata.get("shuffled_options") else None,
+        fields={str(k): str(v) for k, v in (question.metadata.get("fields") or {}).items()},
     )

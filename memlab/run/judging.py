@@ -38,6 +38,7 @@ class Judgment(BaseModel):
     run: int
     judge: str  # the judge's fingerprint
     correct: bool | None
+    score: float | None = None  # judges that score rather than label (PersonaMem-v2: [0, 1])
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -123,6 +124,7 @@ def judge_run(config: RunConfig, rows: list[Any], predictions: list[Prediction],
                 run=run,
                 judge=judge_id,
                 correct=verdict.get("correct"),
+                score=verdict.get("score"),
                 prompt_tokens=int(verdict.get("prompt_tokens", 0)),
                 completion_tokens=int(verdict.get("completion_tokens", 0)),
             )
@@ -146,7 +148,7 @@ def add_judgments(config: RunConfig, rows: list[RowSummary]) -> None:
     judge_id = judge_fingerprint(config.judge)
     by_row: dict[tuple[str, str, str | None], list[Judgment]] = defaultdict(list)
     for judgment in read_judgments(Path(config.out)):
-        if judgment.judge == judge_id and judgment.correct is not None:
+        if judgment.judge == judge_id and (judgment.correct is not None or judgment.score is not None):
             by_row[(judgment.backend, judgment.reader, judgment.fingerprint)].append(judgment)
     for row in rows:
         verdicts = by_row.get((row.backend, row.reader, row.fingerprint))
@@ -164,7 +166,7 @@ def add_judgments(config: RunConfig, rows: list[RowSummary]) -> None:
 
 
 def _per_run(verdicts: list[Judgment]) -> list[float]:
-    runs: dict[int, list[bool]] = defaultdict(list)
+    runs: dict[int, list[float]] = defaultdict(list)
     for verdict in verdicts:
-        runs[verdict.run].append(bool(verdict.correct))
+        runs[verdict.run].append(verdict.score if verdict.score is not None else float(bool(verdict.correct)))
     return [sum(v) / len(v) for _, v in sorted(runs.items())]

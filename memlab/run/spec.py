@@ -116,11 +116,11 @@ def reader_with(name: str, config: dict[str, Any], llm: dict[str, Any] | None = 
 
 
 class JudgeSpec(BaseModel):
-    """An LLM judge scoring open answers after they are made (``--judge mem0|memlab|longmemeval``)."""
+    """An LLM judge scoring open answers after they are made (``--judge mem0|memlab|longmemeval|personamem_v2``)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    prompt: Literal["mem0", "memlab", "longmemeval"] = "mem0"
+    prompt: Literal["mem0", "memlab", "longmemeval", "personamem_v2"] = "mem0"
     runs: int = Field(default=1, ge=1, description="independent judgments per answer (mean and std reported)")
     llm: dict[str, Any] = Field(default_factory=dict, description="judge LLM settings (default: the reader's llm)")
 

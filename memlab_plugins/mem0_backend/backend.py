@@ -103,7 +103,7 @@ class Mem0Memory(IngestMixin, Memory):
         """
         parsed = cls.parse_config(config)
         assert isinstance(parsed, Mem0Config)
-        return not parsed.uses_llm
+        return not parsed.uses_llm and not parsed.forget_requests  # a forget request acts per ingest call
 
     def __init__(
         self,
@@ -339,6 +339,14 @@ class Mem0Memory(IngestMixin, Memory):
         return MemoryItem(
             id=str(record["id"]), text=record.get("memory", ""), score=record.get("score"), source=source, metadata=meta
         )
+
+    def forget_matcher(self) -> Any:
+        """With fact extraction on, the extraction LLM decides what a forget request refers to (memlab.forget)."""
+        if not self.infer or self._owned_llm is None:
+            return None
+        from memlab.forget import llm_matcher
+
+        return llm_matcher(self._owned_llm, on_usage=self.record_llm_usage)
 
     # ------------------------------------------------------------------ capabilities
     def _owned(self, item_id: str, user_id: str) -> dict[str, Any]:

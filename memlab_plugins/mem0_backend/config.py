@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from memlab.forget import ForgetRequests
 from memlab.memory import BackendConfig
 
 DEFAULT_EMBEDDER = "huggingface"
@@ -114,6 +115,7 @@ class Mem0Config(BackendConfig):
         default=False,
         description="allow mem0's anonymous telemetry (PostHog); decided once per process, at mem0's first import",
     )
+    forget_requests: ForgetRequests = False
 
     @model_validator(mode="before")
     @classmethod

@@ -35,6 +35,7 @@ from pydantic import Field
 
 from memlab.embedders import Embedder, get_embedder
 from memlab.errors import MemlabError, NotFoundError
+from memlab.forget import ForgetRequests
 from memlab.llm.errors import refused_request
 from memlab.locks import DirectoryLock
 from memlab.memory import BackendConfig, Capability, Memory, MemoryFilter, render_turns, turn_source
@@ -109,6 +110,7 @@ class ProfileConfig(BackendConfig):
         description="None/'file' = SQLite in the data directory; postgresql://user@host:5432/db = that database",
     )
     pool_size: int = Field(default=4, ge=1, description="PostgreSQL store: connections per process")
+    forget_requests: ForgetRequests = False
 
 
 class ProfileMemory(Memory):
@@ -137,7 +139,8 @@ class ProfileMemory(Memory):
         profile as it stands after the turns before it, so a session ingested in parts gives the same
         profile as the whole session (tests/test_profile_privacy.py checks every cut point). The LLM extractor sees a
         whole ingest call in one prompt, so how a session is split changes what it extracts."""
-        return cls.parse_config(config).extractor == "rules"  # type: ignore[attr-defined]
+        parsed = cls.parse_config(config)  # a forget request acts when its ingest call ends: split-dependent
+        return parsed.extractor == "rules" and not parsed.forget_requests  # type: ignore[attr-defined]
 
     def __init__(
         self, config=None, *, data_dir=None, cache_dir=None, embedder: Embedder | None = None, llm=None
@@ -418,6 +421,14 @@ class ProfileMemory(Memory):
             store.close()
         if self._dir_lock is not None:
             self._dir_lock.release()
+
+    def forget_matcher(self) -> Any:
+        """With the LLM extractor, its LLM decides what a forget request refers to (memlab.forget)."""
+        if self.llm_extractor is None:
+            return None
+        from memlab.forget import llm_matcher
+
+        return llm_matcher(self.llm_extractor.llm, on_usage=self.record_llm_usage)
 
     # ------------------------------------------------------------------ capabilities
     def _entry_id(self, item_id: str, user_id: str, *, erased_ok: bool = False) -> str:

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from memlab.embedders import CachedEmbedder, Embedder, get_embedder
 from memlab.errors import ConfigurationError, MemlabError
+from memlab.forget import ForgetRequests
 from memlab.memory import (
     BackendConfig,
     Capability,
@@ -152,6 +153,7 @@ class RagConfig(BackendConfig):
         description="None/'file' = files in the data directory; postgresql://user@host:5432/db = that database",
     )
     pool_size: int = Field(default=4, ge=1, description="PostgreSQL store: connections per process")
+    forget_requests: ForgetRequests = False
 
     @field_validator("roles", mode="before")
     @classmethod
@@ -316,7 +318,9 @@ class RagMemory(Memory):
         # Turn chunks are one per stored turn; BM25 statistics are over that set of chunks, and
         # neighbours are turns of the same session by turn order, so ingest partition cannot matter.
         # Session and window chunks are cut per ingest call.
-        return cls.parse_config(config).chunking == "turn"  # type: ignore[attr-defined]
+        # A forget request deletes what was stored when its ingest call ends: that depends on the split.
+        parsed = cls.parse_config(config)
+        return parsed.chunking == "turn" and not parsed.forget_requests  # type: ignore[attr-defined]
 
     def __init__(self, config=None, *, data_dir=None, cache_dir=None, embedder: Embedder | None = None) -> None:
         super().__init__(config, data_dir=data_dir, cache_dir=cache_dir)
