@@ -266,6 +266,9 @@ class GraphitiMemory(Memory):
             return
         finally:
             self._record_usage(before)
+        # Kuzu 0.11 crashes (SIGSEGV) replaying a write-ahead log left by a killed process: fold the
+        # episode into the database file before the ingest is acknowledged.
+        self._run(graph.driver.execute_query("CHECKPOINT"))
         source = part_source(session, first_turn, len(session.messages))
         self.ledger.add_sources(user_id, {result.episode.uuid: source})
 
@@ -338,10 +341,15 @@ class GraphitiMemory(Memory):
     def _edges(self, user_id: str) -> list[Any]:
         from graphiti_core.edges import EntityEdge
 
+        from graphiti_core.errors import GroupsEdgesNotFoundError
+
         graph = self._graph(user_id, create=False)
         if graph is None:
             return []
-        return list(self._run(EntityEdge.get_by_group_ids(graph.driver, [user_id])) or [])
+        try:
+            return list(self._run(EntityEdge.get_by_group_ids(graph.driver, [user_id])) or [])
+        except GroupsEdgesNotFoundError:
+            return []
 
     def _list(self, user_id: str) -> list[MemoryItem]:
         edges = sorted(self._edges(user_id), key=lambda e: (e.created_at, e.uuid))
@@ -358,6 +366,15 @@ class GraphitiMemory(Memory):
         graph = self._graph(user_id)
         assert graph is not None
         self._run(edge.delete(graph.driver))
+        # endpoints that no fact connects any more go too (their names came from the deleted fact)
+        remaining = self._edges(user_id)
+        linked = {e.source_node_uuid for e in remaining} | {e.target_node_uuid for e in remaining}
+        for node_uuid in {edge.source_node_uuid, edge.target_node_uuid} - linked:
+            self._run(graph.driver.execute_query("MATCH (n:Entity {uuid: $uuid}) DETACH DELETE n", uuid=node_uuid))
+        # Graphiti folds facts into its entities' summaries: the endpoints' summaries are cleared (a later
+        # episode that mentions the entity writes a new one), so the deleted fact's text leaves them too.
+        for node_uuid in {edge.source_node_uuid, edge.target_node_uuid} & linked:
+            self._run(graph.driver.execute_query("MATCH (n:Entity {uuid: $uuid}) SET n.summary = ''", uuid=node_uuid))
         self._compact(user_id)
 
     def _compact(self, user_id: str) -> None:
@@ -372,6 +389,9 @@ class GraphitiMemory(Memory):
         try:
             self._run(graph.driver.execute_query(f"EXPORT DATABASE '{work / 'export'}'"))
             self._close_graph(user_id)
+            # Kuzu 0.11 cannot import its own export of several full-text indexes ("default_english_stopwords
+            # already exists"): the indexes are left out here and rebuilt when the graph is next opened.
+            (work / "export" / "index.cypher").write_text("")
             fresh = kuzu.Database(str(work / "graph.kuzu"))
             connection = kuzu.Connection(fresh)
             connection.execute(f"IMPORT DATABASE '{work / 'export'}'")
