@@ -95,9 +95,11 @@ class ProvenanceLedger:
 
     def turns(self, user_id: str, session_id: str) -> int:
         with self._lock:
-            row = self._conn().execute(
-                "SELECT total FROM turns WHERE user_id = ? AND session_id = ?", (user_id, session_id)
-            ).fetchone()
+            row = (
+                self._conn()
+                .execute("SELECT total FROM turns WHERE user_id = ? AND session_id = ?", (user_id, session_id))
+                .fetchone()
+            )
         return int(row[0]) if row else 0
 
     def set_turns(self, user_id: str, session_id: str, total: int) -> None:
@@ -124,10 +126,14 @@ class ProvenanceLedger:
         with self._lock:
             for start in range(0, len(object_ids), 500):
                 chunk = object_ids[start : start + 500]
-                rows = self._conn().execute(
-                    f"SELECT object_id, user_id, source FROM sources WHERE object_id IN ({','.join('?' * len(chunk))})",
-                    chunk,
-                ).fetchall()
+                rows = (
+                    self._conn()
+                    .execute(
+                        f"SELECT object_id, user_id, source FROM sources WHERE object_id IN ({','.join('?' * len(chunk))})",
+                        chunk,
+                    )
+                    .fetchall()
+                )
                 found.update({row[0]: (row[1], json.loads(row[2])) for row in rows})
         return found
 

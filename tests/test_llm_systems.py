@@ -92,7 +92,9 @@ LISBON = Session(
         Message(role="assistant", content="Lisbon is lovely."),
     ],
 )
-MONTREAL = Session(id="s2", messages=[Message(role="user", content="I moved to Montreal.", timestamp=datetime(2024, 5, 2))])
+MONTREAL = Session(
+    id="s2", messages=[Message(role="user", content="I moved to Montreal.", timestamp=datetime(2024, 5, 2))]
+)
 
 
 def test_graphiti_invalidates_the_old_residence_and_shows_the_current_one(

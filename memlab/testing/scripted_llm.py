@@ -361,7 +361,9 @@ class ScriptedLLMServer(LocalHTTPServer):
 
     thread_name = "scripted-llm-server"
 
-    def __init__(self, reply: Callable[[dict[str, Any]], Reply] = scripted_reply, *, model_id: str = "scripted") -> None:
+    def __init__(
+        self, reply: Callable[[dict[str, Any]], Reply] = scripted_reply, *, model_id: str = "scripted"
+    ) -> None:
         super().__init__(_Handler)
         self.reply = reply
         self.model_id = model_id

@@ -340,7 +340,6 @@ class GraphitiMemory(Memory):
     # ------------------------------------------------------------------ capabilities
     def _edges(self, user_id: str) -> list[Any]:
         from graphiti_core.edges import EntityEdge
-
         from graphiti_core.errors import GroupsEdgesNotFoundError
 
         graph = self._graph(user_id, create=False)

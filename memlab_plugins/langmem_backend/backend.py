@@ -52,7 +52,8 @@ def import_langmem() -> Any:
         from langchain_openai import ChatOpenAI  # noqa: F401
     except ImportError as exc:
         raise MissingDependencyError(
-            "langmem", "the langmem backend needs langmem, langgraph and langchain-openai: pip install 'memlab[langmem]'"
+            "langmem",
+            "the langmem backend needs langmem, langgraph and langchain-openai: pip install 'memlab[langmem]'",
         ) from exc
     return langmem
 
@@ -241,7 +242,9 @@ class LangMemMemory(Memory):
 
     # ------------------------------------------------------------------ ingest
     def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
-        turns = [(first_turn + i, m) for i, m in enumerate(session.messages) if m.role != "system" and m.content.strip()]
+        turns = [
+            (first_turn + i, m) for i, m in enumerate(session.messages) if m.role != "system" and m.content.strip()
+        ]
         window = self.config.infer_window or max(len(turns), 1)
         before = self.usage.usage()
         try:

@@ -79,10 +79,14 @@ class SQLiteMemoryStore(BaseStore):
 
     def _get(self, op: GetOp) -> Item | None:
         with self._lock:
-            row = self._conn().execute(
-                "SELECT namespace, key, value, created_at, updated_at FROM items WHERE namespace = ? AND key = ?",
-                (_SEP.join(op.namespace), op.key),
-            ).fetchone()
+            row = (
+                self._conn()
+                .execute(
+                    "SELECT namespace, key, value, created_at, updated_at FROM items WHERE namespace = ? AND key = ?",
+                    (_SEP.join(op.namespace), op.key),
+                )
+                .fetchone()
+            )
         return None if row is None else _item(row)
 
     def _put(self, op: PutOp) -> None:
@@ -106,11 +110,15 @@ class SQLiteMemoryStore(BaseStore):
     def _rows(self, prefix: tuple[str, ...]) -> list[tuple[Any, ...]]:
         joined = _SEP.join(prefix)
         with self._lock:
-            return self._conn().execute(
-                "SELECT namespace, key, value, created_at, updated_at, vector FROM items "
-                "WHERE namespace = ? OR substr(namespace, 1, ?) = ? ORDER BY updated_at, key",
-                (joined, len(joined) + 1, joined + _SEP),
-            ).fetchall()
+            return (
+                self._conn()
+                .execute(
+                    "SELECT namespace, key, value, created_at, updated_at, vector FROM items "
+                    "WHERE namespace = ? OR substr(namespace, 1, ?) = ? ORDER BY updated_at, key",
+                    (joined, len(joined) + 1, joined + _SEP),
+                )
+                .fetchall()
+            )
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         rows = [r for r in self._rows(op.namespace_prefix) if _matches(json.loads(r[2]), op.filter)]
@@ -125,7 +133,9 @@ class SQLiteMemoryStore(BaseStore):
 
     def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         with self._lock:
-            names = sorted({tuple(r[0].split(_SEP)) for r in self._conn().execute("SELECT DISTINCT namespace FROM items")})
+            names = sorted(
+                {tuple(r[0].split(_SEP)) for r in self._conn().execute("SELECT DISTINCT namespace FROM items")}
+            )
         if op.max_depth is not None:
             names = sorted({n[: op.max_depth] for n in names})
         return names[op.offset : op.offset + op.limit]
