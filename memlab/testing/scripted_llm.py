@@ -362,9 +362,14 @@ class ScriptedLLMServer(LocalHTTPServer):
     thread_name = "scripted-llm-server"
 
     def __init__(
-        self, reply: Callable[[dict[str, Any]], Reply] = scripted_reply, *, model_id: str = "scripted"
+        self,
+        reply: Callable[[dict[str, Any]], Reply] = scripted_reply,
+        *,
+        model_id: str = "scripted",
+        host: str = "127.0.0.1",
+        port: int = 0,
     ) -> None:
-        super().__init__(_Handler)
+        super().__init__(_Handler, host=host, port=port)
         self.reply = reply
         self.model_id = model_id
         self.lock = threading.Lock()
@@ -396,3 +401,28 @@ class ScriptedLLMServer(LocalHTTPServer):
             "cache": False,
             **extra,
         }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m memlab.testing.scripted_llm --port 8011``: serve the scripted replies until Ctrl-C;
+    at exit, print the requests answered by kind with their tokens (what a run cost)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8011)
+    args = parser.parse_args(argv)
+    server = ScriptedLLMServer(host=args.host, port=args.port)
+    print(f"serving scripted replies at {server.base_url}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        print(json.dumps({"calls": server.calls_by_kind(), "prompt_tokens": server.prompt_tokens,
+                          "completion_tokens": server.completion_tokens}), flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -111,16 +111,30 @@ def chat_model_for(settings: Mapping[str, Any]) -> tuple[Any, Any]:
             f"langmem calls tools through LangChain: llm.provider {provider!r} cannot serve it; use an "
             "OpenAI-compatible endpoint (llm.base_url) or a LangChain chat model class (llm.langchain_class)"
         )
-    model = ChatOpenAI(
-        model=config.model or "gpt-4o-mini",
+    # memlab's OpenAI-compatible client resolves what LangChain's needs as memlab does everywhere:
+    # $OPENAI_BASE_URL / $OPENAI_API_KEY, any key for a local server, the one model a server serves.
+    from memlab.llm.openai_compat import OpenAICompatLLM
+
+    endpoint = OpenAICompatLLM(
+        config.model,
         base_url=config.base_url,
-        api_key=config.api_key.get_secret_value() if config.api_key else None,  # type: ignore[arg-type]
+        api_key=config.api_key.get_secret_value() if config.api_key else None,
+        timeout=config.timeout,
+    )
+    api_key = endpoint._client.api_key
+    endpoint.close()
+    model = ChatOpenAI(
+        model=endpoint.model,
+        base_url=endpoint.base_url,
+        api_key=api_key,  # type: ignore[arg-type]
         temperature=config.temperature,
         timeout=config.timeout,
         max_retries=config.max_retries,
-        model_kwargs=dict(config.extra_params),
+        # request parameters ChatOpenAI declares (max_tokens, seed, top_p ...) as fields, the rest as model_kwargs
+        **{k: v for k, v in config.extra_params.items() if k in ChatOpenAI.model_fields},
+        model_kwargs={k: v for k, v in config.extra_params.items() if k not in ChatOpenAI.model_fields},
     )
-    return model, config.price_for(config.model)
+    return model, config.price_for(endpoint.model)
 
 
 class LangMemMemory(Memory):

@@ -1,0 +1,59 @@
+"""Graphiti and LangMem driven by a real local model (SmolLM2-135M, served by memlab's own server
+process) on a small synthetic history: what the tiny model could and could not extract is counted
+by the backends, never fatal, and the stores read back whole. (``benchmarks/systems_cost.py``
+measures the protocols against the scripted server; this shows a real model's failures.)"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from memlab.datasets import load_dataset
+from memlab.registry import create_backend
+
+pytestmark = pytest.mark.slow
+pytest.importorskip("graphiti_core", reason="memlab[graphiti] is not installed")
+pytest.importorskip("langmem", reason="memlab[langmem] is not installed")
+
+HARNESS = Path(__file__).resolve().parents[1] / "benchmarks" / "local_llm.py"
+SMALL = "synthetic:personas=1,seed=3,sessions=3,turns=2,aspects=2,questions=2"
+
+
+def harness():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("local_llm_harness", HARNESS)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_graphiti_and_langmem_count_what_smollm2_could_not_extract(tmp_path: Path, smollm2_gguf: Path) -> None:
+    bench = harness()
+    dataset = load_dataset(SMALL)
+    history = next(iter(dataset.histories.values()))
+    sessions = [session for session, _ in history.slices(0, len(history.messages))]
+    counted = {}
+    with bench.local_server(smollm2_gguf, log_path=tmp_path / "server.log") as url:
+        llm = bench.llm_config(url, None)  # no response cache: every call reaches the model
+        for name in ("graphiti", "langmem"):
+            memory = create_backend(name, {"llm": llm, "embedder": "hashing"}, data_dir=tmp_path / name)
+            try:
+                reports = [memory.ingest(session, user_id="u") for session in sessions]  # nothing raises
+                stats = memory.extraction_stats()  # type: ignore[attr-defined]
+                items = memory.list_memories(user_id="u")
+                export = memory.export("u")
+                retrieval = memory.retrieve(dataset.questions[0].text, user_id="u")
+            finally:
+                memory.close()
+            counted[name] = {**stats, "stored": len(items)}
+            assert stats["windows"] == len(sessions), stats  # every session really went to the library
+            assert stats["llm_calls"] >= 1, stats  # and the library really asked the model
+            assert stats["failed_windows"] + stats["unparsed_replies"] <= stats["windows"], stats
+            assert sum(r.prompt_tokens for r in reports) > 0, "the model's tokens are the ingest cost"
+            assert export["user_id"] == "u" and all(item.text.strip() for item in items)
+            assert len(retrieval.items) <= len(items)
+    print(counted)  # what SmolLM2 could (stored) and could not (failed, unparsed) extract
