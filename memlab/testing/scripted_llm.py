@@ -167,8 +167,17 @@ def graphiti_reply(title: str, messages: list[dict[str, str]]) -> str:
         return json.dumps({"valid_at": reference.replace(" ", "T") if reference else None, "invalid_at": None})
     if title == "BatchEdgeTimestamps":
         return json.dumps({"timestamps": []})
-    if title == "NodeResolutions":
-        return json.dumps({"entity_resolutions": []})  # exact-name duplicates are merged by Graphiti itself
+    if title == "NodeResolutions":  # a duplicate is an existing entity of the same name
+        existing = {
+            str(e.get("name", "")).lower(): e.get("candidate_id")
+            for e in _json_list(_section(prompt, "EXISTING ENTITIES"))
+        }
+        resolutions = [
+            {"id": e["id"], "name": e["name"], "duplicate_candidate_id": existing.get(str(e["name"]).lower(), -1)}
+            for e in _json_list(_section(prompt, "ENTITIES"))
+            if isinstance(e, dict) and "id" in e and "name" in e
+        ]
+        return json.dumps({"entity_resolutions": resolutions})
     if title == "EdgeDuplicate":
         return json.dumps(_edge_resolution(prompt))
     if title == "SummarizedEntities":
