@@ -1,5 +1,8 @@
 """What the third-party memory systems that exist only with an LLM (Graphiti, LangMem) share in memlab:
-the refusal without an LLM, how a session part is shown to them, and the provenance ledger.
+``ExtractingMemory`` (their base class: the refusal without an LLM, one data directory per process,
+calls served one at a time, the ledger, extraction counts, lifetime), ``LLMUsage`` (their calls and
+tokens, counted where the library makes them), how a session part is shown to them, and the
+provenance ledger.
 
 The ledger (one SQLite file in the data directory) keeps what the libraries do not: turns per
 (user, session), so a session continues across restarts; which session part each library object
@@ -12,16 +15,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import tempfile
 import threading
+from abc import abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from memlab.errors import ConfigurationError, MemlabError
-from memlab.memory import BackendConfig
-from memlab.types import Message, Session
+from memlab.locks import DirectoryLock
+from memlab.memory import BackendConfig, IngestReport, Memory
+from memlab.types import MemoryItem, Message, Retrieval, Session
+from memlab_plugins.mem0_backend.ingest import ExtractionStats
 
 ON_ERROR_HELP = (
     "a session part whose extraction request the endpoint refuses (a prompt over the model's window, a 4xx) "
@@ -168,3 +175,162 @@ class ProvenanceLedger:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+
+
+class LLMUsage:
+    """Calls, tokens and cost of the LLM requests a library makes, from whichever thread or task it
+    makes them (``Memory.record_llm_usage`` only sees the thread that called ``ingest``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls = self.prompt_tokens = self.completion_tokens = 0
+        self.cost_usd = 0.0
+
+    def add(self, prompt_tokens: int, completion_tokens: int, cost_usd: float) -> None:
+        with self._lock:
+            self.calls += 1
+            self.prompt_tokens += prompt_tokens
+            self.completion_tokens += completion_tokens
+            self.cost_usd += cost_usd
+
+    def snapshot(self) -> tuple[int, int, int, float]:
+        with self._lock:
+            return self.calls, self.prompt_tokens, self.completion_tokens, self.cost_usd
+
+
+class ExtractingMemory(Memory):
+    """Base of the backends over a third-party library that extracts memories with an LLM.
+
+    Subclasses set ``ledger_file``, implement ``_build(model)`` (open the library's store and wire the
+    LLM, after the data directory is locked and the ledger open) and ``_close_library()``, and the
+    ``Memory`` hooks. Every public call runs under one lock: the libraries' stores and the usage
+    attributed to an ingest are not safe for concurrent callers.
+    """
+
+    concurrent_users = True  # every call runs under the backend's own lock
+    config: ExtractingConfig
+    ledger_file: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        config: BackendConfig | Mapping[str, Any] | None = None,
+        *,
+        data_dir: str | Path | None = None,
+        cache_dir: str | Path | None = None,
+        model: Any | None = None,
+    ) -> None:
+        super().__init__(config, data_dir=data_dir, cache_dir=cache_dir)
+        require_llm(self.name, self.config.llm, model)
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        if self.data_dir is None:  # no data dir: everything lives in a private temp dir until close()
+            self._tmp = tempfile.TemporaryDirectory(prefix=f"memlab-{self.name}-")
+            self.root = Path(self._tmp.name)
+        else:
+            self.root = self.data_dir.resolve()
+        self._calls = threading.RLock()
+        self._ledger: ProvenanceLedger | None = None
+        self._closed = False
+        self.usage = LLMUsage()
+        self.extraction = ExtractionStats()  # windows: the calls of the library's extraction per session part
+        self._lock = DirectoryLock(self.root, purpose=f"memlab {self.name} backend")
+        try:
+            self._lock.acquire()  # first: a second process is refused before it touches any file
+            self._ledger = ProvenanceLedger(self.root / self.ledger_file)
+            self._build(model)
+        except BaseException:
+            self._release()
+            raise
+
+    @abstractmethod
+    def _build(self, model: Any | None) -> None:
+        """Open the library on ``self.root`` with the LLM (``model``, else ``config.llm``)."""
+
+    def _close_library(self) -> None:
+        """Close what ``_build`` opened (called once, also after a failed ``_build``)."""
+
+    @property
+    def ledger(self) -> ProvenanceLedger:
+        if self._ledger is None:
+            raise MemlabError(f"the {self.name} backend is closed")
+        return self._ledger
+
+    # ------------------------------------------------------------------ one call at a time
+    def ingest(self, session: Session | Mapping[str, Any], *, user_id: str) -> IngestReport:
+        with self._calls:
+            return super().ingest(session, user_id=user_id)
+
+    def retrieve(self, query: str, *, user_id: str, k: int | None = None) -> Retrieval:
+        with self._calls:
+            return super().retrieve(query, user_id=user_id, k=k)
+
+    def reset(self, user_id: str) -> None:
+        with self._calls:
+            super().reset(user_id)
+
+    def list_memories(self, *, user_id: str) -> list[MemoryItem]:
+        with self._calls:
+            return super().list_memories(user_id=user_id)
+
+    def update(self, item_id: str, text: str, *, user_id: str) -> MemoryItem:
+        with self._calls:
+            return super().update(item_id, text, user_id=user_id)
+
+    def delete(self, item_id: str, *, user_id: str) -> None:
+        with self._calls:
+            super().delete(item_id, user_id=user_id)
+
+    def history(self, item_id: str, *, user_id: str) -> list[dict[str, Any]]:
+        with self._calls:
+            return super().history(item_id, user_id=user_id)
+
+    def export(self, user_id: str) -> dict[str, Any]:
+        with self._calls:
+            return super().export(user_id)
+
+    # ------------------------------------------------------------------ extraction and its cost
+    @property
+    def extraction_failures(self) -> list[str]:
+        """Why session parts were skipped (the newest 100), named as mem0 and the profile name theirs."""
+        return self.extraction.failures
+
+    def extraction_stats(self) -> dict[str, int]:
+        """Session parts sent (``windows``), skipped because the endpoint refused them (``failed_windows``)
+        or a reply was not what the library asked for (``unparsed_replies``), and the LLM calls made."""
+        return {**self.extraction.counts(), "llm_calls": self.usage.snapshot()[0]}
+
+    def skip_or_raise(self, exc: Exception, where: str, *, refused: object | None, unreadable: bool) -> None:
+        """Count a failed extraction and go on, or raise when it says nothing about one request alone."""
+        if self.config.on_extraction_error == "raise" or (refused is None and not unreadable):
+            raise exc
+        if unreadable:
+            self.extraction.unparsed_replies += 1
+        self.extraction.skipped(f"{where}: {refused or exc}")
+
+    def record_usage_since(self, before: tuple[int, int, int, float]) -> None:
+        """Attribute the library's LLM usage since ``before`` to the ingest in flight."""
+        _, prompt, completion, cost = self.usage.snapshot()
+        self.record_llm_usage(prompt - before[1], completion - before[2], cost - before[3])
+
+    # ------------------------------------------------------------------ turns and lifetime
+    def _next_turn_index(self, user_id: str, session_id: str) -> int:
+        return self.ledger.turns(user_id, session_id)
+
+    def _record_turns(self, user_id: str, session_id: str, total: int) -> None:
+        self.ledger.set_turns(user_id, session_id, total)
+
+    def close(self) -> None:
+        with self._calls:
+            if self._closed:
+                return
+            self._closed = True
+            self._release()
+
+    def _release(self) -> None:
+        self._close_library()
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None
+        self._lock.release()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None

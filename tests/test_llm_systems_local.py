@@ -19,7 +19,7 @@ pytest.importorskip("graphiti_core", reason="memlab[graphiti] is not installed")
 pytest.importorskip("langmem", reason="memlab[langmem] is not installed")
 
 HARNESS = Path(__file__).resolve().parents[1] / "benchmarks" / "local_llm.py"
-SMALL = "synthetic:personas=1,seed=3,sessions=3,turns=2,aspects=2,questions=2"
+SMALL = "synthetic:personas=1,seed=3,sessions=3,turns=4,aspects=4,questions=2"
 
 
 def harness():  # type: ignore[no-untyped-def]

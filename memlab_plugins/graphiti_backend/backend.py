@@ -33,18 +33,15 @@ from typing import Any, TypeVar
 
 from memlab.errors import MemlabError, MissingDependencyError, NotFoundError
 from memlab.llm.errors import refused_request
-from memlab.locks import DirectoryLock
-from memlab.memory import Capability, IngestReport, Memory, format_date
+from memlab.memory import Capability, format_date
 from memlab.types import MemoryItem, Retrieval, Session
-from memlab_plugins.llm_systems import ProvenanceLedger, part_source, require_llm, transcript
-from memlab_plugins.mem0_backend.ingest import ExtractionStats
+from memlab_plugins.llm_systems import ExtractingMemory, part_source, transcript
 
 from .config import GraphitiConfig
 
 LEDGER_FILE = "memlab_graphiti.sqlite"
 GRAPHS_DIR = "graphs"
 TELEMETRY_ENV = "GRAPHITI_TELEMETRY_ENABLED"
-LOCK_PURPOSE = "memlab graphiti backend"
 _QUERY_NOISE = re.compile(r"[^\w\s]+")  # Kuzu's full-text query finds nothing once a word carries punctuation
 T = TypeVar("T")
 
@@ -68,16 +65,16 @@ class _UserGraph:
     graphiti: Any
 
 
-class GraphitiMemory(Memory):
+class GraphitiMemory(ExtractingMemory):
     name = "graphiti"
     description = (
         "Graphiti (graphiti-core): a bi-temporal knowledge graph of facts extracted by an LLM from each session, "
         "contradicted facts invalidated, hybrid search; embedded Kuzu per user in the data dir."
     )
-    concurrent_users = True  # every call runs under the backend's own lock
     Config = GraphitiConfig
     config: GraphitiConfig
     capabilities = frozenset({Capability.LIST, Capability.DELETE, Capability.HISTORY, Capability.PERSIST})
+    ledger_file = LEDGER_FILE
 
     def __init__(
         self,
@@ -88,32 +85,13 @@ class GraphitiMemory(Memory):
         llm: Any | None = None,
     ) -> None:
         """``llm``: a memlab ``LLM`` (or LangChain chat model) for Graphiti's extraction, instead of ``config.llm``."""
-        super().__init__(config, data_dir=data_dir, cache_dir=cache_dir)
-        cfg = self.config
-        require_llm(self.name, cfg.llm, llm)
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
-        if self.data_dir is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="memlab-graphiti-")
-            self.root = Path(self._tmp.name)
-        else:
-            self.root = self.data_dir.resolve()
-        self._calls = threading.RLock()
         self._graphs: dict[str, _UserGraph] = {}
-        self._ledger: ProvenanceLedger | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._llm: Any = None
-        self._closed = False
-        self.extraction = ExtractionStats()  # windows = episodes sent to Graphiti
-        self._lock = DirectoryLock(self.root, purpose=LOCK_PURPOSE)
-        try:
-            self._lock.acquire()
-            self._build(llm)
-        except BaseException:
-            self._release()
-            raise
+        super().__init__(config, data_dir=data_dir, cache_dir=cache_dir, model=llm)
 
     # ------------------------------------------------------------------ building
-    def _build(self, llm: Any | None) -> None:
+    def _build(self, model: Any | None) -> None:
         from memlab.embedders import get_embedder
         from memlab.llm import make_llm
 
@@ -121,14 +99,13 @@ class GraphitiMemory(Memory):
         import_graphiti(cfg.telemetry)
         from .clients import EmbeddingCrossEncoder, MemlabEmbedder, MemlabLLMClient
 
-        self._ledger = ProvenanceLedger(self.root / LEDGER_FILE)
         embedder = get_embedder(cfg.embedder, cfg.embedder_model, cache_dir=self.cache_dir)
-        self._ledger.check_meta("embedder", f"{embedder.name}:{embedder.dim}", "graphiti embedder")
+        self.ledger.check_meta("embedder", f"{embedder.name}:{embedder.dim}", "graphiti embedder")
         settings = dict(cfg.llm or {})
         if self.cache_dir is not None and not settings.get("cache_dir"):
-            settings["cache_dir"] = str(self.cache_dir)
-        self._llm = make_llm(settings, llm=llm)
-        self.llm_client = MemlabLLMClient(self._llm)
+            settings["cache_dir"] = str(self.cache_dir)  # the run's cache, never a process-wide default
+        self._llm = make_llm(settings, llm=model)
+        self.llm_client = MemlabLLMClient(self._llm, self.usage)
         self._embedder = MemlabEmbedder(embedder)
         self._cross_encoder = EmbeddingCrossEncoder(embedder)
         (self.root / GRAPHS_DIR).mkdir(parents=True, exist_ok=True)
@@ -139,12 +116,6 @@ class GraphitiMemory(Memory):
         if self._loop is None:
             raise MemlabError("the graphiti backend is closed")
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
-
-    @property
-    def ledger(self) -> ProvenanceLedger:
-        if self._ledger is None:
-            raise MemlabError("the graphiti backend is closed")
-        return self._ledger
 
     def graph_path(self, user_id: str) -> Path:
         return self.root / GRAPHS_DIR / f"{user_id}.kuzu"
@@ -183,48 +154,10 @@ class GraphitiMemory(Memory):
         self._graphs[user_id] = graph
         return graph
 
-    # ------------------------------------------------------------------ one call at a time
-    def ingest(self, session: Session | Mapping[str, Any], *, user_id: str) -> IngestReport:
-        with self._calls:
-            return super().ingest(session, user_id=user_id)
-
-    def retrieve(self, query: str, *, user_id: str, k: int | None = None) -> Retrieval:
-        with self._calls:
-            return super().retrieve(query, user_id=user_id, k=k)
-
-    def reset(self, user_id: str) -> None:
-        with self._calls:
-            super().reset(user_id)
-
-    def list_memories(self, *, user_id: str) -> list[MemoryItem]:
-        with self._calls:
-            return super().list_memories(user_id=user_id)
-
-    def delete(self, item_id: str, *, user_id: str) -> None:
-        with self._calls:
-            super().delete(item_id, user_id=user_id)
-
-    def history(self, item_id: str, *, user_id: str) -> list[dict[str, Any]]:
-        with self._calls:
-            return super().history(item_id, user_id=user_id)
-
-    def export(self, user_id: str) -> dict[str, Any]:
-        with self._calls:
-            return super().export(user_id)
-
     def release(self, user_id: str) -> None:
+        """Close the user's graph (the client's LRU of users calls this); the next call reopens it."""
         with self._calls:
             self._close_graph(user_id)
-
-    @property
-    def extraction_failures(self) -> list[str]:
-        return self.extraction.failures
-
-    def extraction_stats(self) -> dict[str, int]:
-        """Episodes sent to Graphiti (``windows``), skipped (``failed_windows``: refused by the endpoint),
-        and skipped because a reply was not the JSON Graphiti asked for (``unparsed_replies``)."""
-        calls, *_ = self.llm_client.usage()
-        return {**self.extraction.counts(), "llm_calls": calls}
 
     # ------------------------------------------------------------------ ingest
     def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
@@ -242,7 +175,7 @@ class GraphitiMemory(Memory):
         if reference.tzinfo is None:
             reference = reference.replace(tzinfo=timezone.utc)
         last = first_turn + len(session.messages) - 1
-        before = self.llm_client.usage()
+        before = self.usage.snapshot()
         self.extraction.windows += 1
         try:
             result = self._run(
@@ -256,25 +189,20 @@ class GraphitiMemory(Memory):
                 )
             )
         except Exception as exc:
-            unreadable = isinstance(exc, (UnreadableReply, ValueError)) and refused_request(exc) is None
-            failure = refused_request(exc)
-            if self.config.on_extraction_error == "raise" or (failure is None and not unreadable):
-                raise
-            if unreadable:
-                self.extraction.unparsed_replies += 1
-            self.extraction.skipped(f"session {session.id!r}, turns {first_turn}-{last}: {failure or exc}")
+            refused = refused_request(exc)
+            # a reply that is not the JSON (UnreadableReply) or the fields (pydantic's ValueError) Graphiti asked for
+            unreadable = refused is None and isinstance(exc, (UnreadableReply, ValueError))
+            self.skip_or_raise(
+                exc, f"session {session.id!r}, turns {first_turn}-{last}", refused=refused, unreadable=unreadable
+            )
             return
         finally:
-            self._record_usage(before)
+            self.record_usage_since(before)
         # Kuzu 0.11 crashes (SIGSEGV) replaying a write-ahead log left by a killed process: fold the
         # episode into the database file before the ingest is acknowledged.
         self._run(graph.driver.execute_query("CHECKPOINT"))
         source = part_source(session, first_turn, len(session.messages))
         self.ledger.add_sources(user_id, {result.episode.uuid: source})
-
-    def _record_usage(self, before: tuple[int, int, int, float]) -> None:
-        _, prompt, completion, cost = self.llm_client.usage()
-        self.record_llm_usage(prompt - before[1], completion - before[2], cost - before[3])
 
     # ------------------------------------------------------------------ retrieve
     def _search_config(self, limit: int) -> Any:
@@ -438,13 +366,7 @@ class GraphitiMemory(Memory):
                 stale.unlink()
         self.ledger.forget_user(user_id)
 
-    # ------------------------------------------------------------------ turns and lifetime
-    def _next_turn_index(self, user_id: str, session_id: str) -> int:
-        return self.ledger.turns(user_id, session_id)
-
-    def _record_turns(self, user_id: str, session_id: str, total: int) -> None:
-        self.ledger.set_turns(user_id, session_id, total)
-
+    # ------------------------------------------------------------------ lifetime
     def _close_graph(self, user_id: str) -> None:
         graph = self._graphs.pop(user_id, None)
         if graph is not None and self._loop is not None:
@@ -454,29 +376,15 @@ class GraphitiMemory(Memory):
 
             self._run(close())
 
-    def close(self) -> None:
-        with self._calls:
-            if self._closed:
-                return
-            self._closed = True
-            self._release()
-
-    def _release(self) -> None:
+    def _close_library(self) -> None:
         for user_id in list(self._graphs):
             self._close_graph(user_id)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._loop = None
-        if self._ledger is not None:
-            self._ledger.close()
-            self._ledger = None
         if self._llm is not None:
             self._llm.close()
             self._llm = None
-        self._lock.release()
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -7,8 +7,8 @@ All are subclasses of graphiti-core's public base classes (``LLMClient``, ``Embe
   endpoint, LangChain class or local model, with memlab's cache, retries and prices). graphiti's own
   ``LLMClient.generate_response`` appends the reply's JSON schema to the prompt ("Respond with a JSON
   object in the following format: ...", graphiti's path for clients without native structured
-  output); the request asks for JSON mode. Calls, tokens and cost are counted here, because graphiti
-  sends them from worker threads and tasks, not from the thread that called ``ingest``.
+  output); the request asks for JSON mode. Calls, tokens and cost are counted into the backend's
+  ``LLMUsage``: graphiti sends them from worker threads and tasks, not from the thread that called ``ingest``.
 * ``MemlabEmbedder`` / ``EmbeddingCrossEncoder``: a memlab embedder (MiniLM by default).
 * ``MemlabKuzuDriver``: graphiti's Kuzu driver on a database file with a bounded buffer pool and
   address space, the full-text indexes graphiti's Kuzu search needs, and two gaps of graphiti-core
@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from pydantic import BaseModel
 from memlab.embedders import Embedder
 from memlab.errors import MemlabError
 from memlab.llm.base import LLM, ChatMessage
+from memlab_plugins.llm_systems import LLMUsage
 
 _CODE_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*|\s*```$")
 _FTS_INDEX = re.compile(r"CREATE_FTS_INDEX\('(?P<table>[^']+)', '(?P<name>[^']+)'")
@@ -51,19 +51,11 @@ class UnreadableReply(MemlabError):
 
 
 class MemlabLLMClient(LLMClient):
-    def __init__(self, llm: LLM, *, max_tokens: int | None = None) -> None:
+    def __init__(self, llm: LLM, usage: LLMUsage, *, max_tokens: int | None = None) -> None:
         super().__init__(LLMConfig(model=getattr(llm, "name", "memlab"), temperature=0.0), cache=False)
         self.llm = llm
+        self.usage = usage
         self.reply_max_tokens = max_tokens
-        self._lock = threading.Lock()
-        self.calls = 0
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
-        self.cost_usd = 0.0
-
-    def usage(self) -> tuple[int, int, int, float]:
-        with self._lock:
-            return self.calls, self.prompt_tokens, self.completion_tokens, self.cost_usd
 
     async def _generate_response(
         self,
@@ -78,11 +70,9 @@ class MemlabLLMClient(LLMClient):
         response = await asyncio.to_thread(
             self.llm.chat, chat, json_mode=True, temperature=self.temperature, max_tokens=self.reply_max_tokens
         )
-        with self._lock:
-            self.calls += 1
-            self.prompt_tokens += response.prompt_tokens
-            self.completion_tokens += response.completion_tokens
-            self.cost_usd += float(response.metadata.get("cost_usd") or 0.0)
+        self.usage.add(
+            response.prompt_tokens, response.completion_tokens, float(response.metadata.get("cost_usd") or 0.0)
+        )
         text = _CODE_FENCE.sub("", response.text.strip())
         try:
             parsed = json.loads(text)

@@ -16,8 +16,6 @@ config, or ``chat_model=`` in Python); its calls, tokens and cost are counted by
 
 from __future__ import annotations
 
-import tempfile
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -25,15 +23,12 @@ from typing import Any, Literal
 from pydantic import Field
 
 from memlab.errors import MemlabError, MissingDependencyError, NotFoundError
-from memlab.locks import DirectoryLock
-from memlab.memory import Capability, IngestReport, Memory
+from memlab.memory import Capability
 from memlab.types import MemoryItem, Retrieval, Session
-from memlab_plugins.llm_systems import ExtractingConfig, ProvenanceLedger, part_source, require_llm
-from memlab_plugins.mem0_backend.ingest import ExtractionStats
+from memlab_plugins.llm_systems import ExtractingConfig, ExtractingMemory, LLMUsage, part_source
 
 LEDGER_FILE = "memlab_langmem.sqlite"
 STORE_FILE = "memlab_langmem_store.sqlite"
-LOCK_PURPOSE = "memlab langmem backend"
 
 
 class LangMemConfig(ExtractingConfig):
@@ -58,39 +53,21 @@ def import_langmem() -> Any:
     return langmem
 
 
-class UsageCallback:
-    """Counts every chat-model call langmem makes, with its tokens and (memlab-priced) cost."""
+def usage_callback(usage: LLMUsage, price: Any | None) -> Any:
+    """A LangChain callback that adds every chat-model call langmem makes, with its tokens and
+    (memlab-priced) cost, to ``usage``."""
+    from langchain_core.callbacks import BaseCallbackHandler
 
-    def __init__(self, price: Any | None) -> None:
-        from langchain_core.callbacks import BaseCallbackHandler
+    class UsageCallback(BaseCallbackHandler):
+        def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+            prompt = completion = 0
+            for generation in (g for batch in response.generations for g in batch):
+                tokens = getattr(getattr(generation, "message", None), "usage_metadata", None) or {}
+                prompt += int(tokens.get("input_tokens", 0))
+                completion += int(tokens.get("output_tokens", 0))
+            usage.add(prompt, completion, price.cost(prompt, completion) if price else 0.0)
 
-        outer = self
-        self.price = price
-        self._lock = threading.Lock()
-        self.calls = self.prompt_tokens = self.completion_tokens = 0
-        self.cost_usd = 0.0
-
-        class Handler(BaseCallbackHandler):
-            def on_llm_end(self, response: Any, **kwargs: Any) -> None:
-                outer.add(response)
-
-        self.handler = Handler()
-
-    def add(self, response: Any) -> None:
-        prompt = completion = 0
-        for generation in (g for batch in response.generations for g in batch):
-            usage = getattr(getattr(generation, "message", None), "usage_metadata", None) or {}
-            prompt += int(usage.get("input_tokens", 0))
-            completion += int(usage.get("output_tokens", 0))
-        with self._lock:
-            self.calls += 1
-            self.prompt_tokens += prompt
-            self.completion_tokens += completion
-            self.cost_usd += self.price.cost(prompt, completion) if self.price else 0.0
-
-    def usage(self) -> tuple[int, int, int, float]:
-        with self._lock:
-            return self.calls, self.prompt_tokens, self.completion_tokens, self.cost_usd
+    return UsageCallback()
 
 
 def chat_model_for(settings: Mapping[str, Any]) -> tuple[Any, Any]:
@@ -137,16 +114,16 @@ def chat_model_for(settings: Mapping[str, Any]) -> tuple[Any, Any]:
     return model, config.price_for(endpoint.model)
 
 
-class LangMemMemory(Memory):
+class LangMemMemory(ExtractingMemory):
     name = "langmem"
     description = (
         "LangMem (langmem): an LLM memory manager that inserts, patches and removes memories in a LangGraph "
         "store (SQLite in the data dir); retrieval is the store's semantic search."
     )
-    concurrent_users = True  # every call runs under the backend's own lock
     Config = LangMemConfig
     config: LangMemConfig
     capabilities = frozenset({Capability.LIST, Capability.UPDATE, Capability.DELETE, Capability.PERSIST})
+    ledger_file = LEDGER_FILE
 
     def __init__(
         self,
@@ -157,46 +134,26 @@ class LangMemMemory(Memory):
         chat_model: Any | None = None,
     ) -> None:
         """``chat_model``: a LangChain chat model that supports tool calling (overrides ``config.llm``)."""
-        super().__init__(config, data_dir=data_dir, cache_dir=cache_dir)
-        cfg = self.config
-        require_llm(self.name, cfg.llm, chat_model)
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
-        if self.data_dir is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="memlab-langmem-")
-            self.root = Path(self._tmp.name)
-        else:
-            self.root = self.data_dir.resolve()
-        self._calls = threading.RLock()
-        self._ledger: ProvenanceLedger | None = None
         self._store: Any = None
-        self._closed = False
-        self.extraction = ExtractionStats()  # windows = memory-manager calls
-        self._lock = DirectoryLock(self.root, purpose=LOCK_PURPOSE)
-        try:
-            self._lock.acquire()
-            self._build(chat_model)
-        except BaseException:
-            self._release()
-            raise
+        super().__init__(config, data_dir=data_dir, cache_dir=cache_dir, model=chat_model)
 
-    def _build(self, chat_model: Any | None) -> None:
+    def _build(self, model: Any | None) -> None:
         from memlab.embedders import get_embedder
 
         from .store import SQLiteMemoryStore
 
         cfg = self.config
         langmem = import_langmem()
-        self._ledger = ProvenanceLedger(self.root / LEDGER_FILE)
         embedder = get_embedder(cfg.embedder, cfg.embedder_model, cache_dir=self.cache_dir)
-        self._ledger.check_meta("embedder", f"{embedder.name}:{embedder.dim}", "langmem embedder")
+        self.ledger.check_meta("embedder", f"{embedder.name}:{embedder.dim}", "langmem embedder")
         price = None
-        if chat_model is None:
-            chat_model, price = chat_model_for(cfg.llm or {})
-        self.usage = UsageCallback(price)
+        if model is None:
+            model, price = chat_model_for(cfg.llm or {})
+        self._callback = usage_callback(self.usage, price)
         self._store = SQLiteMemoryStore(self.root / STORE_FILE, embedder)
         options: dict[str, Any] = {"instructions": cfg.instructions} if cfg.instructions else {}
         self.manager = langmem.create_memory_store_manager(
-            chat_model,
+            model,
             namespace=("memories", "{langgraph_user_id}"),
             store=self._store,
             query_limit=cfg.query_limit,
@@ -205,54 +162,10 @@ class LangMemMemory(Memory):
         )
 
     @property
-    def ledger(self) -> ProvenanceLedger:
-        if self._ledger is None:
-            raise MemlabError("the langmem backend is closed")
-        return self._ledger
-
-    @property
     def store(self) -> Any:
         if self._store is None:
             raise MemlabError("the langmem backend is closed")
         return self._store
-
-    # ------------------------------------------------------------------ one call at a time
-    def ingest(self, session: Session | Mapping[str, Any], *, user_id: str) -> IngestReport:
-        with self._calls:
-            return super().ingest(session, user_id=user_id)
-
-    def retrieve(self, query: str, *, user_id: str, k: int | None = None) -> Retrieval:
-        with self._calls:
-            return super().retrieve(query, user_id=user_id, k=k)
-
-    def reset(self, user_id: str) -> None:
-        with self._calls:
-            super().reset(user_id)
-
-    def list_memories(self, *, user_id: str) -> list[MemoryItem]:
-        with self._calls:
-            return super().list_memories(user_id=user_id)
-
-    def update(self, item_id: str, text: str, *, user_id: str) -> MemoryItem:
-        with self._calls:
-            return super().update(item_id, text, user_id=user_id)
-
-    def delete(self, item_id: str, *, user_id: str) -> None:
-        with self._calls:
-            super().delete(item_id, user_id=user_id)
-
-    def export(self, user_id: str) -> dict[str, Any]:
-        with self._calls:
-            return super().export(user_id)
-
-    @property
-    def extraction_failures(self) -> list[str]:
-        return self.extraction.failures
-
-    def extraction_stats(self) -> dict[str, int]:
-        """Manager calls (``windows``), skipped (refused by the endpoint, or a reply langmem could not use)."""
-        calls, *_ = self.usage.usage()
-        return {**self.extraction.counts(), "llm_calls": calls}
 
     # ------------------------------------------------------------------ ingest
     def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
@@ -260,13 +173,12 @@ class LangMemMemory(Memory):
             (first_turn + i, m) for i, m in enumerate(session.messages) if m.role != "system" and m.content.strip()
         ]
         window = self.config.infer_window or max(len(turns), 1)
-        before = self.usage.usage()
+        before = self.usage.snapshot()
         try:
             for start in range(0, len(turns), window):
                 self._manage(session, turns[start : start + window], user_id)
         finally:
-            _, prompt, completion, cost = self.usage.usage()
-            self.record_llm_usage(prompt - before[1], completion - before[2], cost - before[3])
+            self.record_usage_since(before)
 
     def _manage(self, session: Session, turns: list[tuple[int, Any]], user_id: str) -> None:
         from pydantic import ValidationError
@@ -277,16 +189,15 @@ class LangMemMemory(Memory):
         try:
             puts = self.manager.invoke(
                 {"messages": messages},
-                config={"configurable": {"langgraph_user_id": user_id}, "callbacks": [self.usage.handler]},
+                config={"configurable": {"langgraph_user_id": user_id}, "callbacks": [self._callback]},
             )
         except Exception as exc:
-            reason = _refusal(exc)
-            unreadable = isinstance(exc, (ValidationError, ValueError)) and reason is None
-            if self.config.on_extraction_error == "raise" or (reason is None and not unreadable):
-                raise
-            if unreadable:
-                self.extraction.unparsed_replies += 1
-            self.extraction.skipped(f"session {session.id!r}, turns {first}-{last}: {reason or exc}")
+            refused = _refusal(exc)
+            # trustcall's validation of the tool calls (pydantic's ValueError) on a reply it cannot use
+            unreadable = refused is None and isinstance(exc, (ValidationError, ValueError))
+            self.skip_or_raise(
+                exc, f"session {session.id!r}, turns {first}-{last}", refused=refused, unreadable=unreadable
+            )
             return
         part = part_source(session, first, last - first + 1)
         known = self.ledger.sources([p["key"] for p in puts])
@@ -366,31 +277,11 @@ class LangMemMemory(Memory):
             "extraction_stats": self.extraction_stats(),
         }
 
-    # ------------------------------------------------------------------ turns and lifetime
-    def _next_turn_index(self, user_id: str, session_id: str) -> int:
-        return self.ledger.turns(user_id, session_id)
-
-    def _record_turns(self, user_id: str, session_id: str, total: int) -> None:
-        self.ledger.set_turns(user_id, session_id, total)
-
-    def close(self) -> None:
-        with self._calls:
-            if self._closed:
-                return
-            self._closed = True
-            self._release()
-
-    def _release(self) -> None:
+    # ------------------------------------------------------------------ lifetime
+    def _close_library(self) -> None:
         if self._store is not None:
             self._store.close()
             self._store = None
-        if self._ledger is not None:
-            self._ledger.close()
-            self._ledger = None
-        self._lock.release()
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
 
 
 def _refusal(exc: BaseException) -> str | None:
