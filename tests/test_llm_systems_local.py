@@ -5,11 +5,10 @@ measures the protocols against the scripted server; this shows a real model's fa
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from test_local_llm_e2e import harness  # benchmarks/local_llm.py: the local server and its settings
 
 from memlab.datasets import load_dataset
 from memlab.registry import create_backend
@@ -18,17 +17,7 @@ pytestmark = pytest.mark.slow
 pytest.importorskip("graphiti_core", reason="memlab[graphiti] is not installed")
 pytest.importorskip("langmem", reason="memlab[langmem] is not installed")
 
-HARNESS = Path(__file__).resolve().parents[1] / "benchmarks" / "local_llm.py"
 SMALL = "synthetic:personas=1,seed=3,sessions=3,turns=4,aspects=4,questions=2"
-
-
-def harness():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("local_llm_harness", HARNESS)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_graphiti_and_langmem_count_what_smollm2_could_not_extract(tmp_path: Path, smollm2_gguf: Path) -> None:
