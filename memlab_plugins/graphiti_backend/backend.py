@@ -325,8 +325,10 @@ class GraphitiMemory(ExtractingMemory):
             connection.execute("CHECKPOINT")
             connection.close()
             fresh.close()
-            for stale in path.parent.glob(f"{path.name}*"):
-                stale.unlink()
+            # the graph was closed cleanly (checkpointed, no write-ahead log left); its side files, if any,
+            # go before the new file takes its place atomically: there is no moment without the user's graph
+            for side_file in path.parent.glob(f"{path.name}.*"):
+                side_file.unlink()
             os.replace(work / "graph.kuzu", path)
         finally:
             shutil.rmtree(work, ignore_errors=True)
