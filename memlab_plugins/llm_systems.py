@@ -294,8 +294,8 @@ class ExtractingMemory(Memory):
         return self.extraction.failures
 
     def extraction_stats(self) -> dict[str, int]:
-        """Session parts sent (``windows``), skipped because the endpoint refused them (``failed_windows``)
-        or a reply was not what the library asked for (``unparsed_replies``), and the LLM calls made."""
+        """Session parts sent (``windows``), skipped (``failed_windows``: the endpoint refused a request, or
+        a reply was not what the library asked for; ``unparsed_replies`` counts the latter), and LLM calls."""
         return {**self.extraction.counts(), "llm_calls": self.usage.snapshot()[0]}
 
     def skip_or_raise(self, exc: Exception, where: str, *, refused: object | None, unreadable: bool) -> None:

@@ -42,7 +42,8 @@ def test_graphiti_and_langmem_count_what_smollm2_could_not_extract(tmp_path: Pat
             counted[name] = {**stats, "stored": len(items)}
             assert stats["windows"] == len(sessions), stats  # every session really went to the library
             assert stats["llm_calls"] >= 1, stats  # and the library really asked the model
-            assert stats["failed_windows"] + stats["unparsed_replies"] <= stats["windows"], stats
+            # skipped parts (refused, or a reply the library could not read) are counted, never raised
+            assert stats["unparsed_replies"] <= stats["failed_windows"] <= stats["windows"], stats
             assert sum(r.prompt_tokens for r in reports) > 0, "the model's tokens are the ingest cost"
             assert export["user_id"] == "u" and all(item.text.strip() for item in items)
             assert len(retrieval.items) <= len(items)
