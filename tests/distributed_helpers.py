@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from memlab.memory import MemoryFilter
 from memlab.types import Retrieval
 from memlab_plugins.rag import RagConfig, RagMemory
 
@@ -41,13 +42,13 @@ class FlakyMemory(RagMemory):
         self.attempt = len(counter.read_text(encoding="utf-8").splitlines())
         self.retrievals = 0
 
-    def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
+    def _retrieve(self, query: str, *, user_id: str, k: int, filters: MemoryFilter | None = None) -> Retrieval:
         self.retrievals += 1
         if self.attempt <= self.config.fail_attempts and self.retrievals > self.config.fail_after:
             if self.config.crash:
                 os._exit(3)
             raise RuntimeError(f"injected failure on attempt {self.attempt}")
-        return super()._retrieve(query, user_id=user_id, k=k)
+        return super()._retrieve(query, user_id=user_id, k=k, filters=filters)
 
 
 def attempts(marker_dir: str | Path) -> dict[str, int]:

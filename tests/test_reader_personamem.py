@@ -243,8 +243,7 @@ def _scripted_run(dev: Path, out: Path, backends: str, reader: str, questions: i
                 "--no-plots",
                 "--max-questions",
                 str(questions),
-                "--rag.embedder",
-                "hashing",
+                *(["--rag.embedder", "hashing"] if "rag" in backends.split(",") else []),
             ]
         )
     return RunSummary.load(out), server
@@ -282,15 +281,27 @@ def _expected(server: RecordingServer, rows: list[dict[str, str]], *, baseline: 
 @pytest.mark.data
 def test_run_long_context_accuracy_is_the_official_extractors(personamem_dev: Path, tmp_path: Path):
     rows, _ = _raw(personamem_dev)
-    summary, server = _scripted_run(personamem_dev, tmp_path / "run", "full_context,rag", "personamem", questions=6)
+    summary, server = _scripted_run(personamem_dev, tmp_path / "run", "full_context", "personamem", questions=6)
     full = summary.row("full_context", "personamem:openai:gpt-4o")
     blind = summary.row("none", "personamem:openai:gpt-4o")
     assert full.questions == 6 and full.errors == 0 and blind.questions == 6
     assert (full.accuracy.correct, full.accuracy.n) == _expected(server, rows, baseline=False, memory=True)
     assert (blind.accuracy.correct, blind.accuracy.n) == _expected(server, rows, baseline=False, memory=False)
-    # rag is refused with a clear message (the protocol needs the raw history), not scored.
-    assert [job["backend"] for job in summary.failed_jobs] == ["rag"]
-    assert "full_context" in summary.failed_jobs[0]["error"]
+
+
+@pytest.mark.data
+def test_run_refuses_rag_with_the_long_context_protocol_before_any_work(
+    personamem_dev: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    # The protocol needs the raw history: preflight refuses the pair before any ingest, naming both fixes.
+    from memlab.cli import main
+
+    args = ["run", "--dataset", str(personamem_dev), "--backends", "full_context,rag", "--reader", "personamem"]
+    args += ["--out", str(tmp_path / "run"), "--llm.base-url", "http://127.0.0.1:9/v1", "--llm.model", "gpt-4o"]
+    assert main([*args, "--no-progress", "--rag.embedder", "hashing"]) == 2
+    err = capsys.readouterr().err
+    assert "row rag / personamem" in err and "full_context" in err and "personamem_baseline" in err
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.data
