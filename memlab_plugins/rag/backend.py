@@ -428,7 +428,7 @@ class RagMemory(Memory):
         index = self._lexical.get(user_id)
         if index is None:
             index = self._lexical[user_id] = BM25Index(self.config.bm25_k1, self.config.bm25_b)
-        return index.scores(query, [ch.id for ch in store.chunks], [ch.text for ch in store.chunks], store.version)
+        return index.scores(query, store.chunks, store.removals)
 
     def _expand(self, store: ChunkStore, fused: dict[int, float]) -> dict[int, float]:
         """Give each hit's neighbours in its session (store order) a share of the hit's score."""

@@ -62,7 +62,8 @@ class ChunkStore:
         self.sparse: list[dict[int, float] | None] = []
         self.colbert: list[np.ndarray | None] = []
         self.sessions: dict[str, int] = {}  # session id -> turns stored so far (continuations)
-        self.version = 0  # bumped on every change (derived indexes such as BM25 rebuild on a new version)
+        self.version = 0  # bumped on every change
+        self.removals = 0  # bumped on every deletion (derived indexes such as BM25 rebuild then; appends extend them)
         if storage is not None:
             self._load(storage.load())
 
@@ -160,6 +161,7 @@ class ChunkStore:
                 self.chunks, self.dense, self.sparse, self.colbert, self.index = state
                 raise
             self.version += 1
+            self.removals += 1
             return removed
 
     def snapshot(self, *, with_index: bool = False) -> ChunkBatch:
