@@ -28,7 +28,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from memlab.embedders import CachedEmbedder, Embedder, get_embedder
+from memlab.embedders import CachedEmbedder, Embedder, embed_ahead, get_embedder
 from memlab.errors import MemlabError, NotFoundError
 from memlab.locks import DirectoryLock
 from memlab.memory import BackendConfig, Capability, Memory, format_date, render_turns, turn_source
@@ -350,18 +350,31 @@ class RagMemory(Memory):
         return store.sessions.get(session_id, 0) if store is not None else 0
 
     # ------------------------------------------------------------------ Memory
+    def _ingest_lock(self, user_id: str) -> threading.Lock:
+        with self._stores_lock:
+            return self._ingest_locks.setdefault(user_id, threading.Lock())
+
     def ingest(self, session, *, user_id):
         """One ingest per user at a time (numbering a session's turns is read-then-write);
         other users' ingests and every search proceed meanwhile."""
-        with self._stores_lock:
-            lock = self._ingest_locks.setdefault(user_id, threading.Lock())
-        with lock:
+        with self._ingest_lock(user_id):
             return super().ingest(session, user_id=user_id)
 
+    def ingest_many(self, sessions, *, user_id):
+        """Several sessions in one embedding batch and one durable append (``_ingest_many``)."""
+        if type(self).ingest is not RagMemory.ingest:  # a variant with its own ingest (PostgreSQL): part by part
+            return Memory.ingest_many(self, sessions, user_id=user_id)
+        with self._ingest_lock(user_id):
+            return super().ingest_many(sessions, user_id=user_id)
+
     def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
+        self._ingest_many([(session, first_turn)], user_id=user_id)
+
+    def _ingest_many(self, parts: list[tuple[Session, int]], *, user_id: str) -> None:
         store = self._store(user_id, create=True)
         assert store is not None
-        chunks = chunk_session(session, first_turn, self.config)
+        # Each part is chunked on its own (session and window chunks never span two ingest calls).
+        chunks = [c for session, first_turn in parts for c in chunk_session(session, first_turn, self.config)]
         texts = [c.text for c in chunks]
         # Embed before touching the store: a failed model call must not count the session's turns.
         if self._needs_sparse or self._needs_colbert:
@@ -370,8 +383,14 @@ class RagMemory(Memory):
         else:
             dense = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), np.float32)
             sparse = colbert = None
-        # One durable append carries the chunks and the session's new turn count together.
-        store.add(chunks, dense, sparse, colbert, sessions={session.id: first_turn + len(session.messages)})
+        # One durable append carries the chunks and the sessions' new turn counts together.
+        turns = {session.id: first_turn + len(session.messages) for session, first_turn in parts}  # the last part's
+        store.add(chunks, dense, sparse, colbert, sessions=turns)
+
+    def prepare(self, queries):
+        """Embed the known queries in one batch (dense scoring: BGE-M3's re-rankings encode per query)."""
+        if self.config.scoring == "dense" and self.config.semantic_weight > 0:
+            embed_ahead(self.embedder, [q for q in queries if q.strip()], query=True)
 
     def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
         store = self._store(user_id, create=False)
