@@ -190,7 +190,8 @@ class EmbeddingReader(Reader):
             for p in _STEP_BOUNDARY.split(strip_option_label(o))
             if p and p.strip()
         ]
-        embed_ahead(self.embedder, options + pieces)
+        stances = list(self.config.stance_descriptions.values()) if pieces else []
+        embed_ahead(self.embedder, options + pieces + stances)
 
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:
         if not question.is_multiple_choice:
