@@ -386,6 +386,9 @@ class RagMemory(Memory):
         # One durable append carries the chunks and the sessions' new turn counts together.
         turns = {session.id: first_turn + len(session.messages) for session, first_turn in parts}  # the last part's
         store.add(chunks, dense, sparse, colbert, sessions=turns)
+        if self.config.lexical == "bm25":  # tokenizing the new chunks is ingest work, not the next search's
+            with store.lock:
+                self._bm25(user_id).update(store.chunks, store.removals)
 
     def prepare(self, queries):
         """Embed the known queries in one batch (dense scoring: BGE-M3's re-rankings encode per query)."""
@@ -443,11 +446,15 @@ class RagMemory(Memory):
             update={"score": float(score), "metadata": {**chunk.metadata, "scores": parts.get(i, {})}}
         )
 
+    def _bm25(self, user_id: str) -> BM25Index:
+        with self._stores_lock:
+            index = self._lexical.get(user_id)
+            if index is None:
+                index = self._lexical[user_id] = BM25Index(self.config.bm25_k1, self.config.bm25_b)
+            return index
+
     def _bm25_scores(self, store: ChunkStore, user_id: str, query: str) -> np.ndarray:
-        index = self._lexical.get(user_id)
-        if index is None:
-            index = self._lexical[user_id] = BM25Index(self.config.bm25_k1, self.config.bm25_b)
-        return index.scores(query, store.chunks, store.removals)
+        return self._bm25(user_id).scores(query, store.chunks, store.removals)
 
     def _expand(self, store: ChunkStore, fused: dict[int, float]) -> dict[int, float]:
         """Give each hit's neighbours in its session (store order) a share of the hit's score."""

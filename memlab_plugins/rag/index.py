@@ -10,6 +10,8 @@ durable append, deletions and periodic compactions rewrite the storage as one ba
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -42,6 +44,25 @@ class IndexSpec:
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "hnsw_m": self.hnsw_m, "ef_construction": self.ef_construction}
+
+
+@contextmanager
+def _one_search_thread() -> Iterator[None]:
+    """One query's search on one OpenMP thread (this thread's setting, restored after).
+
+    FAISS splits even a single query across its threads; when other processes hold the cores the
+    threads wait for each other: a flat search of 20k vectors took 66-104 ms (median) with 2
+    threads and 2-23 ms with 1 on a loaded 2-core machine (benchmarks/bench_retrieve_scaling.py).
+    """
+    previous = faiss.omp_get_max_threads()
+    if previous == 1:
+        yield
+        return
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(previous)
 
 
 class ChunkStore:
@@ -195,7 +216,8 @@ class ChunkStore:
         n = min(n, len(self.chunks))
         if n <= 0:
             return []
-        scores, ids = self.index.search(np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32), n)
+        with _one_search_thread():
+            scores, ids = self.index.search(np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32), n)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0]
 
     def missing(self, output: Output) -> list[int]:

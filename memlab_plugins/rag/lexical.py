@@ -92,6 +92,11 @@ class BM25Index:
                 postings[0].append(position)
                 postings[1].append(count)
 
+    def update(self, chunks: Sequence[MemoryItem], removals: int) -> None:
+        """Bring the index to ``chunks`` now (rag calls this at ingest, so a search finds it current)."""
+        with self._lock:
+            self.sync(chunks, removals)
+
     def sync(self, chunks: Sequence[MemoryItem], removals: int) -> None:
         """Bring the index to ``chunks`` (the store's chunks in order; ``removals`` its deletion count)."""
         n = len(self._ids)
