@@ -79,7 +79,10 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=7, help="retrieves at each point")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    config = {"embedder": args.embedder}
+    from memlab.registry import backends
+
+    fields = backends.get(args.backend).Config.model_fields
+    config = {"embedder": args.embedder} if "embedder" in fields else {}  # full_context and none embed nothing
     results = {}
     for size in sizes:
         sessions, queries = long_history(args.dataset, size)

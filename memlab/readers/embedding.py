@@ -181,17 +181,11 @@ class EmbeddingReader(Reader):
         ``answer`` then finds them in the embedding cache; only the retrieved items are new to it.
         """
         embed_ahead(self.embedder, [q.text for q in questions], query=True)
-        options = [strip_option_label(o) for q in questions if q.is_multiple_choice for o in q.options]
-        pieces = [  # what stances_in reads, for questions about a change
-            p.strip()
-            for q in questions
-            if q.is_multiple_choice and self.asks_about_change(q)
-            for o in q.options
-            for p in _STEP_BOUNDARY.split(strip_option_label(o))
-            if p and p.strip()
-        ]
-        stances = list(self.config.stance_descriptions.values()) if pieces else []
-        embed_ahead(self.embedder, options + pieces + stances)
+        # (The pieces of options that stances_in reads are left to answer: they are needed only when
+        # the backend gives timelines, which is not known before the replay.)
+        embed_ahead(
+            self.embedder, [strip_option_label(o) for q in questions if q.is_multiple_choice for o in q.options]
+        )
 
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:
         if not question.is_multiple_choice:

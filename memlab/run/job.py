@@ -317,9 +317,10 @@ def _prepare(reader: Reader, replay: _Replay, asked: list[Question]) -> _Prepare
     (their embeddings, in large batches). Returns each question's share of that time."""
     if not asked:
         return _PreparedShare()
-    steps: list[tuple[str, Callable[[Any], None], Any]] = [("answer", reader.prepare, asked)]
-    if replay.reads_memory and replay.memory is not None:
+    steps: list[tuple[str, Callable[[Any], None], Any]] = []
+    if replay.reads_memory and replay.memory is not None:  # first: the questions are the backend's queries
         steps.append(("retrieve", replay.memory.prepare, [q.text for q in asked]))
+    steps.append(("answer", reader.prepare, asked))
     seconds: dict[str, float] = {}
     for step, prepare, what in steps:
         started = time.perf_counter()
