@@ -12,7 +12,8 @@
    texts, one ``encode`` call per step, with the same batch size. Both are timed from outside,
    start-up and model load included.
 
-Prints each pair's ratio (memlab wall / floor wall) with the load average, memlab's own breakdown
+Prints each pair's ratio (memlab wall / floor wall; also CPU seconds, less sensitive to a shared
+machine's load) with the load average, memlab's own breakdown
 (ingest, retrieve, answer from summary.json; start-up = the rest of the wall time) against the
 matching floor step (start-up = imports + model load + process start), and, as the last line,
 ``ratio median X.XX (min A.AA, max B.BB) over N pairs``. The machine is shared: compare ratios, not
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -139,30 +141,32 @@ def time_memlab(dataset: str, backend: str, where: Path) -> dict[str, float]:
         "--no-progress",
         "--no-plots",
     ]
-    started = time.perf_counter()
-    done = subprocess.run(command, env=_env(), capture_output=True, text=True)
-    wall = time.perf_counter() - started
+    done, wall, cpu = _timed(command)
     if done.returncode != 0:
         raise SystemExit(f"memlab run failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     summary = json.loads((where / "run" / "summary.json").read_text(encoding="utf-8"))
     row = next(r for r in summary["rows"] if r["backend"] == backend or r["backend"].startswith(backend))
     parts = {step: float(row[f"{step}_seconds"]) for step in STEPS}
-    return {"wall": wall, **parts, "start-up": wall - sum(parts.values())}
+    return {"wall": wall, "cpu": cpu, **parts, "start-up": wall - sum(parts.values())}
+
+
+def _timed(command: list[str]) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """Run ``command``: its result, wall seconds and CPU seconds (user + system, its threads together)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(command, env=_env(), capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return done, wall, cpu
 
 
 def time_floor(texts_file: Path, batch_size: int) -> dict[str, float]:
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, str(FLOOR_SCRIPT), str(texts_file), "--batch-size", str(batch_size)],
-        env=_env(),
-        capture_output=True,
-        text=True,
-    )
-    wall = time.perf_counter() - started
+    done, wall, cpu = _timed([sys.executable, str(FLOOR_SCRIPT), str(texts_file), "--batch-size", str(batch_size)])
     if done.returncode != 0:
         raise SystemExit(f"floor script failed ({done.returncode}):\n{done.stderr[-2000:]}")
     steps = json.loads(done.stdout.strip().splitlines()[-1])
-    return {"wall": wall, **{s: steps[s] for s in STEPS}, "start-up": wall - sum(steps[s] for s in STEPS)}
+    return {"wall": wall, "cpu": cpu, **{s: steps[s] for s in STEPS}, "start-up": wall - sum(steps[s] for s in STEPS)}
 
 
 def load() -> str:
@@ -185,7 +189,8 @@ def main() -> int:
         texts_file.write_text(json.dumps(spec), encoding="utf-8")
         counts = ", ".join(f"{step} {len(spec['steps'][step])}" for step in STEPS)
         print(f"texts the model embeds: {counts} (batch size {spec['batch_size']})", flush=True)
-        ratios = []
+        ratios: list[float] = []
+        cpu_ratios: list[float] = []
         for pair in range(args.repeats):
             before = load()
             sides: dict[str, dict[str, float]] = {}
@@ -198,14 +203,20 @@ def main() -> int:
             ours, floor = sides["memlab"], sides["floor"]
             ratio = ours["wall"] / floor["wall"]
             ratios.append(ratio)
+            cpu_ratios.append(ours["cpu"] / floor["cpu"])
             print(
                 f"pair {pair + 1}: memlab {ours['wall']:.1f} s, floor {floor['wall']:.1f} s, ratio {ratio:.2f} "
-                f"(load average before {before}, after {load()})"
+                f"(CPU {ours['cpu']:.1f} s / {floor['cpu']:.1f} s = {cpu_ratios[-1]:.2f}; "
+                f"load average before {before}, after {load()})"
             )
             for step in (*STEPS, "start-up"):
                 share = ours[step] / floor[step] if floor[step] > 0 else float("inf")
                 print(f"  {step:9s} memlab {ours[step]:7.2f} s   floor {floor[step]:7.2f} s   {share:6.2f}x")
             sys.stdout.flush()
+        print(
+            f"CPU time ratio median {statistics.median(cpu_ratios):.2f} (min {min(cpu_ratios):.2f}, "
+            f"max {max(cpu_ratios):.2f}); wall time (the ratio below) is what a user waits"
+        )
         print(
             f"ratio median {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}) "
             f"over {len(ratios)} pairs"
