@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from memlab.config_files import parse_dotted_options, read_config_file
-from memlab.errors import MemlabError
+from memlab.errors import ConfigurationError, MemlabError, UnknownNameError
 
 RUN_EPILOG = """plugin options:
   --NAME.KEY VALUE     set KEY in the config of backend NAME (name or label), e.g. --rag.top-k 5;
@@ -39,6 +39,7 @@ is printed, full tracebacks are in OUT/errors.log, -v prints them); 2 for a usag
 
 
 def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
+    from memlab.memory import config_problems
     from memlab.run.spec import BackendSpec, JudgeSpec, ReaderSpec, RunConfig
 
     data: dict[str, Any] = read_config_file(args.config, "run config") if args.config else {}
@@ -81,7 +82,8 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
-        raise MemlabError(f"invalid run config ({args.config or 'command line'}):\n{exc}") from exc
+        where = args.config or "command line"
+        raise ConfigurationError(f"invalid run config ({where}): {config_problems(RunConfig, exc)}") from exc
     # Dotted options: backends by name or label, then the reader and its LLM.
     reader_config = dict(config.reader.config)
     reader_config.update(dotted.pop("reader", {}))
@@ -100,6 +102,7 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
     for spec in config.backends:
         overrides = dotted.pop(spec.display, None) or dotted.get(spec.name) or {}
         specs.append(BackendSpec(name=spec.name, label=spec.label, config={**spec.config, **overrides}))
+    _check_rows(specs, config.reader.name, reader_config, config.plugins, args.config)
     for spec in config.backends:
         dotted.pop(spec.name, None)
     if dotted:
@@ -110,6 +113,29 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
     return config.model_copy(
         update={"backends": specs, "judge": judge, "reader": ReaderSpec(name=config.reader.name, config=reader_config)}
     )
+
+
+def _check_rows(
+    specs: list[Any], reader: str, reader_config: dict[str, Any], plugins: list[str], config_file: str | None
+) -> None:
+    """Each row's backend and settings and the reader's, checked before any work; errors name the file and the row."""
+    from memlab.memory import parse_plugin_config
+    from memlab.registry import backends, load_plugin, readers
+
+    for reference in plugins:
+        load_plugin(reference)
+    source = f"{config_file}: " if config_file else ""
+    for spec in specs:
+        try:
+            backends.get(spec.name).parse_config(spec.config)
+        except (ConfigurationError, UnknownNameError) as exc:
+            row = f"backend row {spec.display!r}" + (f" ({spec.name})" if spec.display != spec.name else "")
+            raise ConfigurationError(f"{source}{row}: {exc}") from exc
+    try:
+        cls = readers.get(reader)
+        parse_plugin_config(cls.Config, reader_config, f"reader {reader!r}")
+    except (ConfigurationError, UnknownNameError) as exc:
+        raise ConfigurationError(f"{source}reader: {exc}") from exc
 
 
 def _print_report(run_dir: Path, plots: bool) -> None:
@@ -333,7 +359,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     for kind, func in (("backends", cmd_backends), ("readers", cmd_readers)):
         list_p = sub.add_parser(kind, help=f"list {kind}, or --show NAME: its settings, capabilities and package")
-        list_p.add_argument("--show", metavar="NAME", help="every config field (type, default, description) of NAME")
+        list_p.add_argument(
+            "--show",
+            metavar="NAME",
+            help="every config field (type, default, description) of NAME: a plugin, or the distribution "
+            "that provides one",
+        )
         list_p.add_argument(
             "--plugin", action="append", metavar="MODULE:CLASS", help="register an unpackaged plugin first"
         )

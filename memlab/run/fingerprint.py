@@ -46,7 +46,11 @@ def memlab_version() -> str:
 
 
 def plugin_package(kind: str, name: str) -> str:
-    """'distribution version' of the package that provides a plugin, or where an in-process one lives."""
+    """'distribution version' of the package that provides a plugin, or where an in-process one lives.
+
+    An in-process plugin (``--plugin file.py:Class``, a notebook's class) has no version: the
+    name and content hash of the file defining it stand in, so an edited plugin file makes a new row.
+    """
     registry = backends if kind == "backend" else readers
     entry = registry.entry(name)
     if entry.distribution:
@@ -54,7 +58,10 @@ def plugin_package(kind: str, name: str) -> str:
             return f"{entry.distribution} {metadata.version(entry.distribution)}"
         except metadata.PackageNotFoundError:
             return f"{entry.distribution} (version unknown)"
-    return f"in-process {entry.target}"
+    source = entry.source()
+    if source is None:
+        return f"in-process {entry.target}"
+    return f"in-process {entry.target}, file {source[0]} sha256:{source[1][:16]}"
 
 
 def _operational_removed(value: Any) -> Any:
