@@ -118,8 +118,10 @@ def row_settings(
     dataset_spec: str,
     dataset_hash: str,
     replay: ReplayMode,
+    answer_runs: int = 1,
 ) -> dict[str, Any]:
-    """What a row's fingerprint covers, as a JSON-ready document (shown when resume refuses)."""
+    """What a row's fingerprint covers, as a JSON-ready document (shown when resume refuses).
+    ``answer_runs`` is covered only above 1, so rows of runs made before it existed keep their fingerprints."""
     reader_config = resolved_reader_config(reader)
     reader_part: dict[str, Any] = {
         "name": reader.name,
@@ -130,7 +132,7 @@ def row_settings(
     endpoint = _llm_endpoint(reader_config)
     if endpoint is not None:
         reader_part["llm_endpoint"] = endpoint
-    return {
+    settings: dict[str, Any] = {
         "backend": {
             "name": backend.name,
             "config": _operational_removed(redact(resolved_backend_config(backend))),
@@ -141,6 +143,9 @@ def row_settings(
         "replay": replay,
         "memlab": memlab_version(),
     }
+    if answer_runs > 1:
+        settings["answer_runs"] = answer_runs
+    return settings
 
 
 def fingerprint_of(settings: dict[str, Any]) -> str:
