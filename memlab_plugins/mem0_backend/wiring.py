@@ -143,20 +143,28 @@ def session_batch_embedding(inner: Any) -> Any:
             self.wrapped = wrapped
             self.ready: dict[str, Any] = {}
             self.model_calls = 0  # calls that reached the model (benchmarks compare them)
+            # Requests of different users run in threads; a Hugging Face tokenizer is not safe for
+            # concurrent calls ("Already borrowed"), so one model call at a time.
+            self._model = threading.Lock()
+
+        def vectors(self, texts: list[str]) -> list[Any]:
+            """The vectors of ``texts`` in one model call (nothing is kept)."""
+            if not texts:
+                return []
+            lc_model = getattr(self.wrapped, "langchain_model", None)
+            with self._model:
+                self.model_calls += 1
+                if lc_model is not None and hasattr(lc_model, "embed_documents"):
+                    vectors = lc_model.embed_documents(texts)
+                else:
+                    vectors = self.wrapped.embed_batch(texts, "add")
+            if len(vectors) != len(texts):
+                raise MemlabError(f"mem0 embedder returned {len(vectors)} vectors for {len(texts)} texts")
+            return list(vectors)
 
         def prefetch(self, texts: list[str]) -> None:
             todo = [t for t in dict.fromkeys(texts) if t not in self.ready]
-            if not todo:
-                return
-            lc_model = getattr(self.wrapped, "langchain_model", None)
-            if lc_model is not None and hasattr(lc_model, "embed_documents"):
-                vectors = lc_model.embed_documents(todo)
-            else:
-                vectors = self.wrapped.embed_batch(todo, "add")
-            self.model_calls += 1
-            if len(vectors) != len(todo):
-                raise MemlabError(f"mem0 embedder returned {len(vectors)} vectors for {len(todo)} texts")
-            self.ready.update(zip(todo, vectors))
+            self.ready.update(zip(todo, self.vectors(todo)))
 
         def clear(self) -> None:
             self.ready.clear()
@@ -164,12 +172,14 @@ def session_batch_embedding(inner: Any) -> Any:
         def embed(self, text: Any, memory_action: Any = None) -> Any:
             if memory_action == "add" and isinstance(text, str) and text in self.ready:
                 return self.ready[text]
-            self.model_calls += 1
-            return self.wrapped.embed(text, memory_action)
+            with self._model:
+                self.model_calls += 1
+                return self.wrapped.embed(text, memory_action)
 
         def embed_batch(self, texts: Any, memory_action: Any = "add") -> Any:
-            self.model_calls += 1
-            return self.wrapped.embed_batch(texts, memory_action)
+            with self._model:
+                self.model_calls += 1
+                return self.wrapped.embed_batch(texts, memory_action)
 
     return SessionBatchEmbedding(inner)
 
