@@ -262,8 +262,12 @@ class MemoryClient:
 
     @property
     def persistent(self) -> bool:
-        """True when what is stored survives a restart of the process."""
-        return self.data_dir is not None and self.memory.supports(Capability.PERSIST)
+        """True when what is stored survives a restart of the process (a data directory, or a
+        database store, which needs none)."""
+        from memlab.pg import config_uses_database
+
+        stored = self.data_dir is not None or config_uses_database(self.memory.config)
+        return stored and self.memory.supports(Capability.PERSIST)
 
     @property
     def user_cache_size(self) -> int:
@@ -404,6 +408,13 @@ class MemoryClient:
             raise NotFoundError(f"user {user_id!r} has no memory with id {item_id!r}") from exc
 
     # ------------------------------------------------------------------ lifecycle
+    def check_ready(self) -> None:
+        """Raise when the backend's store cannot serve a read (see ``Memory.check_ready``)."""
+        with self._lifecycle.read():
+            if self._closed:
+                raise MemlabError("this MemoryClient is closed")
+            self.memory.check_ready()
+
     def close(self) -> None:
         """Flush and release the backend (after the calls in flight). Safe to call twice."""
         with self._lifecycle.write():

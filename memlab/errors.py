@@ -63,3 +63,14 @@ class NotFoundError(MemlabError, KeyError):
 
 class DirectoryInUseError(MemlabError):
     """A data or run directory is held by another live process (one writer per directory)."""
+
+
+class ReadOnlyItemError(MemlabError):
+    """An item that exists but cannot be changed this way (e.g. a raw turn: delete it, do not edit it).
+
+    The message says what can be changed instead; the service answers 409.
+    """
+
+
+class ShuttingDownError(MemlabError):
+    """The process is stopping: the call was not carried out (nothing of it was stored); retry later."""

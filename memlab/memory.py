@@ -28,6 +28,7 @@ The contract (docs/plugins.md walks through it with a complete example):
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -238,6 +239,15 @@ class Memory(ABC):
 
     def close(self) -> None:
         """Release files and models. Persistent backends flush here."""
+
+    def check_ready(self) -> None:
+        """Raise (any error, saying why) when the store cannot serve a read; the service's ``/readyz``.
+
+        The default checks that the data directory is there and writable; backends with a store of
+        their own (a database, an embedded engine) override this with a real read.
+        """
+        if self.data_dir is not None and not (self.data_dir.is_dir() and os.access(self.data_dir, os.R_OK | os.W_OK)):
+            raise MemlabError(f"the data directory {self.data_dir} is missing or not readable and writable")
 
     def __enter__(self) -> Memory:
         return self

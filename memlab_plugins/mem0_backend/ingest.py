@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from memlab.errors import MemlabError
+from memlab.errors import ShuttingDownError
 from memlab.llm.errors import refused_request
 from memlab.memory import format_date
 from memlab.types import Message, Session
@@ -135,7 +135,7 @@ def counting_unreadable_replies(stats: ExtractionStats) -> Iterator[None]:
         logger.removeHandler(handler)
 
 
-class IngestInterrupted(MemlabError):
+class IngestInterrupted(ShuttingDownError):
     """The process is shutting down: an ingest stopped between writes and removed what it had stored."""
 
 

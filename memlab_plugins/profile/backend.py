@@ -26,7 +26,7 @@ import numpy as np
 from pydantic import Field
 
 from memlab.embedders import Embedder, get_embedder
-from memlab.errors import MemlabError, NotFoundError
+from memlab.errors import MemlabError, NotFoundError, ReadOnlyItemError
 from memlab.llm.errors import refused_request
 from memlab.locks import DirectoryLock
 from memlab.memory import BackendConfig, Capability, Memory, render_turns, turn_source
@@ -385,7 +385,10 @@ class ProfileMemory(Memory):
 
     def _update(self, item_id: str, text: str, *, user_id: str) -> MemoryItem:
         if self._turn_key(item_id, user_id) is not None:
-            raise MemlabError(f"{item_id!r} is a raw turn of the conversation: turns can be deleted, not changed")
+            raise ReadOnlyItemError(
+                f"{item_id!r} is a raw turn of the conversation: turns can be deleted, not changed; "
+                "profile entries (the items whose id has no '#') can be changed"
+            )
         entry_id = self._entry_id(item_id, user_id)
         old = self.store.versions(user_id, entry_id)[-1]
         op = Operation(
@@ -398,7 +401,7 @@ class ProfileMemory(Memory):
         try:
             self.store.apply_session(user_id, None, [op], vectorize=self._vectorize, source="api")
         except ProfileStoreError as exc:  # a closed entry: the user stopped it; ADD reopens it
-            raise MemlabError(f"cannot update {item_id!r}: {exc}") from exc
+            raise ReadOnlyItemError(f"cannot update {item_id!r}: {exc}") from exc
         return self._chain_item(self.store.versions(user_id, entry_id))
 
     def _delete(self, item_id: str, *, user_id: str) -> None:
