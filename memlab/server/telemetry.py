@@ -56,7 +56,7 @@ class RequestTelemetry:
             metrics.IN_FLIGHT.dec(backend=self.backend)
             if ingest:
                 metrics.INGEST_IN_FLIGHT.dec(backend=self.backend)
-            route = _route_template(scope)
+            route = _route_template(scope, status)
             labels = {"backend": self.backend, "method": method, "route": route}
             metrics.REQUESTS.inc(**labels, status=str(status))
             metrics.LATENCY.observe(seconds, **labels)
@@ -75,10 +75,11 @@ class RequestTelemetry:
             REQUEST_ID.reset(token)
 
 
-def _route_template(scope: dict[str, Any]) -> str:
-    """The matched route's template (never the path: it holds user ids); unmatched paths are one label."""
+def _route_template(scope: dict[str, Any], status: int) -> str:
+    """The matched route's template (never the path: it holds user ids). A request a limit refused
+    before routing is "(refused)"; any other path no route serves is "(unmatched)"."""
     route = scope.get("route")
     template = getattr(route, "path_format", None) or getattr(route, "path", None)
     if isinstance(template, str):
         return template
-    return "(unmatched)"
+    return "(refused)" if status in (401, 408, 413, 429) else "(unmatched)"

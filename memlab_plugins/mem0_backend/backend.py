@@ -191,6 +191,13 @@ class Mem0Memory(IngestMixin, Memory):
         with self._store.read():
             return super().export(user_id)
 
+    def check_ready(self) -> None:
+        """A real read of both stores: the ledger and mem0's vector store."""
+        super().check_ready()
+        with self._store.read():
+            self.ledger.live_total()
+            self._mem.vector_store.list(top_k=1)
+
     def interrupt(self) -> None:
         """Shutting down: ingests in flight stop before their next batch and remove what they stored
         (they were not acknowledged); acknowledged writes are committed already."""

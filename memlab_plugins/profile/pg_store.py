@@ -239,6 +239,11 @@ class PgProfileMemory(ProfileMemory):
     def _make_store(self) -> ProfileStore:
         return PgProfileStore(str(self.config.store), pool_size=self.config.pool_size)
 
+    def check_ready(self) -> None:
+        """A real read: the store's schema version, from the database."""
+        with self.store.db.pool.connection() as conn:
+            conn.execute(f"SELECT value FROM {NAMESPACE}.meta WHERE key='schema_version'").fetchone()
+
     # Writes: the whole read-resolve-write of one user under that user's lock (turn numbering included).
     def ingest(self, session: Session | Any, *, user_id: str) -> Any:
         with self.store.user_scope(user_id):

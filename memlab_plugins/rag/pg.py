@@ -279,6 +279,11 @@ class PgRagMemory(RagMemory):
             conn.execute(f"DELETE FROM {PREFIX}chunks WHERE user_id=%s", (user_id,))
             conn.execute(f"DELETE FROM {PREFIX}sessions WHERE user_id=%s", (user_id,))
 
+    def check_ready(self) -> None:
+        """A real read: the store's schema version, from the database."""
+        with self._db().connection() as conn:
+            conn.execute(f"SELECT value FROM {PREFIX}meta WHERE key='schema_version'").fetchone()
+
     def close(self) -> None:
         pool, self._pool = getattr(self, "_pool", None), None
         if pool is not None:
