@@ -278,3 +278,36 @@ def test_a_multi_message_write_is_all_or_nothing_across_kill_9(tmp_path: Path, m
         assert acknowledged <= set(by_write), f"trial {trial}: acknowledged writes lost: {acknowledged - set(by_write)}"
         memory.close()
         write = max(by_write, default=-1) + 1
+
+
+def test_one_users_long_ingest_does_not_hold_up_another_users_search(tmp_path: Path) -> None:
+    """issue 25: a search by one user waited 61.3 s for another user's 61.8 s ingest."""
+    import threading
+
+    memory = Mem0Memory(CONFIG, data_dir=tmp_path)
+    memory.ingest(session("s", ("user", "Bob keeps bees on his roof.")), user_id="bob")
+    real_insert, batches = memory._mem.vector_store.insert, []
+
+    def slow_insert(*args, **kwargs):  # type: ignore[no-untyped-def]
+        batches.append(1)
+        time.sleep(0.1)  # a slow disk: 20 batches, 2 s at least
+        return real_insert(*args, **kwargs)
+
+    memory._mem.vector_store.insert = slow_insert
+    finished = threading.Event()
+
+    def long_ingest() -> None:
+        memory.ingest(session("big", *[("user", f"alice fact {i}") for i in range(320)]), user_id="alice")
+        finished.set()
+
+    writer = threading.Thread(target=long_ingest)
+    writer.start()
+    while not batches:
+        time.sleep(0.005)
+    found = memory.retrieve("who keeps bees?", user_id="bob", k=1)
+    searched_during_ingest = not finished.is_set()
+    writer.join()
+    assert [i.text for i in found.items] == ["Bob keeps bees on his roof."]
+    assert searched_during_ingest, "bob's search returned only after alice's ingest had finished"
+    assert len(memory.list_memories(user_id="alice")) == 320
+    memory.close()

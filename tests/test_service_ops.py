@@ -267,3 +267,42 @@ def test_json_logs_carry_request_ids_and_no_user_ids(tmp_path: Path) -> None:
         for a in access
     ), access
     assert "example.com" not in server.log.read_text()
+
+
+# ---------------------------------------------------------------------- mem0: shutdown during ingest
+@pytest.mark.slow
+def test_sigterm_during_a_long_mem0_ingest_stops_promptly_and_keeps_acknowledged_writes(tmp_path: Path) -> None:
+    """issue 25: during a long ingest the server ignored SIGTERM for more than 25 s."""
+    import asyncio
+
+    args = ("--backend", "mem0", "--data-dir", str(tmp_path / "data"), "--mem0.embedder", "hashing")
+    slow = ("--mem0.bulk_insert", "false")  # one mem0 add() per message: a long ingest
+    with start_memlab_serve(*args, *slow, log=tmp_path / "server.log", timeout=180) as server:
+        with httpx.Client(base_url=server.url, trust_env=False, timeout=60) as client:
+            for n in range(2):
+                body = {"session_id": "s", "messages": [{"role": "user", "content": f"acknowledged fact {n}"}]}
+                assert client.post("/v1/users/alice/messages", json=body).status_code == 201
+        big = {"session_id": "s", "messages": [{"role": "user", "content": f"bulk fact {i}"} for i in range(480)]}
+
+        async def ingest_then_terminate() -> tuple[int | None, float]:
+            async with httpx.AsyncClient(base_url=server.url, trust_env=False, timeout=120) as client:
+                request = asyncio.create_task(client.post("/v1/users/bob/messages", json=big))
+                await asyncio.sleep(1.5)  # well inside the ingest
+                start = time.perf_counter()
+                server.process.send_signal(15)
+                try:
+                    status: int | None = (await request).status_code
+                except httpx.HTTPError:
+                    status = None
+                await asyncio.to_thread(server.process.wait, 60)
+                return status, time.perf_counter() - start
+
+        status, seconds = asyncio.run(ingest_then_terminate())
+    assert seconds < 10, f"the server took {seconds:.1f} s to stop after SIGTERM"
+    assert status in (503, None), status
+    with start_memlab_serve(*args, log=tmp_path / "again.log", timeout=180) as server:
+        with httpx.Client(base_url=server.url, trust_env=False, timeout=60) as client:
+            alice = {i["text"] for i in client.get("/v1/users/alice/memories").json()["items"]}
+            bob = client.get("/v1/users/bob/memories").json()["items"]
+    assert alice == {"acknowledged fact 0", "acknowledged fact 1"}
+    assert bob == [], "the interrupted, unacknowledged write left nothing behind"
