@@ -25,6 +25,8 @@ there is no warning unless persistence is required.
 from __future__ import annotations
 
 import contextlib
+import json
+import shutil
 import threading
 import uuid
 import warnings
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memlab import data_subject
 from memlab.errors import MemlabError, NotFoundError
 from memlab.memory import Capability, IngestReport, Memory, validate_user_id
 from memlab.registry import create_backend
@@ -248,6 +251,9 @@ class MemoryClient:
         release = self.memory.release if self.persistent else None
         self._users = UserTable(user_cache_size, self._releaser(release) if release is not None else None)
         self._lifecycle = ReadWriteLock()  # close() waits for calls in flight
+        self._forget_lock = threading.Lock()
+        self._forgotten: dict[str, int] = {}
+        self._user_dirs: set[Path] = set()
         if batch_queries:
             self._coalesce_query_embeddings()
 
@@ -339,9 +345,49 @@ class MemoryClient:
             return self.memory.retrieve(query, user_id=user_id, k=k)
 
     def forget(self, user_id: str) -> None:
-        """Delete everything stored about ``user_id``."""
+        """Delete everything stored about ``user_id``: the backend's store, the cache entries memlab
+        wrote for them (``memlab.data_subject``) and their files in registered directories (LangChain
+        transcripts, see ``register_user_files``)."""
         with self._user(user_id, write=True):
             self.memory.reset(user_id)
+            data_subject.forget(user_id)
+            for directory in self.user_file_dirs():
+                target = directory / user_id
+                if target.exists():
+                    shutil.rmtree(target)
+            with self._forget_lock:
+                self._forgotten[user_id] = self._forgotten.get(user_id, 0) + 1
+
+    # ------------------------------------------------------------------ files kept beside the memory
+    USER_FILE_DIRS = "user_file_dirs.json"
+
+    def register_user_files(self, directory: str | Path) -> None:
+        """``directory/<user_id>/`` holds files about a user that ``forget`` must delete too (the
+        LangChain history's transcripts register themselves). With a data directory the list is kept
+        in it, so a later process forgets them as well."""
+        path = Path(directory).resolve()
+        with self._forget_lock:
+            known = self.user_file_dirs()
+            if path in known:
+                return
+            self._user_dirs.add(path)
+            if self.data_dir is not None:
+                listing = self.data_dir / self.USER_FILE_DIRS
+                tmp = listing.with_suffix(".tmp")
+                tmp.write_text(json.dumps(sorted(str(p) for p in {*known, path}), indent=1))
+                tmp.replace(listing)
+
+    def user_file_dirs(self) -> list[Path]:
+        """The directories registered with ``register_user_files`` (this process's and the data directory's)."""
+        dirs = set(self._user_dirs)
+        if self.data_dir is not None and (self.data_dir / self.USER_FILE_DIRS).exists():
+            dirs |= {Path(p) for p in json.loads((self.data_dir / self.USER_FILE_DIRS).read_text())}
+        return sorted(dirs)
+
+    def forget_count(self, user_id: str) -> int:
+        """How often ``user_id`` was forgotten through this client (a history compares it to drop its copy)."""
+        with self._forget_lock:
+            return self._forgotten.get(user_id, 0)
 
     def export(self, user_id: str) -> dict[str, Any]:
         """Everything stored about ``user_id``, as one JSON-serialisable document."""
@@ -375,6 +421,7 @@ class MemoryClient:
         with self._user(user_id, write=True):
             self._owned(user_id, item_id)
             self._by_id(lambda: self.memory.delete(item_id, user_id=user_id), user_id, item_id)
+            data_subject.forget(user_id)  # cache entries cannot be told apart per item: the user's go
 
     def history(self, user_id: str, item_id: str) -> list[dict[str, Any]]:
         """The change history of one of ``user_id``'s memories (needs 'history').

@@ -41,6 +41,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from memlab import data_subject
 from memlab.errors import MemlabError, PluginValidationError, UnsupportedCapabilityError
 from memlab.tokens import count_tokens
 from memlab.types import MemoryItem, Message, Retrieval, Session
@@ -187,7 +188,8 @@ class Memory(ABC):
         first_turn = self._next_turn_index(user_id, session.id)
         self._usage.totals = [0, 0, 0.0]
         start = time.perf_counter()
-        self._ingest(session, user_id=user_id, first_turn=first_turn)
+        with data_subject.handling(user_id):  # cache entries written now hold this user's text
+            self._ingest(session, user_id=user_id, first_turn=first_turn)
         self._record_turns(user_id, session.id, first_turn + len(session.messages))
         prompt_tokens, completion_tokens, cost = self._usage.totals
         return IngestReport(
@@ -214,7 +216,8 @@ class Memory(ABC):
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise ValueError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
         start = time.perf_counter()
-        result = self._retrieve(query, user_id=user_id, k=k)
+        with data_subject.handling(user_id):
+            result = self._retrieve(query, user_id=user_id, k=k)
         seconds = time.perf_counter() - start
         if not isinstance(result, Retrieval):
             raise PluginValidationError(
@@ -274,7 +277,8 @@ class Memory(ABC):
         self._require(Capability.UPDATE)
         if not text.strip():
             raise ValueError("memory text must not be empty")
-        return self._update(item_id, text, user_id=validate_user_id(user_id))
+        with data_subject.handling(validate_user_id(user_id)):
+            return self._update(item_id, text, user_id=user_id)
 
     def delete(self, item_id: str, *, user_id: str) -> None:
         self._require(Capability.DELETE)

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from memlab.pg import ensure_schema, lock_key, open_pool
+from memlab.pg import ensure_schema, lock_key, open_pool, reject_nul
 from memlab.types import Retrieval, Session
 from memlab_plugins.profile import schema
 from memlab_plugins.profile.backend import ProfileMemory
@@ -246,6 +246,7 @@ class PgProfileMemory(ProfileMemory):
 
     # Writes: the whole read-resolve-write of one user under that user's lock (turn numbering included).
     def ingest(self, session: Session | Any, *, user_id: str) -> Any:
+        reject_nul(session)
         with self.store.user_scope(user_id):
             return super().ingest(session, user_id=user_id)
 

@@ -38,7 +38,16 @@ import numpy as np
 from memlab.embedders import Embedder
 from memlab.errors import ConfigurationError, DataFormatError, MemlabError, NotFoundError
 from memlab.memory import IngestReport, Memory, render_turns
-from memlab.pg import ensure_schema, ensure_vector_extension, get_meta, open_pool, redact, set_meta, vector_literal
+from memlab.pg import (
+    ensure_schema,
+    ensure_vector_extension,
+    get_meta,
+    open_pool,
+    redact,
+    reject_nul,
+    set_meta,
+    vector_literal,
+)
 from memlab.types import MemoryItem, Retrieval, Session
 from memlab_plugins.rag.backend import RagConfig, RagMemory, _shared_embedder, chunk_session
 
@@ -159,6 +168,7 @@ class PgRagMemory(RagMemory):
     # ------------------------------------------------------------------ ingest
     def ingest(self, session: Session | Any, *, user_id: str) -> IngestReport:
         # Not RagMemory.ingest's per-user RAM lock: the ingest transaction orders writers across workers.
+        reject_nul(session)
         report = Memory.ingest(self, session, user_id=user_id)
         # The turn numbering is decided inside the ingest transaction (another worker may have
         # continued the session since the count was read): report the number actually used.
@@ -281,7 +291,7 @@ class PgRagMemory(RagMemory):
 
     def check_ready(self) -> None:
         """A real read: the store's schema version, from the database."""
-        with self._db().connection() as conn:
+        with self._db.connection() as conn:
             conn.execute(f"SELECT value FROM {PREFIX}meta WHERE key='schema_version'").fetchone()
 
     def close(self) -> None:
