@@ -31,7 +31,7 @@ class ForgettingCache(Protocol):
     def forget_owner(self, owner: str) -> int: ...
 
 
-_caches: weakref.WeakSet[ForgettingCache] = weakref.WeakSet()  # type: ignore[type-var]
+_caches: weakref.WeakSet[ForgettingCache] = weakref.WeakSet()
 _lock = threading.Lock()
 
 

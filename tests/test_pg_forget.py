@@ -28,7 +28,7 @@ def _table_files_holding(url: str, needle: str) -> list[str]:
 
 @pytest.mark.parametrize("backend", ["rag", "profile"])
 def test_forget_then_compact_leaves_no_byte_in_the_table_files(
-    pg_server,
+    pg_server,  # noqa: F811
     tmp_path: Path,
     backend: str,
     capsys: pytest.CaptureFixture[str],  # noqa: F811

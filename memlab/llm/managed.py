@@ -3,9 +3,9 @@ with backoff, and cost accounting. Providers stay simple (one request, mapped er
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Sequence
-import contextvars
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
