@@ -149,9 +149,9 @@ class IngestMixin:
     Every write is all or nothing, also across a kill: the ledger records the write (user, session,
     first turn) before anything reaches mem0, and commits the memories' owners together with the new
     turn count when all are stored (``Ledger.commit_write``). A failure removes what was stored; a
-    kill leaves the write pending, and the next open removes it (``_recover_pending``). Texts are
-    embedded before the store's write lock is taken, and the lock is held for one batch of
-    ``WRITE_BATCH`` inserts at a time, so other users' searches run between batches.
+    kill leaves the write pending, and the next open removes it (``_recover_pending``). Each batch of
+    ``WRITE_BATCH`` messages is embedded in one model call, then written under the store's write
+    lock, so other users' searches get the model and the store between batches.
     """
 
     _mem: Any
@@ -253,13 +253,12 @@ class IngestMixin:
         """mem0's own ``add(infer=False)``, one message per call (``bulk_insert: false``)."""
         for perspective in perspectives:
             shown = [(turn, message, perspective.message(message)) for turn, message in turns]
-            vectors = self._embed_for_add([m["content"] for _, _, m in shown], needed=False)
             for start in range(0, len(shown), WRITE_BATCH):
                 self._check_running()
+                part = shown[start : start + WRITE_BATCH]
+                vectors = self._embed_for_add([m["content"] for _, _, m in part], needed=False)
                 with self._store.write():
-                    for (turn, message, mem0_message), vector in zip(
-                        shown[start : start + WRITE_BATCH], vectors[start : start + WRITE_BATCH]
-                    ):
+                    for (turn, message, mem0_message), vector in zip(part, vectors):
                         if vector is not None:  # served to mem0's own embed() call inside add()
                             self._batcher.ready[mem0_message["content"]] = vector
                         try:
@@ -282,33 +281,34 @@ class IngestMixin:
 
         for perspective in perspectives:
             shown = [(turn, message, perspective.message(message)) for turn, message in turns]
-            vectors = self._embed_for_add([m["content"] for _, _, m in shown], needed=True)
-            rows = []
-            for (turn, message, mem0_message), vector in zip(shown, vectors):
-                text = mem0_message["content"]
-                now = datetime.now(timezone.utc).isoformat()
-                payload = {
-                    **message_metadata(session, turn, message),
-                    "user_id": perspective.mem0_user_id,
-                    "role": mem0_message["role"],
-                    "data": text,
-                    "hash": hashlib.md5(text.encode()).hexdigest(),
-                    "created_at": now,
-                    "updated_at": now,
-                    "text_lemmatized": lemmatize_for_bm25(text),
-                }
-                history = {
-                    "old_memory": None,
-                    "new_memory": text,
-                    "event": "ADD",
-                    "created_at": now,
-                    "updated_at": now,
-                    "role": mem0_message["role"],
-                }
-                rows.append((str(uuid.uuid4()), vector, payload, history))
-            for start in range(0, len(rows), WRITE_BATCH):
+            for start in range(0, len(shown), WRITE_BATCH):
                 self._check_running()
-                batch = rows[start : start + WRITE_BATCH]
+                part = shown[start : start + WRITE_BATCH]
+                # embedded batch by batch: the model is shared with other users' searches too
+                vectors = self._embed_for_add([m["content"] for _, _, m in part], needed=True)
+                batch = []
+                for (turn, message, mem0_message), vector in zip(part, vectors):
+                    text = mem0_message["content"]
+                    now = datetime.now(timezone.utc).isoformat()
+                    payload = {
+                        **message_metadata(session, turn, message),
+                        "user_id": perspective.mem0_user_id,
+                        "role": mem0_message["role"],
+                        "data": text,
+                        "hash": hashlib.md5(text.encode()).hexdigest(),
+                        "created_at": now,
+                        "updated_at": now,
+                        "text_lemmatized": lemmatize_for_bm25(text),
+                    }
+                    history = {
+                        "old_memory": None,
+                        "new_memory": text,
+                        "event": "ADD",
+                        "created_at": now,
+                        "updated_at": now,
+                        "role": mem0_message["role"],
+                    }
+                    batch.append((str(uuid.uuid4()), vector, payload, history))
                 with self._store.write():
                     # reported before the insert: a failure inside it still removes whatever landed
                     done += [(memory_id, perspective.mem0_user_id) for memory_id, _, _, _ in batch]

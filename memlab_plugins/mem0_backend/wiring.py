@@ -135,7 +135,25 @@ def session_batch_embedding(inner: Any) -> Any:
     goes to the wrapped model unchanged. mem0's code is untouched: the wrapper is an
     ``EmbeddingBase`` set as this backend's ``embedding_model``.
     """
+    import numpy as np
     from mem0.embeddings.base import EmbeddingBase
+
+    from memlab.embedders.base import Embedder
+    from memlab.embedders.coalescing import CoalescingEmbedder
+
+    class SearchQueries(Embedder):
+        """mem0's model as a memlab ``Embedder`` for the query coalescer (one model call at a time)."""
+
+        def __init__(self, owner: Any) -> None:
+            super().__init__()
+            self.owner = owner
+            self.name = "mem0-queries"
+            self.dim = int(getattr(owner.wrapped.config, "embedding_dims", 0) or 0)
+
+        def _embed(self, texts: list[str], *, query: bool) -> Any:
+            with self.owner._model:
+                self.owner.model_calls += 1
+                return np.asarray(self.owner.wrapped.embed_batch(texts, "search"), dtype=np.float32)
 
     class SessionBatchEmbedding(EmbeddingBase):
         def __init__(self, wrapped: Any) -> None:
@@ -144,8 +162,10 @@ def session_batch_embedding(inner: Any) -> Any:
             self.ready: dict[str, Any] = {}
             self.model_calls = 0  # calls that reached the model (benchmarks compare them)
             # Requests of different users run in threads; a Hugging Face tokenizer is not safe for
-            # concurrent calls ("Already borrowed"), so one model call at a time.
+            # concurrent calls ("Already borrowed"), so one model call at a time ...
             self._model = threading.Lock()
+            # ... and searches that arrive while one runs share the next call (as rag's and profile's do).
+            self._queries = CoalescingEmbedder(SearchQueries(self))
 
         def vectors(self, texts: list[str]) -> list[Any]:
             """The vectors of ``texts`` in one model call (nothing is kept)."""
@@ -172,6 +192,8 @@ def session_batch_embedding(inner: Any) -> Any:
         def embed(self, text: Any, memory_action: Any = None) -> Any:
             if memory_action == "add" and isinstance(text, str) and text in self.ready:
                 return self.ready[text]
+            if memory_action == "search" and isinstance(text, str):
+                return self._queries.embed([text], query=True)[0].tolist()
             with self._model:
                 self.model_calls += 1
                 return self.wrapped.embed(text, memory_action)
