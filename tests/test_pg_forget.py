@@ -71,3 +71,18 @@ def test_nul_bytes_are_a_clear_4xx_on_postgres_too(pg_server, tmp_path: Path, ba
         client = http.app.state.client  # type: ignore[attr-defined]
         with pytest.raises(DataFormatError, match="NUL"):
             client.remember("alice", [("user", "a\x00b")])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["rag", "profile"])
+def test_schemathesis_finds_no_server_error_on_postgres(pg_server, tmp_path: Path, backend: str) -> None:  # noqa: F811
+    """issue 25: 0 responses 5xx on the PostgreSQL stores too; the service runs without --data-dir."""
+    from test_service_ops import KEY, assert_no_server_errors
+
+    from memlab.testing.server_process import start_memlab_serve
+
+    url = pg_server.database_for(tmp_path)
+    args = ("--backend", backend, f"--{backend}.store", url, f"--{backend}.embedder", "hashing")
+    with start_memlab_serve(*args, log=tmp_path / "server.log", api_keys=KEY, timeout=180) as server:
+        assert_no_server_errors(server.url, KEY, tmp_path)
+    assert "Traceback" not in server.log.read_text(), server.log.read_text()[-4000:]

@@ -306,3 +306,61 @@ def test_sigterm_during_a_long_mem0_ingest_stops_promptly_and_keeps_acknowledged
             bob = client.get("/v1/users/bob/memories").json()["items"]
     assert alice == {"acknowledged fact 0", "acknowledged fact 1"}
     assert bob == [], "the interrupted, unacknowledged write left nothing behind"
+
+
+# ---------------------------------------------------------------------- schemathesis on the real backends
+def assert_no_server_errors(url: str, key: str, cwd: Path, *, examples: int = 5) -> None:
+    """schemathesis over the whole API: no 5xx, responses as documented. Acceptance checks are off:
+    a backend without a capability answers its documented 405 to requests the schema allows."""
+    import os
+    import subprocess
+    import sys
+
+    command = [
+        str(Path(sys.executable).with_name("schemathesis")),
+        "run",
+        f"{url}/openapi.json",
+        "--header",
+        f"Authorization: Bearer {key}",
+        "--checks",
+        "all",
+        "--exclude-checks",
+        "positive_data_acceptance,negative_data_rejection",
+        "--max-examples",
+        str(examples),
+        "--seed",
+        "2",
+        "--workers",
+        "1",
+        "--phases",
+        "coverage,fuzzing,stateful",
+        "--request-timeout",
+        "30",
+        "--no-shrink",
+    ]
+    env = {**os.environ, "NO_COLOR": "1", "SCHEMATHESIS_TELEMETRY": "false"}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=cwd, env=env)
+    report = cwd / "schemathesis.txt"
+    report.write_text(result.stdout + result.stderr)
+    failures = [line for line in result.stdout.splitlines() if line.startswith(("___", "- ST", "[", "    curl"))]
+    assert result.returncode == 0, f"{report}:\n" + "\n".join(line[:300] for line in failures[:40])
+
+
+BACKEND_OPTIONS = {
+    "full_context": [],
+    "rag": ["--rag.embedder", "hashing"],
+    "profile": ["--profile.embedder", "hashing"],
+    "mem0": ["--mem0.embedder", "hashing"],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["rag", "profile", "mem0"])
+def test_schemathesis_finds_no_server_error_on_the_built_in_backends(tmp_path: Path, backend: str) -> None:
+    args = ("--backend", backend, "--data-dir", str(tmp_path / "data"), *BACKEND_OPTIONS[backend])
+    with start_memlab_serve(*args, log=tmp_path / "server.log", api_keys=KEY, timeout=180) as server:
+        with httpx.Client(base_url=server.url, headers=AUTH, trust_env=False, timeout=60) as client:
+            body = {"session_id": "s1", "messages": [{"role": "user", "content": "I adopted a cat named Pixel."}]}
+            assert client.post("/v1/users/alice/messages", json=body).status_code == 201
+        assert_no_server_errors(server.url, KEY, tmp_path)
+    assert "Traceback" not in server.log.read_text(), server.log.read_text()[-4000:]

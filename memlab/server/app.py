@@ -77,6 +77,7 @@ _ITEM_ERRORS: dict[int | str, dict[str, Any]] = {
     **_ERRORS,
     404: {"model": ErrorResponse},
     405: {"model": ErrorResponse},
+    409: {"model": ErrorResponse, "description": "the item cannot be changed this way (e.g. a raw turn)"},
 }
 
 # Which capability each method of each resource needs; unsupported -> 405 with an Allow header.

@@ -146,8 +146,8 @@ def request_models(settings: ServerSettings) -> RequestModels:
         model_config = ConfigDict(extra="forbid")
 
         query: Text = Field(min_length=1, max_length=settings.max_query_chars, json_schema_extra={"pattern": NO_NUL})
-        k: Annotated[int, BeforeValidator(_json_integer)] | None = Field(
-            default=None, ge=1, le=settings.max_k, description="items (default: backend top_k)"
+        k: Annotated[int, Field(ge=1, le=settings.max_k), BeforeValidator(_json_integer)] | None = Field(
+            default=None, description="items (default: backend top_k)"
         )
 
     class UpdateRequest(BaseModel):
