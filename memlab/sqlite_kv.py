@@ -33,6 +33,7 @@ class SQLiteKV:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.table = table
         self._lock = threading.Lock()
+        self._owned: set[tuple[str, str]] = set()  # (key, owner) pairs known to be recorded
         self._db: sqlite3.Connection | None = sqlite3.connect(self.path, check_same_thread=False, timeout=60)
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -85,9 +86,15 @@ class SQLiteKV:
     def own(self, keys: Iterable[str], owner: str) -> None:
         """Tag entries already stored (a cache hit for another user) with one more owner."""
         with self._lock:
+            new = [(k, owner) for k in keys if (k, owner) not in self._owned]
+            if not new:  # a hit this process tagged already: no write per cache hit
+                return
             db = self._conn()
-            db.executemany(f"INSERT OR IGNORE INTO {self.table}_owners VALUES (?, ?)", [(k, owner) for k in keys])
+            db.executemany(f"INSERT OR IGNORE INTO {self.table}_owners VALUES (?, ?)", new)
             db.commit()
+            if len(self._owned) > 200_000:
+                self._owned.clear()
+            self._owned.update(new)
 
     def forget_owner(self, owner: str) -> int:
         """Delete every entry ``owner`` wrote or used, then rewrite the file without their bytes."""
@@ -102,6 +109,7 @@ class SQLiteKV:
                 db.execute(f"DELETE FROM {self.table} WHERE key IN ({marks})", chunk)
                 db.execute(f"DELETE FROM {self.table}_owners WHERE key IN ({marks})", chunk)
             db.commit()
+            self._owned.clear()
             db.execute("VACUUM")
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             return len(keys)

@@ -365,7 +365,7 @@ def test_other_users_ids_are_not_found(tmp_path: Path) -> None:
 @pytest.mark.parametrize("bulk", [False, True])
 def test_a_session_that_fails_half_way_is_rolled_back_and_retried_once(tmp_path: Path, bulk: bool) -> None:
     memory = create_backend("mem0", {"embedder": "hashing", "bulk_insert": bulk}, data_dir=tmp_path)
-    count = 20 if bulk else 3  # bulk: the second of two write batches fails
+    count = 20 if bulk else 3  # bulk: the second of five write batches fails
     three = session("s1", *[("user", f"fact number {i}") for i in range(count)])
     owner, name = (memory._mem, "add") if not bulk else (memory._mem.vector_store, "insert")
     real_call, calls = getattr(owner, name), []

@@ -290,7 +290,7 @@ def test_one_users_long_ingest_does_not_hold_up_another_users_search(tmp_path: P
 
     def slow_insert(*args, **kwargs):  # type: ignore[no-untyped-def]
         batches.append(1)
-        time.sleep(0.1)  # a slow disk: 20 batches, 2 s at least
+        time.sleep(0.02)  # a slow disk: 80 batches, 1.6 s at least
         return real_insert(*args, **kwargs)
 
     memory._mem.vector_store.insert = slow_insert

@@ -139,8 +139,11 @@ class IngestInterrupted(ShuttingDownError):
     """The process is shutting down: an ingest stopped between writes and removed what it had stored."""
 
 
-# Messages written per hold of the store's write lock: another user's search waits for one batch at most.
-WRITE_BATCH = 16
+# Messages embedded per model call, and written per hold of the store's write lock: mem0's embedded
+# qdrant commits each point on its own (~20 ms with fsync), so another user's search waits for one
+# small batch at most.
+EMBED_BATCH = 32
+WRITE_BATCH = 4
 
 
 class IngestMixin:
@@ -149,9 +152,9 @@ class IngestMixin:
     Every write is all or nothing, also across a kill: the ledger records the write (user, session,
     first turn) before anything reaches mem0, and commits the memories' owners together with the new
     turn count when all are stored (``Ledger.commit_write``). A failure removes what was stored; a
-    kill leaves the write pending, and the next open removes it (``_recover_pending``). Each batch of
-    ``WRITE_BATCH`` messages is embedded in one model call, then written under the store's write
-    lock, so other users' searches get the model and the store between batches.
+    kill leaves the write pending, and the next open removes it (``_recover_pending``). Messages are
+    embedded ``EMBED_BATCH`` per model call and written ``WRITE_BATCH`` per hold of the store's write
+    lock, so other users' searches get the model and the store in between.
     """
 
     _mem: Any
@@ -253,24 +256,27 @@ class IngestMixin:
         """mem0's own ``add(infer=False)``, one message per call (``bulk_insert: false``)."""
         for perspective in perspectives:
             shown = [(turn, message, perspective.message(message)) for turn, message in turns]
-            for start in range(0, len(shown), WRITE_BATCH):
-                self._check_running()
-                part = shown[start : start + WRITE_BATCH]
+            for start in range(0, len(shown), EMBED_BATCH):
+                part = shown[start : start + EMBED_BATCH]
                 vectors = self._embed_for_add([m["content"] for _, _, m in part], needed=False)
-                with self._store.write():
-                    for (turn, message, mem0_message), vector in zip(part, vectors):
-                        if vector is not None:  # served to mem0's own embed() call inside add()
-                            self._batcher.ready[mem0_message["content"]] = vector
-                        try:
-                            result = self._mem.add(
-                                [mem0_message],
-                                user_id=perspective.mem0_user_id,
-                                metadata=message_metadata(session, turn, message),
-                                infer=False,
-                            )
-                        finally:
-                            self._batcher.ready.pop(mem0_message["content"], None)
-                        done += [(r["id"], perspective.mem0_user_id) for r in result.get("results", [])]
+                for first in range(0, len(part), WRITE_BATCH):
+                    self._check_running()
+                    with self._store.write():
+                        for (turn, message, mem0_message), vector in zip(
+                            part[first : first + WRITE_BATCH], vectors[first : first + WRITE_BATCH]
+                        ):
+                            if vector is not None:  # served to mem0's own embed() call inside add()
+                                self._batcher.ready[mem0_message["content"]] = vector
+                            try:
+                                result = self._mem.add(
+                                    [mem0_message],
+                                    user_id=perspective.mem0_user_id,
+                                    metadata=message_metadata(session, turn, message),
+                                    infer=False,
+                                )
+                            finally:
+                                self._batcher.ready.pop(mem0_message["content"], None)
+                            done += [(r["id"], perspective.mem0_user_id) for r in result.get("results", [])]
 
     def _ingest_bulk(
         self, session: Session, turns: Turns, *, perspectives: list[Perspective], done: list[tuple[str, str]]
@@ -281,12 +287,12 @@ class IngestMixin:
 
         for perspective in perspectives:
             shown = [(turn, message, perspective.message(message)) for turn, message in turns]
-            for start in range(0, len(shown), WRITE_BATCH):
+            for start in range(0, len(shown), EMBED_BATCH):
                 self._check_running()
-                part = shown[start : start + WRITE_BATCH]
-                # embedded batch by batch: the model is shared with other users' searches too
+                part = shown[start : start + EMBED_BATCH]
+                # embedded part by part: the model is shared with other users' searches too
                 vectors = self._embed_for_add([m["content"] for _, _, m in part], needed=True)
-                batch = []
+                rows = []
                 for (turn, message, mem0_message), vector in zip(part, vectors):
                     text = mem0_message["content"]
                     now = datetime.now(timezone.utc).isoformat()
@@ -308,16 +314,19 @@ class IngestMixin:
                         "updated_at": now,
                         "role": mem0_message["role"],
                     }
-                    batch.append((str(uuid.uuid4()), vector, payload, history))
-                with self._store.write():
-                    # reported before the insert: a failure inside it still removes whatever landed
-                    done += [(memory_id, perspective.mem0_user_id) for memory_id, _, _, _ in batch]
-                    self._mem.vector_store.insert(
-                        vectors=[v for _, v, _, _ in batch],
-                        ids=[m for m, _, _, _ in batch],
-                        payloads=[p for _, _, p, _ in batch],
-                    )
-                    self._mem.db.batch_add_history([{"memory_id": m, **h} for m, _, _, h in batch])
+                    rows.append((str(uuid.uuid4()), vector, payload, history))
+                for first in range(0, len(rows), WRITE_BATCH):
+                    self._check_running()
+                    batch = rows[first : first + WRITE_BATCH]
+                    with self._store.write():
+                        # reported before the insert: a failure inside it still removes whatever landed
+                        done += [(memory_id, perspective.mem0_user_id) for memory_id, _, _, _ in batch]
+                        self._mem.vector_store.insert(
+                            vectors=[v for _, v, _, _ in batch],
+                            ids=[m for m, _, _, _ in batch],
+                            payloads=[p for _, _, p, _ in batch],
+                        )
+                        self._mem.db.batch_add_history([{"memory_id": m, **h} for m, _, _, h in batch])
 
     def _ingest_inferred(
         self, session: Session, turns: Turns, *, perspectives: list[Perspective], done: list[tuple[str, str]]

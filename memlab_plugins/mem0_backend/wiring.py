@@ -151,9 +151,17 @@ def session_batch_embedding(inner: Any) -> Any:
             self.dim = int(getattr(owner.wrapped.config, "embedding_dims", 0) or 0)
 
         def _embed(self, texts: list[str], *, query: bool) -> Any:
-            with self.owner._model:
-                self.owner.model_calls += 1
-                return np.asarray(self.owner.wrapped.embed_batch(texts, "search"), dtype=np.float32)
+            owner = self.owner
+            with owner._searches:
+                owner._searches_waiting += 1
+            try:
+                with owner._model:
+                    owner.model_calls += 1
+                    return np.asarray(owner.wrapped.embed_batch(texts, "search"), dtype=np.float32)
+            finally:
+                with owner._searches:
+                    owner._searches_waiting -= 1
+                    owner._searches.notify_all()
 
     class SessionBatchEmbedding(EmbeddingBase):
         def __init__(self, wrapped: Any) -> None:
@@ -166,11 +174,16 @@ def session_batch_embedding(inner: Any) -> Any:
             self._model = threading.Lock()
             # ... and searches that arrive while one runs share the next call (as rag's and profile's do).
             self._queries = CoalescingEmbedder(SearchQueries(self))
+            # An ingest's next batch lets waiting searches have the model first (at most 1 s).
+            self._searches = threading.Condition()
+            self._searches_waiting = 0
 
         def vectors(self, texts: list[str]) -> list[Any]:
-            """The vectors of ``texts`` in one model call (nothing is kept)."""
+            """The vectors of ``texts`` in one model call (nothing is kept), after the searches waiting."""
             if not texts:
                 return []
+            with self._searches:
+                self._searches.wait_for(lambda: self._searches_waiting == 0, timeout=1.0)
             lc_model = getattr(self.wrapped, "langchain_model", None)
             with self._model:
                 self.model_calls += 1
