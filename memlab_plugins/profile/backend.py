@@ -11,16 +11,24 @@ Item ids: a profile entry is ``p_<hex>`` (a version ``p_<hex>.v<n>``); a raw use
 closed ones, then turns; ``metadata.kind`` and ``metadata.current`` say which), and ``delete`` removes either for real: a deleted entry keeps only
 the shape of its version chain, no text (``store.ProfileStore.erase_entry``), and is never
 rendered again. One process at a time opens a data directory (``memlab.locks.DirectoryLock``).
+
+Storage is ``store.ProfileStore`` (SQLite in the data directory) or, with ``store:
+postgresql://...``, ``pg_store.PgProfileStore`` (the same queries on PostgreSQL): chosen in
+``_make_store``. Every write of one user runs inside the store's ``user_scope`` and every read
+inside its ``snapshot`` (no-ops on SQLite; a per-user advisory lock and a REPEATABLE READ
+transaction on PostgreSQL, so N workers can share one database).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 from pydantic import Field
@@ -49,6 +57,31 @@ def _entry_of(item_id: str) -> str:
     return _VERSION_SUFFIX.sub("", item_id)
 
 
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def _writes(method: Method) -> Method:
+    """A write of one user (``user_id`` keyword, or the first argument) inside the store's ``user_scope``."""
+
+    @functools.wraps(method)
+    def scoped(self: ProfileMemory, *args: Any, **kwargs: Any) -> Any:
+        with self.store.user_scope(kwargs["user_id"] if "user_id" in kwargs else args[0]):
+            return method(self, *args, **kwargs)
+
+    return scoped  # type: ignore[return-value]
+
+
+def _reads(method: Method) -> Method:
+    """Reads that must see one consistent state: inside the store's ``snapshot``."""
+
+    @functools.wraps(method)
+    def consistent(self: ProfileMemory, *args: Any, **kwargs: Any) -> Any:
+        with self.store.snapshot():
+            return method(self, *args, **kwargs)
+
+    return consistent  # type: ignore[return-value]
+
+
 class ProfileConfig(BackendConfig):
     extractor: Literal["rules", "llm"] = Field(
         default="rules", description="rules: LLM-free cue phrases; llm: JSON ops"
@@ -70,7 +103,7 @@ class ProfileConfig(BackendConfig):
         description="an LLM batch still invalid after a retry, or a session the endpoint refuses (over the model's "
         "window): skip the session's ops (its turns are kept), or raise; a bad setup or a down endpoint always raises",
     )
-    # PostgreSQL store (memlab_plugins.profile.pg_store): several workers and hosts share one database.
+    # PostgreSQL store (memlab_plugins.profile.pg_store.PgProfileStore): several workers and hosts share one database.
     store: StoreUrl = Field(
         default=None,
         description="None/'file' = SQLite in the data directory; postgresql://user@host:5432/db = that database",
@@ -99,21 +132,16 @@ class ProfileMemory(Memory):
         whole ingest call in one prompt, so how a session is split changes what it extracts."""
         return cls.parse_config(config).extractor == "rules"  # type: ignore[attr-defined]
 
-    def __new__(cls, config=None, **kwargs: Any):
-        # ``store: postgresql://...`` selects the database-backed variant (memlab_plugins.profile.pg_store).
-        if cls is ProfileMemory and cls.parse_config(config).store is not None:  # type: ignore[attr-defined]
-            from memlab_plugins.profile.pg_store import PgProfileMemory
-
-            return super().__new__(PgProfileMemory)
-        return super().__new__(cls)
-
     def __init__(
         self, config=None, *, data_dir=None, cache_dir=None, embedder: Embedder | None = None, llm=None
     ) -> None:
         super().__init__(config, data_dir=data_dir, cache_dir=cache_dir)
-        # One writer per data directory: a second process fails here with "... is in use".
+        # One writer per data directory: a second process fails here with "... is in use". With a
+        # database the database is the state: the data directory is not locked, N workers share it.
         self._dir_lock = (
-            DirectoryLock(self.data_dir, purpose="memlab profile backend").acquire() if self.data_dir else None
+            DirectoryLock(self.data_dir, purpose="memlab profile backend").acquire()
+            if self.data_dir and self.config.store is None
+            else None
         )
         try:
             self._open(embedder, llm)
@@ -152,6 +180,11 @@ class ProfileMemory(Memory):
         self.rejected_batches = 0
 
     def _make_store(self) -> ProfileStore:
+        """The store the ``store`` setting names: SQLite in the data directory, or a PostgreSQL database."""
+        if self.config.store is not None:
+            from memlab_plugins.profile.pg_store import PgProfileStore  # lazy: psycopg is an optional extra
+
+            return PgProfileStore(str(self.config.store), pool_size=self.config.pool_size)
         return ProfileStore(self.data_dir / STORE_FILE if self.data_dir else None)
 
     # ------------------------------------------------------------------ helpers
@@ -181,6 +214,10 @@ class ProfileMemory(Memory):
         return None
 
     # ------------------------------------------------------------------ Memory
+    @_writes  # the whole read-resolve-write of one user (turn numbering included) under its scope
+    def ingest(self, session: Session | Any, *, user_id: str) -> Any:
+        return super().ingest(session, user_id=user_id)
+
     def _next_turn_index(self, user_id: str, session_id: str) -> int:
         return self.store.session_turns(user_id, session_id)
 
@@ -263,6 +300,7 @@ class ProfileMemory(Memory):
             chains.setdefault(version.id, []).append(version)
         return chains
 
+    @_reads
     def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
         if not query.strip():
             return Retrieval()
@@ -348,6 +386,7 @@ class ProfileMemory(Memory):
             },
         )
 
+    @_writes
     def _reset(self, user_id: str) -> None:
         self.store.reset(user_id)
 
@@ -376,6 +415,7 @@ class ProfileMemory(Memory):
             raise NotFoundError(f"user {user_id!r} has no turn {item_id!r}")
         return key
 
+    @_reads
     def _list(self, user_id: str) -> list[MemoryItem]:
         # Every entry retrieval can return (closed ones too, ``metadata.current`` False), then the raw turns.
         chains = self._chains(user_id)
@@ -383,6 +423,7 @@ class ProfileMemory(Memory):
         entries.sort(key=lambda i: not i.metadata["current"])
         return entries + [self._turn_item(t) for t in self.store.turns(user_id)[0]]
 
+    @_writes
     def _update(self, item_id: str, text: str, *, user_id: str) -> MemoryItem:
         if self._turn_key(item_id, user_id) is not None:
             raise ReadOnlyItemError(
@@ -404,6 +445,7 @@ class ProfileMemory(Memory):
             raise ReadOnlyItemError(f"cannot update {item_id!r}: {exc}") from exc
         return self._chain_item(self.store.versions(user_id, entry_id))
 
+    @_writes
     def _delete(self, item_id: str, *, user_id: str) -> None:
         turn = self._turn_key(item_id, user_id)
         if turn is not None:
@@ -413,6 +455,7 @@ class ProfileMemory(Memory):
             user_id, self._entry_id(item_id, user_id), reason="deleted through the API", vectorize=self._vectorize
         )
 
+    @_reads
     def _history(self, item_id: str, *, user_id: str) -> list[dict[str, Any]]:
         turn = self._turn_key(item_id, user_id)
         if turn is not None:
@@ -422,6 +465,7 @@ class ProfileMemory(Memory):
             {**v.model_dump(mode="json"), "version_id": v.version_id} for v in self.store.versions(user_id, entry_id)
         ]
 
+    @_reads
     def _export(self, user_id: str) -> dict[str, Any]:
         """Entries with all their versions, the operation log (deleted texts erased), sessions, raw turns."""
         document = self.store.export_user(user_id)
@@ -437,6 +481,7 @@ class ProfileMemory(Memory):
         """The operation log, oldest first; for one entry when ``entry_id`` is given."""
         return self.store.operations(user_id, _entry_of(entry_id) if entry_id else None)
 
+    @_writes
     def apply(self, operations: list[Operation], *, user_id: str) -> list[OperationRecord]:
         """Apply operations directly (all or nothing), e.g. from a chatbot's own extraction."""
         return self.store.apply_session(user_id, None, operations, vectorize=self._vectorize, source="api")
@@ -446,6 +491,7 @@ class ProfileMemory(Memory):
         ``import_profile`` reads it back."""
         return self.store.export_user(user_id)
 
+    @_writes
     def import_profile(self, user_id: str, data: dict[str, Any] | str | Path) -> int:
         """Replace ``user_id``'s profile with an export (a dict, a JSON string or a file path)."""
         export: dict[str, Any]

@@ -1,6 +1,6 @@
-"""The profile backend on PostgreSQL: the same store, the same SQL, one database for N workers.
+"""The profile store on PostgreSQL: the same store, the same SQL, one database for N workers.
 
-Chosen by ``store: postgresql://...`` in the profile config (``--profile.store``). The tables are
+Chosen by ``store: postgresql://...`` in the profile config (``--profile.store``; ``ProfileMemory._make_store``). The tables are
 the SQLite store's (``schema``: entries with versions, the operation log, sessions, raw turns and
 ``meta``), created in the PostgreSQL schema ``memlab_profile`` from the same DDL and the same
 migrations, and the queries are ``store.ProfileStore``'s: ``PgProfileStore`` only swaps the
@@ -8,7 +8,7 @@ connection for ``_PgDb``, a small dialect layer that rewrites the few SQLite-onl
 (``?`` placeholders, ``INSERT OR REPLACE``, ``AUTOINCREMENT``/``lastrowid``, ``BLOB``, ``rowid``).
 
 Concurrency: every write of one user (an ingest, ``update``, ``delete``, ``apply``, ``reset``,
-``import``) runs inside ``user_scope``: one transaction holding a transaction-scoped advisory
+``import``) runs inside ``user_scope`` (the backend wraps each one): one transaction holding a transaction-scoped advisory
 lock on a hash of the user id, taken *before* the profile is read, so an ingest's read-resolve-write
 (and its turn numbering) is serialised per user across all workers and hosts; other users never
 wait. Reads (``retrieve``, ``list``, ``export``, ``history``) run in one REPEATABLE READ snapshot.
@@ -23,13 +23,10 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-from memlab.pg import ensure_schema, lock_key, open_pool, reject_nul
-from memlab.types import Retrieval, Session
+from memlab.pg import ensure_schema, lock_key, open_pool
 from memlab_plugins.profile import schema
-from memlab_plugins.profile.backend import ProfileMemory
 from memlab_plugins.profile.store import ProfileStore
 
 NAMESPACE = "memlab_profile"
@@ -223,66 +220,3 @@ class PgProfileStore(ProfileStore):
         with self.db.pool.connection() as conn, conn.transaction(), self.db.bound(conn):
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             yield
-
-
-class PgProfileMemory(ProfileMemory):
-    """``ProfileMemory`` on a ``PgProfileStore``; ``ProfileMemory(config)`` returns one when ``config.store`` is set."""
-
-    store: PgProfileStore
-
-    def __init__(self, config=None, *, data_dir=None, cache_dir=None, embedder=None, llm=None) -> None:
-        # The database is the state: the data directory (if given) is neither written nor locked,
-        # so any number of workers may share it.
-        super().__init__(config, data_dir=None, cache_dir=cache_dir, embedder=embedder, llm=llm)
-        self.data_dir = Path(data_dir) if data_dir is not None else None
-
-    def _make_store(self) -> ProfileStore:
-        return PgProfileStore(str(self.config.store), pool_size=self.config.pool_size)
-
-    def check_ready(self) -> None:
-        """A real read: the store's schema version, from the database."""
-        with self.store.db.pool.connection() as conn:
-            conn.execute(f"SELECT value FROM {NAMESPACE}.meta WHERE key='schema_version'").fetchone()
-
-    # Writes: the whole read-resolve-write of one user under that user's lock (turn numbering included).
-    def ingest(self, session: Session | Any, *, user_id: str) -> Any:
-        reject_nul(session)
-        with self.store.user_scope(user_id):
-            return super().ingest(session, user_id=user_id)
-
-    def _update(self, item_id: str, text: str, *, user_id: str) -> Any:
-        with self.store.user_scope(user_id):
-            return super()._update(item_id, text, user_id=user_id)
-
-    def _delete(self, item_id: str, *, user_id: str) -> None:
-        with self.store.user_scope(user_id):
-            super()._delete(item_id, user_id=user_id)
-
-    def _reset(self, user_id: str) -> None:
-        with self.store.user_scope(user_id):
-            super()._reset(user_id)
-
-    def apply(self, operations: Any, *, user_id: str) -> Any:
-        with self.store.user_scope(user_id):
-            return super().apply(operations, user_id=user_id)
-
-    def import_profile(self, user_id: str, data: Any) -> int:
-        with self.store.user_scope(user_id):
-            return super().import_profile(user_id, data)
-
-    # Reads: one snapshot each.
-    def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
-        with self.store.snapshot():
-            return super()._retrieve(query, user_id=user_id, k=k)
-
-    def _list(self, user_id: str) -> Any:
-        with self.store.snapshot():
-            return super()._list(user_id)
-
-    def _export(self, user_id: str) -> dict[str, Any]:
-        with self.store.snapshot():
-            return super()._export(user_id)
-
-    def _history(self, item_id: str, *, user_id: str) -> Any:
-        with self.store.snapshot():
-            return super()._history(item_id, user_id=user_id)

@@ -65,6 +65,21 @@ class ProfileStore:
                 raise
             self.db.execute("COMMIT")
 
+    # The storage interface the backend holds every call in (``pg_store.PgProfileStore`` fills them):
+    @contextmanager
+    def user_scope(self, user_id: str) -> Iterator[None]:
+        """One user's read-resolve-write, serialised against that user's other writers.
+
+        SQLite: one process owns the file (the directory lock) and callers already serialise one
+        user's calls (``Memory.concurrent_users``), and each write is its own transaction: nothing to do.
+        """
+        yield
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Several reads that see one state (SQLite: writes are single transactions under one lock)."""
+        yield
+
     @property
     def schema_version(self) -> int:
         return schema_version(self.db)

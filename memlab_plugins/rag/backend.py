@@ -15,13 +15,14 @@ Each user has an own store (chunks + index), so one user's query can never score
 turns. Items come back in conversation order (oldest first), each with its score and its source
 turn(s) (``memlab.memory.turn_source``, dates included); contexts are rendered by
 ``render_turns``, so turn chunks get ``DATE:`` headers and transcript chunks start with their
-``DATE:`` line. With a data directory the stores persist (``memlab_plugins.rag.file_store``: one
-snapshot and one append-only log per user, compacted) and the directory is locked for this process.
+``DATE:`` line. Where the chunks live is the ``store`` setting, behind one interface
+(``memlab_plugins.rag.store.RagStore``): by default RAM, persisted under the data directory when
+there is one (``local_store``: one snapshot and one append-only log per user, compacted; the
+directory is locked for this process); with a PostgreSQL URL, that database (``pg``).
 """
 
 from __future__ import annotations
 
-import shutil
 import threading
 from typing import Any, Literal
 
@@ -29,19 +30,18 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memlab.embedders import CachedEmbedder, Embedder, get_embedder
-from memlab.errors import MemlabError, NotFoundError
-from memlab.locks import DirectoryLock
-from memlab.memory import BackendConfig, Capability, Memory, format_date, render_turns, turn_source
+from memlab.errors import ConfigurationError, MemlabError
+from memlab.memory import BackendConfig, Capability, IngestReport, Memory, format_date, render_turns, turn_source
 from memlab.pg import StoreUrl
 from memlab.tokens import token_spans
 from memlab.types import MemoryItem, Message, Retrieval, Session
-from memlab_plugins.rag.file_store import FileChunkStorage, remove_directory
 from memlab_plugins.rag.index import ChunkStore, IndexSpec
 from memlab_plugins.rag.lexical import BM25Index, reciprocal_rank_fusion, top, weighted_fusion
+from memlab_plugins.rag.local_store import LocalRagStore
+from memlab_plugins.rag.store import RagStore, Vectors
 
 RoleName = Literal["user", "assistant", "system"]
 ALL_ROLES: list[RoleName] = ["user", "assistant", "system"]
-LOCK_PURPOSE = "memlab rag backend"
 
 
 class HybridWeights(BaseModel):
@@ -108,7 +108,7 @@ class RagConfig(BackendConfig):
     device: str = Field(default="cpu", description="cpu (fp32) or a torch device such as cuda:0 (fp16)")
     batch_size: int = Field(default=32, ge=1, description="texts per model forward pass (bge-m3)")
     max_length: int = Field(default=512, ge=8, description="model tokens per text; longer texts are truncated (bge-m3)")
-    # PostgreSQL store (memlab_plugins.rag.pg): several workers and hosts share one database.
+    # PostgreSQL store (memlab_plugins.rag.pg.PgRagStore): several workers and hosts share one database.
     store: StoreUrl = Field(
         default=None,
         description="None/'file' = files in the data directory; postgresql://user@host:5432/db = that database",
@@ -257,7 +257,7 @@ class RagMemory(Memory):
         "RAG: turn/session/window chunks in a FAISS index (flat or HNSW); dense top-k, BM25 fused by "
         "reciprocal rank fusion, or BGE-M3 sparse/ColBERT/hybrid re-ranking of the dense candidates."
     )
-    concurrent_users = True  # per-user stores, each with its own lock; the store table has a lock
+    concurrent_users = True  # per-user chunk stores with their own locks (or the database's transactions)
     Config = RagConfig
     capabilities = frozenset({Capability.PERSIST, Capability.LIST, Capability.DELETE})
     config: RagConfig
@@ -269,20 +269,16 @@ class RagMemory(Memory):
         # Session and window chunks are cut per ingest call.
         return cls.parse_config(config).chunking == "turn"  # type: ignore[attr-defined]
 
-    def __new__(cls, config=None, **kwargs: Any):
-        # ``store: postgresql://...`` selects the database-backed variant (memlab_plugins.rag.pg).
-        if cls is RagMemory and cls.parse_config(config).store is not None:  # type: ignore[attr-defined]
-            from memlab_plugins.rag.pg import PgRagMemory
-
-            return super().__new__(PgRagMemory)
-        return super().__new__(cls)
-
     def __init__(self, config=None, *, data_dir=None, cache_dir=None, embedder: Embedder | None = None) -> None:
         super().__init__(config, data_dir=data_dir, cache_dir=cache_dir)
-        self._lock: DirectoryLock | None = None
-        if self.data_dir is not None:
-            # One process per data directory: a second one would interleave appends and compactions.
-            self._lock = DirectoryLock(self.data_dir, purpose=LOCK_PURPOSE).acquire()
+        if self.config.store is not None:
+            from memlab_plugins.rag.pg import unsupported  # lazy: psycopg is an optional extra
+
+            problems = unsupported(self.config)
+            if problems:
+                raise ConfigurationError(
+                    "rag with a PostgreSQL store ranks by dense vectors only; unsupported here: " + ", ".join(problems)
+                )
         try:
             self.embedder = embedder or _shared_embedder(self.config, self.cache_dir)
             self._needs_sparse, self._needs_colbert = self.config.outputs()
@@ -291,17 +287,38 @@ class RagMemory(Memory):
                 raise MemlabError(
                     f"rag scoring={self.config.scoring!r} needs a BGE-M3 embedder, got {self.embedder.name!r}"
                 )
+            self._lexical: dict[str, BM25Index] = {}
+            self._first_turn = threading.local()  # the turn an ingest's chunks were numbered from
+            self.store: RagStore = self._open_store()
         except BaseException:
             self.close()
             raise
-        self._stores: dict[str, ChunkStore] = {}
-        self._lexical: dict[str, BM25Index] = {}
-        self._stores_lock = threading.Lock()
-        self._ingest_locks: dict[str, threading.Lock] = {}  # per user: turn numbering stays gap-free
-        if self.data_dir is not None:
-            # A user reset interrupted by a crash leaves a renamed folder: finish deleting it.
-            for trash in self.data_dir.glob(".user-*.deleted"):
-                shutil.rmtree(trash, ignore_errors=True)
+
+    def _open_store(self) -> RagStore:
+        """The store the ``store`` setting names: RAM + files (the default), or a PostgreSQL database."""
+        if self.config.store is None:
+            return LocalRagStore(
+                self.data_dir,
+                signature=self._signature(),
+                dim=self.embedder.dim,
+                spec=self.config.index_spec(),
+                rank=self._ranked,
+                prepare=self._complete,
+            )
+        from memlab_plugins.rag.pg import PgRagStore
+
+        return PgRagStore(
+            str(self.config.store),
+            embedder=self.embedder,
+            signature=self._signature(),
+            spec=self.config.index_spec(),
+            pool_size=self.config.pool_size,
+        )
+
+    @property
+    def _stores(self) -> dict[str, ChunkStore]:
+        """The users' chunk stores loaded in RAM (the local store's; empty on PostgreSQL)."""
+        return self.store.stores if isinstance(self.store, LocalRagStore) else {}
 
     # ------------------------------------------------------------------ stores
     def _signature(self) -> dict[str, Any]:
@@ -314,24 +331,6 @@ class RagMemory(Memory):
         if c.chunking != "turn" and self._m3 is not None:
             chunking["max_length"] = c.max_length
         return {"embedder": self.embedder.name, **chunking}
-
-    def _user_dir(self, user_id: str):
-        return self.data_dir / f"user-{user_id}" if self.data_dir is not None else None
-
-    def _store(self, user_id: str, *, create: bool) -> ChunkStore | None:
-        with self._stores_lock:
-            store = self._stores.get(user_id)
-            if store is None:
-                directory = self._user_dir(user_id)
-                if not create and (directory is None or not directory.exists()):
-                    return None
-                storage = (
-                    FileChunkStorage(directory, self._signature(), self.embedder.dim) if directory is not None else None
-                )
-                store = ChunkStore(self.embedder.dim, self.config.index_spec(), storage)
-                self._complete(store)
-                self._stores[user_id] = store
-            return store
 
     def _complete(self, store: ChunkStore) -> None:
         """Compute sparse/ColBERT outputs that a store saved under another scoring lacks."""
@@ -346,41 +345,36 @@ class RagMemory(Memory):
                 store.fill(output, positions, encoded.sparse if output == "sparse" else encoded.colbert)  # type: ignore[arg-type]
 
     def _next_turn_index(self, user_id: str, session_id: str) -> int:
-        store = self._store(user_id, create=False)
-        return store.sessions.get(session_id, 0) if store is not None else 0
+        return self.store.next_turn(user_id, session_id)
 
     # ------------------------------------------------------------------ Memory
-    def ingest(self, session, *, user_id):
-        """One ingest per user at a time (numbering a session's turns is read-then-write);
-        other users' ingests and every search proceed meanwhile."""
-        with self._stores_lock:
-            lock = self._ingest_locks.setdefault(user_id, threading.Lock())
-        with lock:
-            return super().ingest(session, user_id=user_id)
+    def ingest(self, session: Session | Any, *, user_id: str) -> IngestReport:
+        self._first_turn.value = None
+        report = super().ingest(session, user_id=user_id)
+        # The store numbers the turns when it writes (another ingest may have continued the
+        # session since the count was read): report the number actually used.
+        actual = getattr(self._first_turn, "value", None)
+        return report if actual is None else report.model_copy(update={"first_turn": actual})
 
     def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
-        store = self._store(user_id, create=True)
-        assert store is not None
         chunks = chunk_session(session, first_turn, self.config)
         texts = [c.text for c in chunks]
         # Embed before touching the store: a failed model call must not count the session's turns.
         if self._needs_sparse or self._needs_colbert:
             out = self._m3.encode(texts, sparse=self._needs_sparse, colbert=self._needs_colbert)
-            dense, sparse, colbert = out.dense, out.sparse or None, out.colbert or None
+            vectors = Vectors(out.dense, out.sparse or None, out.colbert or None)
         else:
-            dense = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), np.float32)
-            sparse = colbert = None
-        # One durable append carries the chunks and the session's new turn count together.
-        store.add(chunks, dense, sparse, colbert, sessions={session.id: first_turn + len(session.messages)})
+            vectors = Vectors(self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), np.float32))
+
+        def numbered(start: int) -> list[MemoryItem]:  # chunk texts do not depend on the numbering
+            return chunks if start == first_turn else chunk_session(session, start, self.config)
+
+        self._first_turn.value = self.store.add(user_id, session, numbered, vectors)
 
     def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
-        store = self._store(user_id, create=False)
-        if store is None or not len(store) or not query.strip():
+        if not query.strip():
             return Retrieval()
-        with store.lock:
-            found = self._ranked(store, user_id, query, k)
-        found.sort(key=lambda pair: pair[0])  # store order is conversation order
-        items = [item for _, item in found]
+        items = self.store.search(user_id, query, k)  # conversation order, each with its score
         return Retrieval(items=items, context=render_turns(items))
 
     def _ranked(self, store: ChunkStore, user_id: str, query: str, k: int) -> list[tuple[int, MemoryItem]]:
@@ -469,54 +463,28 @@ class RagMemory(Memory):
 
     # ------------------------------------------------------------------ listing, deletion, export
     def _list(self, user_id: str) -> list[MemoryItem]:
-        store = self._store(user_id, create=False)
-        if store is None:
-            return []
-        with store.lock:
-            return list(store.chunks)
+        return self.store.items(user_id)
 
     def _delete(self, item_id: str, *, user_id: str) -> None:
-        store = self._store(user_id, create=False)
-        if store is None:
-            raise NotFoundError(f"no memory item {item_id!r} for user {user_id!r}")
-        try:
-            store.delete(item_id)
-        except NotFoundError:
-            raise NotFoundError(f"no memory item {item_id!r} for user {user_id!r}") from None
+        self.store.delete(user_id, item_id)
 
     def _export(self, user_id: str) -> dict[str, Any]:
-        store = self._store(user_id, create=False)
-        if store is None:
-            return {"items": [], "sessions": {}}
-        with store.lock:
-            return {"items": [c.model_dump(mode="json") for c in store.chunks], "sessions": dict(store.sessions)}
+        return {
+            "items": [c.model_dump(mode="json") for c in self.store.items(user_id)],
+            "sessions": self.store.sessions(user_id),
+        }
 
     def _reset(self, user_id: str) -> None:
-        with self._stores_lock:
-            store = self._stores.pop(user_id, None)
-            self._lexical.pop(user_id, None)
-        if store is not None and store.storage is not None:
-            with store.lock:
-                store.storage.destroy()
-        directory = self._user_dir(user_id)
-        if directory is not None:
-            remove_directory(directory)
+        self._lexical.pop(user_id, None)
+        self.store.reset(user_id)
 
     def release(self, user_id: str) -> None:
         """Drop the user's index and BM25 from RAM (the client's LRU); the files stay and reload on use."""
-        if self.data_dir is None:
-            return  # in-memory only: the RAM copy is the memory
-        with self._stores_lock:
-            store = self._stores.pop(user_id, None)
+        self.store.release(user_id)
+        if self.data_dir is not None:  # in-memory only: the RAM copy (and its BM25) is the memory
             self._lexical.pop(user_id, None)
-        if store is not None:
-            with store.lock:
-                store.close()
 
     def close(self) -> None:
-        try:
-            for store in list(getattr(self, "_stores", {}).values()):
-                store.close()
-        finally:
-            if self._lock is not None:
-                self._lock.release()
+        store: RagStore | None = getattr(self, "store", None)
+        if store is not None:
+            store.close()

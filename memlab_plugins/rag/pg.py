@@ -1,7 +1,7 @@
-"""The rag backend on PostgreSQL + pgvector: N stateless workers share one database.
+"""The rag store on PostgreSQL + pgvector: N stateless workers share one database.
 
-Chosen by ``store: postgresql://...`` in the rag config (``--rag.store``); the file store stays
-the default. Chunks, their vectors and the sessions' turn counts are rows, and every request reads
+Chosen by ``store: postgresql://...`` in the rag config (``--rag.store``); the local store
+(``local_store``) stays the default. ``PgRagStore`` implements ``store.RagStore``. Chunks, their vectors and the sessions' turn counts are rows, and every request reads
 the database, so a write acknowledged by one worker is seen by the next search on any other.
 
 - ``memlab_rag_chunks``: one row per chunk (user, item id, session, turn, text, source, metadata,
@@ -23,21 +23,18 @@ first, then ordered by ``<#>``), ``index: hnsw`` lets the HNSW index answer with
 ``hnsw.ef_search`` (and pgvector >= 0.8's iterative scan); when the shared index's candidates were
 mostly other users' rows and fewer than k remain, the user's rows are ranked exactly instead.
 Dense scoring only: BM25 fusion, neighbour expansion and BGE-M3 sparse/ColBERT re-ranking need the
-whole per-user chunk set in memory and are refused with a configuration error on this store.
+whole per-user chunk set in memory and are refused with a configuration error on this store
+(``RagMemory`` checks ``unsupported`` before it opens one).
 Deletion removes the row; PostgreSQL frees the dead tuple at the next (auto)vacuum.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
-import numpy as np
-
 from memlab.embedders import Embedder
-from memlab.errors import ConfigurationError, DataFormatError, MemlabError, NotFoundError
-from memlab.memory import IngestReport, Memory, render_turns
+from memlab.errors import DataFormatError, MemlabError, NotFoundError
 from memlab.pg import (
     ensure_schema,
     ensure_vector_extension,
@@ -48,14 +45,15 @@ from memlab.pg import (
     set_meta,
     vector_literal,
 )
-from memlab.types import MemoryItem, Retrieval, Session
-from memlab_plugins.rag.backend import RagConfig, RagMemory, _shared_embedder, chunk_session
+from memlab.types import MemoryItem, Session
+from memlab_plugins.rag.index import IndexSpec
+from memlab_plugins.rag.store import Chunker, RagStore, Vectors
 
 PREFIX = "memlab_rag_"
 SCHEMA_VERSION = 1
 
 
-def _unsupported(config: RagConfig) -> list[str]:
+def unsupported(config: Any) -> list[str]:
     """Settings the PostgreSQL store cannot honour (they need the user's whole chunk set in memory)."""
     problems = []
     if config.lexical != "none":
@@ -67,7 +65,7 @@ def _unsupported(config: RagConfig) -> list[str]:
     return problems
 
 
-def _create_schema(dim: int, config: RagConfig) -> Any:
+def _create_schema(dim: int, spec: IndexSpec) -> Any:
     def create(conn: Any) -> None:
         conn.execute(
             f"""CREATE TABLE {PREFIX}sessions (
@@ -88,7 +86,7 @@ def _create_schema(dim: int, config: RagConfig) -> Any:
         )
         conn.execute(
             f"CREATE INDEX {PREFIX}chunks_hnsw ON {PREFIX}chunks USING hnsw (embedding vector_ip_ops)"
-            f" WITH (m = {int(config.hnsw_m)}, ef_construction = {int(config.hnsw_ef_construction)})"
+            f" WITH (m = {int(spec.hnsw_m)}, ef_construction = {int(spec.ef_construction)})"
         )
 
     return create
@@ -97,38 +95,28 @@ def _create_schema(dim: int, config: RagConfig) -> Any:
 MIGRATIONS: dict[int, Any] = {}  # version -> upgrade to version + 1 (none yet: schema 1 is the first)
 
 
-class PgRagMemory(RagMemory):
-    """``RagMemory`` whose chunks, vectors and turn counts live in PostgreSQL (see the module doc).
+class PgRagStore(RagStore):
+    """Every user's chunks, vectors and turn counts in one PostgreSQL database (see the module doc).
 
-    ``RagMemory(config)`` returns one of these when ``config.store`` is a PostgreSQL URL.
+    ``signature`` (embedder, chunking) is stored with the tables and checked on open, as the
+    files' is; the data directory (if the backend has one) is neither written nor locked, so any
+    number of workers may share the database.
     """
 
-    def __init__(self, config=None, *, data_dir=None, cache_dir=None, embedder: Embedder | None = None) -> None:
-        # The database is the state: the data directory (if given) is neither written nor locked,
-        # so any number of workers may share it.
-        Memory.__init__(self, config, data_dir=data_dir, cache_dir=cache_dir)
-        self._lock = None
-        self._stores, self._lexical = {}, {}
-        self._pool = None
-        problems = _unsupported(self.config)
-        if problems:
-            raise ConfigurationError(
-                "rag with a PostgreSQL store ranks by dense vectors only; unsupported here: " + ", ".join(problems)
-            )
-        self.url = str(self.config.store)
-        self.embedder = embedder or _shared_embedder(self.config, self.cache_dir)
-        self._needs_sparse = self._needs_colbert = False
-        self._m3 = None
-        self._first_turn = threading.local()
+    def __init__(
+        self, url: str, *, embedder: Embedder, signature: dict[str, Any], spec: IndexSpec, pool_size: int = 4
+    ) -> None:
+        self.url = url
+        self.embedder, self.signature, self.spec = embedder, signature, spec
         self._iterative_scan = False
-        self._pool = open_pool(self.url, max_size=self.config.pool_size)
+        self._pool = open_pool(self.url, max_size=pool_size)
         try:
             ensure_vector_extension(self._pool, self.url)
             ensure_schema(
                 self._pool,
                 PREFIX,
                 SCHEMA_VERSION,
-                _create_schema(self.embedder.dim, self.config),
+                _create_schema(self.embedder.dim, spec),
                 MIGRATIONS,
                 url=self.url,
             )
@@ -151,7 +139,7 @@ class PgRagMemory(RagMemory):
         return tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
 
     def _check_signature(self) -> None:
-        wanted = {**self._signature(), "dim": int(self.embedder.dim)}
+        wanted = {**self.signature, "dim": int(self.embedder.dim)}
         with self._db.connection() as conn, conn.transaction():
             stored = get_meta(conn, PREFIX, "signature")
             if stored is None:
@@ -166,27 +154,22 @@ class PgRagMemory(RagMemory):
             )
 
     # ------------------------------------------------------------------ ingest
-    def ingest(self, session: Session | Any, *, user_id: str) -> IngestReport:
-        # Not RagMemory.ingest's per-user RAM lock: the ingest transaction orders writers across workers.
-        reject_nul(session)
-        report = Memory.ingest(self, session, user_id=user_id)
-        # The turn numbering is decided inside the ingest transaction (another worker may have
-        # continued the session since the count was read): report the number actually used.
-        actual = getattr(self._first_turn, "value", None)
-        return report if actual is None else report.model_copy(update={"first_turn": actual})
-
-    def _next_turn_index(self, user_id: str, session_id: str) -> int:
+    def next_turn(self, user_id: str, session_id: str) -> int:
         with self._db.connection() as conn:
             row = conn.execute(
                 f"SELECT turns FROM {PREFIX}sessions WHERE user_id=%s AND session_id=%s", (user_id, session_id)
             ).fetchone()
         return int(row[0]) if row else 0
 
-    def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
-        self._first_turn.value = None
-        texts = [c.text for c in chunk_session(session, 0, self.config)]
-        # Embed before the transaction: a failed model call stores nothing, and the lock is held briefly.
-        dense = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), np.float32)
+    def check_ready(self) -> None:
+        """A real read: the store's schema version, from the database."""
+        with self._db.connection() as conn:
+            conn.execute(f"SELECT value FROM {PREFIX}meta WHERE key='schema_version'").fetchone()
+
+    def add(self, user_id: str, session: Session, chunk: Chunker, vectors: Vectors) -> int:
+        reject_nul(session)  # PostgreSQL text cannot hold U+0000: a clear error, nothing written
+        # The backend embedded before the transaction: the row lock is held only for the inserts.
+        dense = vectors.dense
         with self._db.connection() as conn, conn.transaction():
             conn.execute(
                 f"INSERT INTO {PREFIX}sessions VALUES (%s, %s, 0) ON CONFLICT DO NOTHING", (user_id, session.id)
@@ -195,9 +178,9 @@ class PgRagMemory(RagMemory):
                 f"SELECT turns FROM {PREFIX}sessions WHERE user_id=%s AND session_id=%s FOR UPDATE",
                 (user_id, session.id),
             ).fetchone()
-            chunks = chunk_session(session, int(start), self.config)
-            if [c.text for c in chunks] != texts:  # pragma: no cover - chunk texts never depend on numbering
-                raise AssertionError("chunk texts changed with the turn numbering")
+            chunks = chunk(int(start))
+            if len(chunks) != len(dense):  # pragma: no cover - chunk texts never depend on numbering
+                raise AssertionError("the chunks changed with the turn numbering")
             if chunks:
                 with conn.cursor() as cur:
                     cur.executemany(
@@ -221,7 +204,7 @@ class PgRagMemory(RagMemory):
                 f"UPDATE {PREFIX}sessions SET turns=%s WHERE user_id=%s AND session_id=%s",
                 (int(start) + len(session.messages), user_id, session.id),
             )
-        self._first_turn.value = int(start)
+        return int(start)
 
     # ------------------------------------------------------------------ reading
     @staticmethod
@@ -229,15 +212,13 @@ class PgRagMemory(RagMemory):
         _, item_id, text, source, metadata = row[:5]
         return MemoryItem(id=item_id, text=text, source=source, metadata=metadata, score=score)
 
-    def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
-        if not query.strip():
-            return Retrieval()
+    def search(self, user_id: str, query: str, k: int) -> list[MemoryItem]:
         q = vector_literal(self.embedder.embed([query], query=True)[0])
         columns = "seq, item_id, text, source, metadata"
         with self._db.connection() as conn, conn.transaction():
             rows = []
-            if self.config.index == "hnsw":
-                conn.execute(f"SET LOCAL hnsw.ef_search = {int(max(self.config.hnsw_ef_search, k))}")
+            if self.spec.kind == "hnsw":
+                conn.execute(f"SET LOCAL hnsw.ef_search = {int(max(self.spec.ef_search, k))}")
                 if self._iterative_scan:
                     conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
                 sql = (
@@ -256,10 +237,9 @@ class PgRagMemory(RagMemory):
                 )
                 rows = conn.execute(sql, (user_id, q, q, k)).fetchall()
         rows.sort(key=lambda r: r[0])  # conversation order, as the file store returns them
-        items = [self._row_item(r, float(r[5])) for r in rows]
-        return Retrieval(items=items, context=render_turns(items))
+        return [self._row_item(r, float(r[5])) for r in rows]
 
-    def _list(self, user_id: str) -> list[MemoryItem]:
+    def items(self, user_id: str) -> list[MemoryItem]:
         with self._db.connection() as conn:
             rows = conn.execute(
                 f"SELECT seq, item_id, text, source, metadata FROM {PREFIX}chunks WHERE user_id=%s ORDER BY seq",
@@ -267,7 +247,7 @@ class PgRagMemory(RagMemory):
             ).fetchall()
         return [self._row_item(r) for r in rows]
 
-    def _sessions(self, user_id: str) -> dict[str, int]:
+    def sessions(self, user_id: str) -> dict[str, int]:
         with self._db.connection() as conn:
             rows = conn.execute(
                 f"SELECT session_id, turns FROM {PREFIX}sessions WHERE user_id=%s ORDER BY session_id", (user_id,)
@@ -275,24 +255,16 @@ class PgRagMemory(RagMemory):
         return {r[0]: int(r[1]) for r in rows}
 
     # ------------------------------------------------------------------ deletion, export
-    def _delete(self, item_id: str, *, user_id: str) -> None:
+    def delete(self, user_id: str, item_id: str) -> None:
         with self._db.connection() as conn, conn.transaction():
             cursor = conn.execute(f"DELETE FROM {PREFIX}chunks WHERE user_id=%s AND item_id=%s", (user_id, item_id))
             if cursor.rowcount == 0:
                 raise NotFoundError(f"no memory item {item_id!r} for user {user_id!r}")
 
-    def _export(self, user_id: str) -> dict[str, Any]:
-        return {"items": [c.model_dump(mode="json") for c in self._list(user_id)], "sessions": self._sessions(user_id)}
-
-    def _reset(self, user_id: str) -> None:
+    def reset(self, user_id: str) -> None:
         with self._db.connection() as conn, conn.transaction():
             conn.execute(f"DELETE FROM {PREFIX}chunks WHERE user_id=%s", (user_id,))
             conn.execute(f"DELETE FROM {PREFIX}sessions WHERE user_id=%s", (user_id,))
-
-    def check_ready(self) -> None:
-        """A real read: the store's schema version, from the database."""
-        with self._db.connection() as conn:
-            conn.execute(f"SELECT value FROM {PREFIX}meta WHERE key='schema_version'").fetchone()
 
     def close(self) -> None:
         pool, self._pool = getattr(self, "_pool", None), None
