@@ -142,7 +142,7 @@ class IngestInterrupted(ShuttingDownError):
 # Messages embedded per model call, and written per hold of the store's write lock: mem0's embedded
 # qdrant commits each point on its own (~20 ms with fsync), so another user's search waits for one
 # small batch at most.
-EMBED_BATCH = 32
+EMBED_BATCH = 16
 WRITE_BATCH = 4
 
 

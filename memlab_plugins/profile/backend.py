@@ -214,9 +214,21 @@ class ProfileMemory(Memory):
         return None
 
     # ------------------------------------------------------------------ Memory
-    @_writes  # the whole read-resolve-write of one user (turn numbering included) under its scope
     def ingest(self, session: Session | Any, *, user_id: str) -> Any:
+        if self.config.store:  # PostgreSQL text cannot hold U+0000: a clear error before any write
+            from memlab.pg import reject_nul
+
+            reject_nul(session)
+        return self._ingest_in_scope(session, user_id=user_id)
+
+    @_writes  # the whole read-resolve-write of one user (turn numbering included) under its scope
+    def _ingest_in_scope(self, session: Session | Any, *, user_id: str) -> Any:
         return super().ingest(session, user_id=user_id)
+
+    def check_ready(self) -> None:
+        """A real read of the store (SQLite file or PostgreSQL): its schema version."""
+        super().check_ready()
+        self.store.get_meta("schema_version")
 
     def _next_turn_index(self, user_id: str, session_id: str) -> int:
         return self.store.session_turns(user_id, session_id)
