@@ -38,6 +38,7 @@ from typing import Any
 
 from memlab import data_subject
 from memlab.errors import MemlabError, NotFoundError
+from memlab.locks import ReadWriteLock
 from memlab.memory import Capability, IngestReport, Memory, validate_user_id
 from memlab.registry import create_backend
 from memlab.tokens import truncate_front
@@ -88,47 +89,6 @@ def to_message(value: MessageLike) -> Message:
     if isinstance(value, Mapping):
         return Message.model_validate(dict(value))
     raise TypeError(f"cannot read a message from {type(value).__name__}: use Message, a dict or (role, content)")
-
-
-class ReadWriteLock:
-    """Many readers or one writer. Waiting writers go first, so searches cannot starve an ingest."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self._readers = 0
-        self._writer = False
-        self._writers_waiting = 0
-
-    @contextlib.contextmanager
-    def read(self) -> Iterator[None]:
-        with self._cond:
-            while self._writer or self._writers_waiting:
-                self._cond.wait()
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                if not self._readers:
-                    self._cond.notify_all()
-
-    @contextlib.contextmanager
-    def write(self) -> Iterator[None]:
-        with self._cond:
-            self._writers_waiting += 1
-            try:
-                while self._writer or self._readers:
-                    self._cond.wait()
-            finally:
-                self._writers_waiting -= 1
-            self._writer = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._writer = False
-                self._cond.notify_all()
 
 
 @dataclass

@@ -19,13 +19,12 @@ from __future__ import annotations
 import tempfile
 import threading
 import warnings
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from memlab.errors import MemlabError, NotFoundError
-from memlab.locks import DirectoryLock
+from memlab.locks import DirectoryLock, ReadWriteLock
 from memlab.memory import (
     BackendConfig,
     Capability,
@@ -63,63 +62,6 @@ def _rows(listed: Any) -> list[Any]:
     if isinstance(listed, (list, tuple)) and listed and isinstance(listed[0], list):
         return list(listed[0])
     return list(listed or [])
-
-
-class StoreLock:
-    """Many readers or one writer, taking turns: a writer waits for the readers in, and when it
-    releases, the readers that waited meanwhile go before the next writer. A long ingest writes in
-    many short holds; with writers first (``memlab.client.ReadWriteLock``) it would take the lock
-    back before a waiting search ever woke, and the search would wait for the whole ingest."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self._readers = 0
-        self._readers_waiting = 0
-        self._writer = False
-        self._writers_waiting = 0
-        self._readers_turn = False
-
-    @contextmanager
-    def read(self) -> Iterator[None]:
-        with self._cond:
-            self._readers_waiting += 1
-            entered = False
-            try:
-                while self._writer or (self._writers_waiting and not self._readers_turn):
-                    self._cond.wait()
-                entered = True
-            finally:
-                self._readers_waiting -= 1
-                if not entered and not self._readers and not self._readers_waiting:  # interrupted waiting
-                    self._readers_turn = False
-                    self._cond.notify_all()
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                if not self._readers:
-                    self._readers_turn = False
-                    self._cond.notify_all()
-
-    @contextmanager
-    def write(self) -> Iterator[None]:
-        with self._cond:
-            self._writers_waiting += 1
-            try:
-                while self._writer or self._readers or self._readers_turn:
-                    self._cond.wait()
-            finally:
-                self._writers_waiting -= 1
-            self._writer = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._writer = False
-                self._readers_turn = self._readers_waiting > 0
-                self._cond.notify_all()
 
 
 class _UserLocks:
@@ -194,7 +136,7 @@ class Mem0Memory(IngestMixin, Memory):
         # it, a write holds it alone, one batch of messages at a time (see ingest.py), so one user's
         # long ingest never holds up another user's search for more than a batch. A user's own writes
         # run one at a time (turn numbering). interrupt() stops ingests between batches at shutdown.
-        self._store = StoreLock()
+        self._store = ReadWriteLock()
         self._users = _UserLocks()
         self._stopping = threading.Event()
         self._lock = DirectoryLock(root, purpose=LOCK_PURPOSE)
