@@ -83,6 +83,8 @@ def log_config(log_format: str, level: str) -> dict[str, Any]:
         "stream": "ext://sys.stderr",
         "formatter": "memlab",
         "filters": ["request_id"],
+        # also for libraries that set their own logger to DEBUG (bm25s does) and propagate to root
+        "level": level.upper(),
     }
     return {
         "version": 1,
