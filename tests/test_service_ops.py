@@ -356,7 +356,7 @@ BACKEND_OPTIONS = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["rag", "profile", "mem0"])
+@pytest.mark.parametrize("backend", ["full_context", "rag", "profile", "mem0"])
 def test_schemathesis_finds_no_server_error_on_the_built_in_backends(tmp_path: Path, backend: str) -> None:
     args = ("--backend", backend, "--data-dir", str(tmp_path / "data"), *BACKEND_OPTIONS[backend])
     with start_memlab_serve(*args, log=tmp_path / "server.log", api_keys=KEY, timeout=180) as server:
