@@ -1,4 +1,4 @@
-"""The ``memlab`` command line: run, report, demo, repair-predictions, backends, readers, serve.
+"""The ``memlab`` command line: run, report, compare, demo, repair-predictions, backends, readers, serve.
 
 Plugin settings use dotted options: ``--rag.top-k 5`` sets ``top_k`` in the config of backend
 ``rag`` (by name or by label); ``--reader.<key>`` goes to the reader, ``--llm.<key>`` into the
@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from memlab.config_files import parse_dotted_options, read_config_file
-from memlab.errors import MemlabError
+from memlab.errors import ConfigurationError, MemlabError, UnknownNameError
 
 RUN_EPILOG = """plugin options:
   --NAME.KEY VALUE     set KEY in the config of backend NAME (name or label), e.g. --rag.top-k 5;
@@ -39,7 +39,8 @@ is printed, full tracebacks are in OUT/errors.log, -v prints them); 2 for a usag
 
 
 def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
-    from memlab.run.spec import BackendSpec, JudgeSpec, ReaderSpec, RunConfig
+    from memlab.memory import config_problems
+    from memlab.run.spec import JudgeSpec, ReaderSpec, RunConfig
 
     data: dict[str, Any] = read_config_file(args.config, "run config") if args.config else {}
     dotted = parse_dotted_options(extra)
@@ -51,10 +52,15 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
         data["backends"] = [{"name": n.strip()} for n in args.backends.split(",") if n.strip()]
     if args.reader:
         data["reader"] = {"name": args.reader, "config": data.get("reader", {}).get("config", {})}
+    if args.readers:
+        data["readers"] = [n.strip() for n in args.readers.split(",") if n.strip()]
     if args.no_controls:
         data["controls"] = False
     if args.max_questions is not None:  # 0 must be refused by RunConfig, not silently mean "all"
         data["max_questions"] = args.max_questions
+    for key in ("sample", "seed", "answer_runs"):
+        if getattr(args, key) is not None:
+            data[key] = getattr(args, key)
     if args.contexts:
         data["contexts"] = args.contexts.split(",")
     if args.executor:
@@ -81,7 +87,8 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
-        raise MemlabError(f"invalid run config ({args.config or 'command line'}):\n{exc}") from exc
+        where = args.config or "command line"
+        raise ConfigurationError(f"invalid run config ({where}): {config_problems(RunConfig, exc)}") from exc
     # Dotted options: backends by name or label, then the reader and its LLM.
     reader_config = dict(config.reader.config)
     reader_config.update(dotted.pop("reader", {}))
@@ -99,7 +106,7 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
     specs = []
     for spec in config.backends:
         overrides = dotted.pop(spec.display, None) or dotted.get(spec.name) or {}
-        specs.append(BackendSpec(name=spec.name, label=spec.label, config={**spec.config, **overrides}))
+        specs.append(spec.model_copy(update={"config": {**spec.config, **overrides}}))
     for spec in config.backends:
         dotted.pop(spec.name, None)
     if dotted:
@@ -107,9 +114,32 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
             f"options for {sorted(dotted)} match no chosen backend ({', '.join(s.display for s in specs)}), "
             "'reader' or 'llm'"
         )
-    return config.model_copy(
+    resolved = config.model_copy(
         update={"backends": specs, "judge": judge, "reader": ReaderSpec(name=config.reader.name, config=reader_config)}
     )
+    _check_rows(resolved, args.config)
+    return resolved
+
+
+def _check_rows(config: Any, config_file: str | None) -> None:
+    """Each row's backend and settings and every reader's, checked before any work; errors name the file and the row."""
+    from memlab.memory import parse_plugin_config
+    from memlab.registry import backends, load_plugin, readers
+
+    for reference in config.plugins:
+        load_plugin(reference)
+    source = f"{config_file}: " if config_file else ""
+    for spec in config.backends:
+        try:
+            backends.get(spec.name).parse_config(spec.config)
+        except (ConfigurationError, UnknownNameError) as exc:
+            row = f"backend row {spec.display!r}" + (f" ({spec.name})" if spec.display != spec.name else "")
+            raise ConfigurationError(f"{source}{row}: {exc}") from exc
+    try:
+        for reader in config.all_readers():
+            parse_plugin_config(readers.get(reader.name).Config, reader.config, f"reader {reader.name!r}")
+    except (ConfigurationError, UnknownNameError) as exc:
+        raise ConfigurationError(f"{source}reader: {exc}") from exc
 
 
 def _print_report(run_dir: Path, plots: bool) -> None:
@@ -165,9 +195,10 @@ def _run_and_report(config: Any, args: argparse.Namespace, plots: bool) -> int:
 
 def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     config = build_run_config(args, extra)
+    readers = ",".join(dict.fromkeys(r.name for r in config.all_readers()))
     print(
         f"memlab run: dataset={config.dataset} backends={','.join(b.display for b in config.backends)} "
-        f"reader={config.reader.name} replay={config.replay} out={config.out}",
+        f"readers={readers} replay={config.replay} out={config.out} cache={config.resolved_cache_dir()}",
         file=sys.stderr,
     )
     return _run_and_report(config, args, plots=not args.no_plots)
@@ -203,6 +234,46 @@ def cmd_report(args: argparse.Namespace, extra: list[str]) -> int:
         raise MemlabError(f"unrecognised arguments: {' '.join(extra)}")
     _print_report(Path(args.run_dir), plots=not args.no_plots)
     return 0
+
+
+def cmd_compare(args: argparse.Namespace, extra: list[str]) -> int:
+    from memlab.report import compare
+
+    if extra:
+        raise MemlabError(f"unrecognised arguments: {' '.join(extra)}")
+    out = Path(args.out) if args.out else None
+    if out is not None and not out.parent.is_dir():
+        raise MemlabError(f"--out {out}: the directory {out.parent} does not exist")
+    if args.diff:
+        diff = compare.diff_rows(args.run_dirs, args.diff[0], args.diff[1])
+        print(compare.render_diff(diff, "plain"), end="")
+        if out is not None:
+            fmt = args.format or _format_of(out, default="md")
+            compare.write_text(out, compare.render_diff(diff, fmt))
+            print(f"\ndiff written to {out}")
+        return 0
+    comparison = compare.compare_runs(args.run_dirs)
+    if out is None:
+        print(compare.render_comparison(comparison, args.format or "plain"), end="")
+    else:
+        fmt = args.format or _format_of(out, default="md")
+        compare.write_text(out, compare.render_comparison(comparison, fmt))
+        written = [out]
+        if fmt != "json":  # the machine-readable record (pairwise p and p_adjusted) goes beside every export
+            written.append(compare.write_text(out.with_suffix(".json"), compare.render_comparison(comparison, "json")))
+        print(compare.render_comparison(comparison, "plain"), end="")
+        print("\nwritten: " + ", ".join(str(p) for p in written))
+    if args.plot:
+        path = compare.plot_comparison(comparison, args.plot, x=args.plot_x)
+        print(f"plot: {path}")
+    return 0
+
+
+def _format_of(path: Path, default: str) -> Any:
+    """The export format a file name asks for (``.md``, ``.csv``, ``.tex``, ``.json``, ``.txt``)."""
+    return {".md": "md", ".csv": "csv", ".tex": "latex", ".json": "json", ".txt": "plain"}.get(
+        path.suffix.lower(), default
+    )
 
 
 def _print_plugins(registry: Any) -> None:
@@ -276,6 +347,10 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.add_argument("--dataset", help="synthetic | personamem:32k|128k|1M | <folder> | locomo:<file>")
     run_p.add_argument("--backends", help="comma-separated backend names (see `memlab backends`)")
     run_p.add_argument("--reader", help="reader name (default: embedding)")
+    run_p.add_argument(
+        "--readers",
+        help="comma-separated readers: every backend is run with each (rows of a run config may name their own)",
+    )
     run_p.add_argument("--out", help="run directory (default: runs/latest)")
     run_p.add_argument(
         "--config",
@@ -284,6 +359,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run_p.add_argument("--no-controls", action="store_true", help="skip the blind controls")
     run_p.add_argument("--max-questions", type=int, help="at most N questions per history")
+    run_p.add_argument(
+        "--sample",
+        choices=["first", "stratified"],
+        help="with --max-questions: the first N (default), or N keeping every question type in proportion",
+    )
+    run_p.add_argument("--seed", type=int, help="seed of --sample stratified (default 0)")
+    run_p.add_argument(
+        "--answer-runs",
+        type=int,
+        help="answer each multiple-choice question N times; rows report accuracy mean and std (accuracy_std)",
+    )
     run_p.add_argument("--contexts", help="comma-separated history ids to run")
     run_p.add_argument("--executor", choices=["local", "process", "ray"], help="where jobs run (default local)")
     run_p.add_argument("--ray-address", help="Ray cluster address for --executor ray (auto, ray://host:10001)")
@@ -331,9 +417,40 @@ def build_parser() -> argparse.ArgumentParser:
     report_p.add_argument("--no-plots", action="store_true")
     report_p.set_defaults(func=cmd_report)
 
+    compare_p = sub.add_parser(
+        "compare",
+        help="one table of the rows of several runs, paired tests between every two rows, exports, per-question diff",
+        description="Compare the rows of one or several run directories: accuracy with 95%% CI, per type, context "
+        "tokens, cost, retrieve latency p50/p95, and an exact McNemar test between every two rows on the questions "
+        "both scored (p adjusted by Holm's method). Rows on datasets with different content hashes are not paired. "
+        "--diff ROW_A ROW_B lists the questions two rows answer differently.",
+    )
+    compare_p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    compare_p.add_argument(
+        "--format",
+        choices=["md", "csv", "latex", "json", "plain"],
+        help="export format (default: from --out's suffix .md/.csv/.tex/.json, else md; the terminal gets plain)",
+    )
+    compare_p.add_argument("--out", metavar="FILE", help="write the export here (and FILE.json beside it)")
+    compare_p.add_argument(
+        "--diff",
+        nargs=2,
+        metavar=("ROW_A", "ROW_B"),
+        help="questions the two rows answer differently (rows as backend/reader, e.g. rag/embedding[minilm], "
+        "or a backend label naming one row; run:backend/reader with several runs)",
+    )
+    compare_p.add_argument("--plot", metavar="PNG", help="draw accuracy against context tokens (or cost) here")
+    compare_p.add_argument("--plot-x", choices=["tokens", "cost"], default="tokens")
+    compare_p.set_defaults(func=cmd_compare)
+
     for kind, func in (("backends", cmd_backends), ("readers", cmd_readers)):
         list_p = sub.add_parser(kind, help=f"list {kind}, or --show NAME: its settings, capabilities and package")
-        list_p.add_argument("--show", metavar="NAME", help="every config field (type, default, description) of NAME")
+        list_p.add_argument(
+            "--show",
+            metavar="NAME",
+            help="every config field (type, default, description) of NAME: a plugin, or the distribution "
+            "that provides one",
+        )
         list_p.add_argument(
             "--plugin", action="append", metavar="MODULE:CLASS", help="register an unpackaged plugin first"
         )

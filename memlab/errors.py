@@ -19,7 +19,8 @@ class DuplicateNameError(MemlabError):
 
 
 class PluginValidationError(MemlabError):
-    """A plugin does not satisfy the interface it was registered for."""
+    """A plugin that cannot be used as registered: its import fails, or it does not satisfy the interface
+    (a missing hook or name, an entry-point name other than the class's, more than ``k`` items retrieved)."""
 
 
 class MissingDependencyError(MemlabError, ImportError):

@@ -12,13 +12,17 @@ The contract (docs/plugins.md walks through it with a complete example):
   ``first_turn + i`` of ``session.id``. A session may arrive in several parts. A persistent
   backend overrides ``_next_turn_index`` to ask its store, so numbering continues after a reopen.
 - ``_retrieve(query, user_id, k)``: return a ``Retrieval`` with at most ``k`` items and
-  ``context``, the text a reader sees. Rank is the items' ``score`` (higher is better) when every
+  ``context``, the text a reader sees (``retrieve`` refuses more than ``k`` with
+  ``PluginValidationError``). Rank is the items' ``score`` (higher is better) when every
   item has one, so items may come in conversation order for the reader; without scores, items
   come most relevant first (render turns with ``render_turns`` so dates and
   roles look the same for every backend). ``k`` is the caller's bound for this call;
   ``config.top_k`` is only the default the base class fills in when the caller gives none.
 - Items that come from turns carry ``turn_source(...)`` as ``source`` (``session_id``,
   ``turn_index``, ``role``, ``timestamp``): retrieval metrics and date rendering read these keys.
+- Item ids are unique per user, not globally: two users (or two users' sessions with one id)
+  may hold items with the same id, so any state keyed by item id must be keyed by user too.
+  ``delete`` removes exactly the named item of that user, for good (after a reopen too).
 - Unknown or foreign item ids raise ``NotFoundError`` (the service answers 404).
 - Optional abilities are declared in ``capabilities`` and implemented by overriding the matching
   hook (``list`` -> ``_list``, ``update`` -> ``_update``, ``delete`` -> ``_delete``, ``history`` ->
@@ -42,7 +46,7 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memlab import data_subject
-from memlab.errors import MemlabError, PluginValidationError, UnsupportedCapabilityError
+from memlab.errors import ConfigurationError, MemlabError, PluginValidationError, UnsupportedCapabilityError
 from memlab.tokens import count_tokens
 from memlab.types import MemoryItem, Message, Retrieval, Session
 
@@ -93,17 +97,28 @@ class IngestReport(BaseModel):
     cost_usd: float = 0.0
 
 
-def config_error_message(what: str, model: type[BaseModel], exc: ValidationError) -> str:
-    """A config error that names the bad keys and, for unknown ones, lists the valid keys."""
-    message = f"invalid config for {what}:\n{exc}"
-    if any(error["type"] == "extra_forbidden" for error in exc.errors()):
-        message += f"\nvalid keys: {', '.join(sorted(model.model_fields))}"
+def config_problems(model: type[BaseModel], exc: ValidationError) -> str:
+    """One line naming each bad key and what is wrong with it; for unknown top-level keys, the valid keys."""
+    problems = []
+    for error in exc.errors():
+        key = ".".join(str(part) for part in error["loc"]) or "(the config)"
+        given = error.get("input")
+        shown = "" if error["type"] == "extra_forbidden" or isinstance(given, dict) else f" (got {given!r})"
+        problems.append(f"{key}: {error['msg']}{shown}")
+    message = "; ".join(problems)
+    if any(error["type"] == "extra_forbidden" and len(error["loc"]) == 1 for error in exc.errors()):
+        message += f"; valid keys: {', '.join(sorted(model.model_fields))}"
     return message
+
+
+def config_error_message(what: str, model: type[BaseModel], exc: ValidationError) -> str:
+    """A one-line config error naming ``what``, the bad keys and, for unknown ones, the valid keys."""
+    return f"invalid config for {what}: {config_problems(model, exc)}"
 
 
 def parse_plugin_config(model: type[ConfigT], config: BaseModel | Mapping[str, Any] | None, what: str) -> ConfigT:
     """A plugin's (backend's, reader's) config as its ``model``: None gives the defaults; a bad key
-    or value raises ``MemlabError`` naming ``what`` and the key."""
+    or value raises ``ConfigurationError`` naming ``what`` and the key."""
     if config is None:
         return model()
     if isinstance(config, model):
@@ -113,7 +128,7 @@ def parse_plugin_config(model: type[ConfigT], config: BaseModel | Mapping[str, A
     try:
         return model.model_validate(dict(config))
     except ValidationError as exc:
-        raise MemlabError(config_error_message(what, model, exc)) from exc
+        raise ConfigurationError(config_error_message(what, model, exc)) from exc
 
 
 def validate_user_id(user_id: str) -> str:
@@ -223,6 +238,14 @@ class Memory(ABC):
             raise PluginValidationError(
                 f"backend {self.name or type(self).__name__!r} ({type(self).__module__}.{type(self).__qualname__}): "
                 f"_retrieve returned {type(result).__name__}, expected memlab.Retrieval"
+            )
+        if len(result.items) > k:
+            # Refused, not trimmed: the context was rendered from all of them, so dropping items
+            # here would leave the reader text the metrics never saw.
+            raise PluginValidationError(
+                f"backend {self.name or type(self).__name__!r} ({type(self).__module__}.{type(self).__qualname__}): "
+                f"_retrieve returned {len(result.items)} items for k={k}; a retrieval holds at most k items "
+                "(k is the caller's bound for this call)"
             )
         tokens = result.tokens or count_tokens(result.context)
         return result.model_copy(update={"seconds": seconds, "tokens": tokens})

@@ -6,6 +6,10 @@ lm-evaluation-harness). Two entries with one name are rejected, unknown names ar
 matches, and a plugin whose optional dependency is missing is listed as unavailable with its install
 hint instead of breaking discovery of the others. A loaded class is validated against the interface
 before it is handed out.
+
+Names: a plugin is known by one name everywhere (the registry, ``--backends``, result rows): an
+entry point's name must equal its class's ``name``, and a class without a ``name`` is refused.
+A plugin whose import fails for any reason is a one-line ``MemlabError`` naming it, never a traceback.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import difflib
 import hashlib
 import importlib.util
 import pkgutil
+import re
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -47,11 +52,27 @@ class PluginEntry:
     distribution: str | None = None
     loader: Callable[[], Any] | None = None
     _loaded: Any = field(default=None, repr=False)
+    in_process: bool = False  # registered by ``register`` (a notebook, a test, ``--plugin``), not an entry point
+    _source: tuple[str, str] | None = field(default=None, repr=False)
 
     def load(self) -> Any:
         if self._loaded is None:
             self._loaded = self.loader() if self.loader is not None else pkgutil.resolve_name(self.target)
         return self._loaded
+
+    def source(self) -> tuple[str, str] | None:
+        """(file name, sha256 of its content) of the file defining an in-process plugin's class.
+
+        Part of a result row's fingerprint where no distribution version names the code: an edited
+        ``--plugin`` file must not resume the rows its old version made. Hashed once, at first use
+        (``load_plugin`` hashes a file as it imports it).
+        """
+        if self._source is None and self._loaded is not None:
+            module = sys.modules.get(getattr(self._loaded, "__module__", ""), None)
+            path = getattr(module, "__file__", None)
+            if path and Path(path).is_file():
+                self._source = (Path(path).name, hashlib.sha256(Path(path).read_bytes()).hexdigest())
+        return self._source
 
     @property
     def version(self) -> str | None:
@@ -119,7 +140,7 @@ class Registry(Generic[T]):
                 return  # the same class registered again (a re-run notebook cell, --plugin given twice)
             raise DuplicateNameError(f"{self.group}: name {name!r} is already registered ({entries[name].target})")
         self._validate(name, obj)
-        entries[name] = PluginEntry(name, f"{obj.__module__}:{obj.__qualname__}", None, _loaded=obj)
+        entries[name] = PluginEntry(name, f"{obj.__module__}:{obj.__qualname__}", None, _loaded=obj, in_process=True)
 
     def unregister(self, name: str) -> None:
         self._discover().pop(name, None)
@@ -153,11 +174,44 @@ class Registry(Generic[T]):
             raise PluginValidationError(
                 f"{self._kind()} {name!r}: entry point {entry.target} does not exist ({exc})"
             ) from exc
+        except Exception as exc:  # the plugin's own code raised while importing: one line, naming it
+            raise PluginValidationError(
+                f"{self._kind()} {name!r} ({entry.target}): import failed: {type(exc).__name__}: {exc}"
+            ) from exc
         self._validate(name, obj)
+        if not entry.in_process and obj.name != name:
+            # Rows are labelled with the class's name: two names for one plugin would label them wrong.
+            raise PluginValidationError(
+                f"{self._kind()} {name!r} ({entry.target}{', from ' + entry.distribution if entry.distribution else ''}):"
+                f" the entry point's name must equal the class's name, which is {obj.name!r}"
+            )
         return obj
 
+    def resolve(self, name: str) -> str:
+        """``name`` itself when registered, else the one plugin the distribution ``name`` provides.
+
+        ``memlab backends --show memlab-episodic`` then shows ``episodic``. A distribution that
+        provides several plugins of this kind (or none) leaves ``name`` as it is, to fail with a hint.
+        """
+        entries = self._discover()
+        if name in entries:
+            return name
+        wanted = _normalise(name)
+        provided = sorted(n for n, e in entries.items() if e.distribution and _normalise(e.distribution) == wanted)
+        if len(provided) == 1:
+            return provided[0]
+        if provided:
+            raise UnknownNameError(
+                f"distribution {name!r} provides several {self._kind()}s: {', '.join(provided)}; name one of them"
+            )
+        return name
+
     def show(self, name: str) -> dict[str, Any]:
-        """Everything a plugin author or user needs to configure ``name`` (``memlab backends --show``)."""
+        """Everything a plugin author or user needs to configure ``name`` (``memlab backends --show``).
+
+        ``name`` may also be the distribution that provides the plugin, when it provides one.
+        """
+        name = self.resolve(name)
         entry = self.entry(name)
         obj = self.get(name)
         config = getattr(obj, "Config", None)
@@ -208,6 +262,11 @@ class Registry(Generic[T]):
         return self.group.rsplit(".", 1)[-1].rstrip("s")
 
 
+def _normalise(distribution: str) -> str:
+    """A distribution name as pip compares them (PEP 503): case, ``-``, ``_`` and ``.`` do not matter."""
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
 def _type_name(annotation: Any) -> str:
     if isinstance(annotation, type):
         return annotation.__name__
@@ -223,6 +282,9 @@ def _check_plugin_class(kind: str, name: str, obj: Any, base: type, base_name: s
     missing = sorted(getattr(obj, "__abstractmethods__", ()))
     if missing:
         raise PluginValidationError(f"{where} does not implement {', '.join(missing)}")
+    name_attr = getattr(obj, "name", None)
+    if not isinstance(name_attr, str) or not name_attr:
+        raise PluginValidationError(f"{where} sets no `name` (rows and the registry need a non-empty one)")
     return where
 
 
@@ -277,6 +339,7 @@ def load_plugin(reference: str) -> tuple[str, str]:
     from memlab.memory import Memory
     from memlab.readers.base import Reader
 
+    source: tuple[str, str] | None = None  # (file name, content sha256) of a plugin file
     target, sep, attr = reference.rpartition(":")
     if not sep or not target or not attr:
         raise PluginValidationError(f"--plugin {reference!r}: expected module:Class or path/to/file.py:Class")
@@ -293,6 +356,7 @@ def load_plugin(reference: str) -> tuple[str, str]:
             if spec is None or spec.loader is None:
                 raise PluginValidationError(f"--plugin {reference!r}: cannot import {path}")
             module = importlib.util.module_from_spec(spec)
+            source = (path.name, hashlib.sha256(path.read_bytes()).hexdigest())  # the content it imports
             sys.modules[module_name] = module  # dataclasses, pickling and pydantic look modules up by name
             try:
                 spec.loader.exec_module(module)
@@ -319,4 +383,6 @@ def load_plugin(reference: str) -> tuple[str, str]:
     if not name:
         raise PluginValidationError(f"--plugin {reference!r}: the class sets no `name`")
     registry.register(name, obj)
+    if source is not None:
+        registry.entry(name)._source = source
     return registry._kind(), name

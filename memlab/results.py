@@ -98,6 +98,9 @@ class Prediction(Costs):
     )
     evidence_messages: list[int] = Field(default_factory=list)
     metrics: dict[str, float] = Field(default_factory=dict)
+    run_choices: list[int | None] = Field(
+        default_factory=list, description="choices of answer runs 2..N (--answer-runs); run 1's is chosen"
+    )
     error: str | None = None
     fingerprint: str | None = Field(default=None, description="hash of the settings that determine this answer")
     traceback: str | None = Field(
@@ -141,11 +144,21 @@ class RowSummary(Costs):
     per_type: dict[str, Score] = Field(default_factory=dict)
     per_distance: dict[str, Score] = Field(default_factory=dict)
     questions: int = 0
+    open_questions: int = Field(default=0, description="questions without options (answered in free text)")
     errors: int = 0
     mean_context_tokens: float = 0.0
     metrics: dict[str, float] = Field(default_factory=dict)
     metrics_per_type: dict[str, dict[str, float]] = Field(default_factory=dict)
     vs_controls: list[PairedComparison] = Field(default_factory=list)
+    accuracy_runs: list[float] = Field(
+        default_factory=list, description="accuracy of each answer run (--answer-runs N), over the scored questions"
+    )
+    accuracy_mean: float | None = Field(default=None, description="mean of accuracy_runs")
+    accuracy_std: float | None = Field(default=None, description="population std of accuracy_runs (as judge_std)")
+    retrieve_ms_p50: float | None = Field(default=None, description="median retrieve latency per question, ms")
+    retrieve_ms_p95: float | None = Field(default=None, description="95th percentile retrieve latency, ms")
+    llm_endpoint: str | None = Field(default=None, description="the reader's LLM endpoint, as preflight reached it")
+    llm_model: str | None = Field(default=None, description="the model the endpoint reported serving")
     fingerprint: str | None = None
     settings: dict[str, Any] = Field(
         default_factory=dict,
@@ -401,6 +414,46 @@ def _row_metrics(preds: list[Prediction]) -> dict[str, float]:
     return dict(sorted(metrics.items()))
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) by linear interpolation between ranks (numpy's default)."""
+    if not values:
+        raise ValueError("percentile of no values")
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def answer_run_accuracies(scored: list[Prediction]) -> list[float]:
+    """Accuracy of each answer run over the scored questions (run 1 = ``correct``; a failed repeat
+    counts as wrong); empty when the questions were answered once."""
+    runs = max((len(p.run_choices) for p in scored), default=0)
+    if not runs:
+        return []
+    out = [sum(bool(p.correct) for p in scored) / len(scored)]
+    for i in range(runs):
+        right = sum(
+            len(p.run_choices) > i and p.run_choices[i] is not None and p.run_choices[i] == p.answer for p in scored
+        )
+        out.append(right / len(scored))
+    return out
+
+
+def _run_stats(row: RowSummary, scored: list[Prediction], preds: list[Prediction]) -> None:
+    """Answer-run mean/std and retrieve latency percentiles of a row."""
+    runs = answer_run_accuracies(scored)
+    if runs:
+        mean = sum(runs) / len(runs)
+        row.accuracy_runs = runs
+        row.accuracy_mean = mean
+        row.accuracy_std = math.sqrt(sum((r - mean) ** 2 for r in runs) / len(runs))
+    latencies = [1000 * p.retrieve_seconds for p in preds if p.error is None]
+    if latencies:
+        row.retrieve_ms_p50 = percentile(latencies, 50)
+        row.retrieve_ms_p95 = percentile(latencies, 95)
+
+
 def summarize_rows(predictions: list[Prediction]) -> list[RowSummary]:
     """One row per (backend, reader), accuracy over questions that were scored (errors excluded)."""
     groups: dict[tuple[str, str], list[Prediction]] = defaultdict(list)
@@ -422,6 +475,7 @@ def summarize_rows(predictions: list[Prediction]) -> list[RowSummary]:
                 per_type=_scores(scored, lambda p: p.question_type),
                 per_distance=_scores(scored, lambda p: distance_bucket(p.distance_tokens)),
                 questions=len(preds),
+                open_questions=sum(p.answer is None for p in preds),
                 errors=sum(p.error is not None for p in preds),
                 mean_context_tokens=sum(p.context_tokens for p in preds) / len(preds),
                 **{name: sum(getattr(p, name) for p in preds) for name in Costs.model_fields},
@@ -430,6 +484,7 @@ def summarize_rows(predictions: list[Prediction]) -> list[RowSummary]:
                 metrics_per_type={t: _mean_metrics(v) for t, v in sorted(by_type.items())},
             )
         )
+        _run_stats(rows[-1], scored, preds)
     _compare_with_controls(rows, groups)
     rows.sort(key=lambda r: (r.control, r.backend, r.reader))
     return rows

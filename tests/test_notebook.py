@@ -59,6 +59,9 @@ def test_notebook_shows_table_and_plots(tmp_path: Path, monkeypatch: pytest.Monk
     assert "| rag | embedding | 75.0 [30.1, 95.4] | 100.0 | 50.0 | 4 | 0 | 0 |" in markdown
     assert "| none (control) | embedding | 25.0 [4.6, 69.9] | 50.0 | 0.0 | 4 | 0 | 0 |" in markdown
     assert "| Backend | Reader | <4k | 32k-64k |" in markdown  # the distance table
+    # the significance tables: each row against the controls, then every two rows (Holm-adjusted)
+    assert "| Backend | Reader | vs control | n | wins | losses | p (McNemar) |" in markdown
+    assert "### Paired tests between rows" in markdown and "adjusted by Holm" in markdown
     stream = "".join(o.text for o in outputs if o.output_type == "stream")
     assert "run 'nb-run': 2 (backend, reader) rows" in stream
 

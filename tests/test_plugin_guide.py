@@ -97,21 +97,27 @@ PLANTED = {
 }
 
 
-@pytest.mark.parametrize("bug", sorted(PLANTED))
-def test_conformance_suite_catches_planted_bug(guide_files: Path, bug: str) -> None:
-    code, check = PLANTED[bug]
-    (guide_files / "buggy.py").write_text(
-        "from memlab import Retrieval\nfrom keyword_memory import KeywordMemory, words\n\n\n"
+def run_suite_on_buggy(folder: Path, code: str) -> subprocess.CompletedProcess[str]:
+    """The conformance suite on ``Buggy``: the guide's KeywordMemory with ``code`` replacing some of it."""
+    (folder / "buggy.py").write_text(
+        "from memlab import Retrieval\nfrom memlab.errors import NotFoundError\n"
+        "from keyword_memory import KeywordMemory, words\n\n\n"
         "class Buggy(KeywordMemory):\n" + textwrap.indent(textwrap.dedent(code), "    "),
         encoding="utf-8",
     )
-    (guide_files / "test_buggy.py").write_text(
+    (folder / "test_buggy.py").write_text(
         "from memlab.testing import MemoryConformance\nfrom buggy import Buggy\n\n\n"
         "class TestBuggy(MemoryConformance):\n"
         "    def make_memory(self, data_dir):\n        return Buggy({'top_k': 3}, data_dir=data_dir)\n",
         encoding="utf-8",
     )
-    result = run_pytest(guide_files, "test_buggy.py")
+    return run_pytest(folder, "test_buggy.py")
+
+
+@pytest.mark.parametrize("bug", sorted(PLANTED))
+def test_conformance_suite_catches_planted_bug(guide_files: Path, bug: str) -> None:
+    code, check = PLANTED[bug]
+    result = run_suite_on_buggy(guide_files, code)
     assert check in failed_checks(result), result.stdout[-3000:]
     # the pytest11 plugin rewrote the suite's asserts: failures show values, not a bare AssertionError
     assert re.search(r"^E\s+(assert|AssertionError: \S)", result.stdout, re.MULTILINE), result.stdout[-2000:]

@@ -218,14 +218,31 @@ def test_a_retrieve_that_returns_none_fails_the_job_visibly(tmp_path: Path) -> N
 
 
 def test_question_errors_exit_nonzero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from memlab.testing.recording_server import RecordingServer
+
+    def refuse(body: dict[str, object]) -> str:
+        raise RuntimeError("this server answers no question")
+
     out = tmp_path / "run"
-    # The llm reader against a port nobody listens on: each question ends in an error.
-    reader = [*llm_reader_args("http://127.0.0.1:9/v1", "m"), "--llm.max-retries", "0"]
-    code = main(run_args(out, "--no-controls", *reader, dataset="synthetic:personas=1,questions=2"))
+    # An endpoint that lists its model (preflight passes) and refuses every request: each question ends in an error.
+    with RecordingServer(refuse) as server:
+        reader = [*llm_reader_args(server.base_url, "m"), "--llm.max-retries", "0"]
+        code = main(run_args(out, "--no-controls", *reader, dataset="synthetic:personas=1,questions=2"))
     err = capsys.readouterr().err
     assert code == 1, err
     assert "question(s) ended in an error" in err
     assert "question" in (out / ERRORS_FILE).read_text()
+
+
+def test_unreachable_endpoint_is_refused_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    # The llm reader against a port nobody listens on: preflight stops the run, nothing is created.
+    reader = [*llm_reader_args("http://127.0.0.1:9/v1", "m"), "--llm.max-retries", "0"]
+    code = main(run_args(out, "--no-controls", *reader, dataset="synthetic:personas=1,questions=2"))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "preflight found 1 problem(s)" in err and "http://127.0.0.1:9/v1 cannot be reached" in err
+    assert not out.exists()
 
 
 # --------------------------------------------------------------------------- predictions.jsonl

@@ -41,6 +41,9 @@ class Reader(ABC):
     description: ClassVar[str] = ""
     Config: ClassVar[type[ReaderConfig]] = ReaderConfig
     uses_memory: ClassVar[bool] = True
+    # False for readers whose text answer to an open question is not a written answer (the embedding
+    # reader extracts a remembered turn): F1 and BLEU of such text measure nothing and are not scored.
+    writes_open_answers: ClassVar[bool] = True
 
     def __init__(
         self, config: ReaderConfig | Mapping[str, Any] | None = None, *, cache_dir: str | Path | None = None
@@ -48,6 +51,12 @@ class Reader(ABC):
         # Where this reader caches embeddings / LLM responses; passed in by the runner, never a global.
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.config = parse_plugin_config(self.Config, config, f"reader {self.name!r}")
+
+    @classmethod
+    def backend_problem(cls, config: Mapping[str, Any], backend: str, backend_config: Any) -> str | None:
+        """Why this reader cannot read backend ``backend`` (its parsed config given), or None. Checked
+        by the run's preflight before any ingest; the default reads any backend."""
+        return None
 
     @abstractmethod
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:

@@ -135,6 +135,7 @@ class EmbeddingReaderConfig(ReaderConfig):
 class EmbeddingReader(Reader):
     name = "embedding"
     description = "LLM-free: the option best supported by a remembered turn relevant to the question"
+    writes_open_answers = False  # an open question gets the most relevant remembered turn, not an answer
     Config = EmbeddingReaderConfig
     config: EmbeddingReaderConfig
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import Field
@@ -148,6 +148,17 @@ class PersonaMemReader(LLMBackedReader):
     )
     Config = PersonaMemReaderConfig
     config: PersonaMemReaderConfig
+
+    @classmethod
+    def backend_problem(cls, config: Mapping[str, Any], backend: str, backend_config: Any) -> str | None:
+        if backend in ("full_context", "none"):  # none: the reference's no-context branch (blind control)
+            if backend == "full_context" and not getattr(backend_config, "include_system", True):
+                return "reader 'personamem' needs every turn: run full_context with include_system true"
+            return None
+        return (
+            f"reader 'personamem' sends the raw history as chat messages and needs the full_context backend, "
+            f"not {backend!r}; read {backend!r} with personamem_baseline (give the row its own reader in a run config)"
+        )
 
     def describe(self) -> str:
         suffix = "" if self.config.system_turns == "auto" else f":system={self.config.system_turns}"

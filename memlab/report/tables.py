@@ -154,6 +154,8 @@ def distance_table(summary: RunSummary) -> str:
     return _md(["Backend", "Reader", *buckets], body, set(range(2, len(buckets) + 2)))
 
 
+# Scores of a written answer to an open question (LoCoMo, LongMemEval).
+OPEN_ANSWER_METRICS = frozenset({"f1", "f1_no_adversarial", "bleu1"})
 # Headers of metrics whose names alone would mislead: LoCoMo's overall F1 with and without category 5.
 METRIC_LABELS = {
     "f1": "F1 (all categories)",
@@ -175,18 +177,34 @@ def metrics_table(summary: RunSummary, per_type: bool = True) -> str:
     if not rows:
         return ""
     names = sorted({m for r in rows for m in r.metrics}, key=_metric_order)
+    unscored = [r for r in rows if r.open_questions and not OPEN_ANSWER_METRICS & r.metrics.keys()]
+    if unscored:  # open questions read by a reader that writes no answers: say so instead of a blank
+        names += [m for m in ("f1", "bleu1") if m not in names]
     show_types = per_type and any(r.metrics_per_type for r in rows)
     labels = type_labels(sorted({t for r in rows for t in r.metrics_per_type}))
     headers = ["Backend", "Reader", *(["Type"] if show_types else []), *(METRIC_LABELS.get(m, m) for m in names)]
     body = []
     for row in rows:
         lead = [row.backend + (" (control)" if is_control(row) else ""), row.reader]
-        body.append(lead + (["all"] if show_types else []) + [_metric(row.metrics.get(m)) for m in names])
+        na = row in unscored
+
+        def cell(values: dict[str, float], m: str, na: bool = na) -> str:
+            return "n/a" if na and m in OPEN_ANSWER_METRICS else _metric(values.get(m))
+
+        body.append(lead + (["all"] if show_types else []) + [cell(row.metrics, m) for m in names])
         if show_types:
             for t, values in sorted(row.metrics_per_type.items(), key=lambda kv: _type_rank(kv[0])):
-                body.append(lead + [labels[t]] + [_metric(values.get(m)) for m in names])
+                body.append(lead + [labels[t]] + [cell(values, m) for m in names])
     first_metric = len(headers) - len(names)
-    return _md(headers, body, set(range(first_metric, len(headers))))
+    table = _md(headers, body, set(range(first_metric, len(headers))))
+    if unscored:
+        readers = ", ".join(sorted({r.reader for r in unscored}))
+        table += (
+            f"\n\nF1 / BLEU n/a: the reader ({readers}) writes no answers to open questions (the embedding "
+            "reader returns the remembered turn it finds most relevant), so their F1 and BLEU would measure "
+            "nothing; read open questions with an LLM reader (--reader locomo or llm) for these scores."
+        )
+    return table
 
 
 def paired_table(summary: RunSummary) -> str:

@@ -44,7 +44,7 @@ from memlab.results import (
 )
 from memlab.run.executors.worker import JobFailed
 from memlab.run.fingerprint import dataset_content_hash, differences, fingerprint_of, row_settings
-from memlab.run.job import Job, cached_dataset, create_reader_for, state_dir_name, user_id_for
+from memlab.run.job import Job, cached_dataset, create_reader_for, select_questions, state_dir_name, user_id_for
 from memlab.run.spec import BackendSpec, ReaderSpec, RunConfig, config_for_files
 
 CONFIG_FILE = "config.json"
@@ -74,6 +74,7 @@ class RowPlan:
     reader_identity: str
     settings: dict[str, Any]
     fingerprint: str
+    served: Any = None  # preflight's ServedModel of the reader's LLM endpoint, when it has one
 
     @property
     def key(self) -> tuple[str, str]:
@@ -115,18 +116,24 @@ def plan_rows(config: RunConfig, dataset: Dataset, dataset_hash: str | None = No
     identities: dict[str, str] = {}
     rows = []
     for backend, reader in config.all_jobs_specs():
-        cache = json.dumps([reader.name, reader.config], sort_keys=True)
-        if cache not in identities:
-            identities[cache] = reader_identity(reader)
+        if reader.key not in identities:
+            identities[reader.key] = reader_identity(reader)
         settings = row_settings(
             backend,
             reader,
-            reader_identity=identities[cache],
+            reader_identity=identities[reader.key],
             dataset_spec=config.dataset,
             dataset_hash=dataset_hash,
             replay=config.replay,
+            answer_runs=config.answer_runs,
         )
-        rows.append(RowPlan(backend, reader, identities[cache], settings, fingerprint_of(settings)))
+        rows.append(RowPlan(backend, reader, identities[reader.key], settings, fingerprint_of(settings)))
+    keys = [row.key for row in rows]
+    clashes = sorted({_row_name(key) for key in keys if keys.count(key) > 1})
+    if clashes:
+        raise MemlabError(
+            f"rows {clashes} would share one name (backend label / reader): give the backends distinct labels"
+        )
     return rows
 
 
@@ -146,9 +153,9 @@ def plan_jobs(
     jobs = []
     for row in rows:
         for context_id in contexts:
-            questions = dataset.questions_for(context_id)
-            if config.max_questions:
-                questions = questions[: config.max_questions]
+            questions = select_questions(
+                dataset.questions_for(context_id), config.max_questions, config.sample, config.seed
+            )
             if row.reader.name == CONTROL_READER and not any(q.is_multiple_choice for q in questions):
                 continue  # the longest-option control has nothing to say about open questions (LoCoMo)
             todo = [q.id for q in questions if (row.backend.display, row.reader_identity, q.id) not in done]
@@ -160,10 +167,18 @@ def plan_jobs(
                     reader=row.reader,
                     context_id=context_id,
                     dataset=config.dataset,
-                    state_dir=out / "state" / state_dir_name(row.backend.display) / user_id_for(context_id),
+                    # rows of one backend with several readers replay side by side in parallel executors
+                    state_dir=out
+                    / "state"
+                    / state_dir_name(row.backend.display)
+                    / state_dir_name(row.reader_identity)
+                    / user_id_for(context_id),
                     cache_dir=cache_dir,
                     question_ids=todo,
                     max_questions=config.max_questions,
+                    sample=config.sample,
+                    seed=config.seed,
+                    answer_runs=config.answer_runs,
                     replay=config.replay,
                     fingerprint=row.fingerprint,
                     plugins=config.plugins,
@@ -274,9 +289,10 @@ def _embedder_names(config: RunConfig) -> str:
         if kind:
             model = spec.config.get("model")
             names.append(f"{spec.display}={kind}" + (f"({model})" if model else ""))
-    if config.reader.config.get("embedder") or config.reader.name == "embedding":
-        names.append(f"reader={config.reader.config.get('embedder', 'minilm')}")
-    return ", ".join(names)
+    for reader in config.all_readers():
+        if reader.config.get("embedder") or reader.name == "embedding":
+            names.append(f"reader={reader.config.get('embedder', 'minilm')}")
+    return ", ".join(dict.fromkeys(names))
 
 
 def current_predictions(predictions: list[Prediction], rows: list[RowPlan]) -> list[Prediction]:
@@ -299,6 +315,8 @@ def write_summary(
         plan = plans.get((summary_row.backend, summary_row.reader))
         if plan is not None:
             summary_row.fingerprint, summary_row.settings = plan.fingerprint, plan.settings
+            if plan.served is not None:
+                summary_row.llm_endpoint, summary_row.llm_model = plan.served.endpoint, plan.served.model
     from memlab.run.judging import add_judgments
 
     add_judgments(config, summary_rows)
@@ -385,12 +403,17 @@ def run(config: RunConfig, *, executor: Any | None = None) -> RunSummary:
 def run_with_details(config: RunConfig, *, executor: Any | None = None) -> RunResult:
     """``run``, also returning the failures met (with tracebacks) for the caller to show."""
     out = Path(config.out)
+    for reference in config.plugins:
+        load_plugin(reference)
+    from memlab.run.preflight import preflight
+
+    served = preflight(config)  # before the directory is made and before any ingest
     _check_out(out)
     lock = _lock(out)
     try:
         with _sigterm_as_interrupt() as received:
             try:
-                return _run_locked(config, out, executor)
+                return _run_locked(config, out, executor, served)
             except KeyboardInterrupt:
                 saved = 0
                 try:
@@ -402,14 +425,15 @@ def run_with_details(config: RunConfig, *, executor: Any | None = None) -> RunRe
         lock.release()
 
 
-def _run_locked(config: RunConfig, out: Path, executor: Any | None) -> RunResult:
-    for reference in config.plugins:
-        load_plugin(reference)
+def _run_locked(config: RunConfig, out: Path, executor: Any | None, served: dict[str, Any]) -> RunResult:
     dataset = cached_dataset(config.dataset)
     for spec in config.backends:  # fail fast on unknown names and bad configs, before any work
         backends.get(spec.name).parse_config(spec.config)
-    readers.get(config.reader.name)
+    for reader in config.all_readers():
+        readers.get(reader.name)
     rows = plan_rows(config, dataset)
+    for row in rows:
+        row.served = served.get(row.reader.key)
     existing = read_predictions(out)  # raises on an unreadable line, before anything is appended
     check_resumable(out, rows, existing)
     wanted = {row.key: row.fingerprint for row in rows}

@@ -46,7 +46,11 @@ def memlab_version() -> str:
 
 
 def plugin_package(kind: str, name: str) -> str:
-    """'distribution version' of the package that provides a plugin, or where an in-process one lives."""
+    """'distribution version' of the package that provides a plugin, or where an in-process one lives.
+
+    An in-process plugin (``--plugin file.py:Class``, a notebook's class) has no version: the
+    name and content hash of the file defining it stand in, so an edited plugin file makes a new row.
+    """
     registry = backends if kind == "backend" else readers
     entry = registry.entry(name)
     if entry.distribution:
@@ -54,7 +58,10 @@ def plugin_package(kind: str, name: str) -> str:
             return f"{entry.distribution} {metadata.version(entry.distribution)}"
         except metadata.PackageNotFoundError:
             return f"{entry.distribution} (version unknown)"
-    return f"in-process {entry.target}"
+    source = entry.source()
+    if source is None:
+        return f"in-process {entry.target}"
+    return f"in-process {entry.target}, file {source[0]} sha256:{source[1][:16]}"
 
 
 def _operational_removed(value: Any) -> Any:
@@ -111,8 +118,10 @@ def row_settings(
     dataset_spec: str,
     dataset_hash: str,
     replay: ReplayMode,
+    answer_runs: int = 1,
 ) -> dict[str, Any]:
-    """What a row's fingerprint covers, as a JSON-ready document (shown when resume refuses)."""
+    """What a row's fingerprint covers, as a JSON-ready document (shown when resume refuses).
+    ``answer_runs`` is covered only above 1, so rows of runs made before it existed keep their fingerprints."""
     reader_config = resolved_reader_config(reader)
     reader_part: dict[str, Any] = {
         "name": reader.name,
@@ -123,7 +132,7 @@ def row_settings(
     endpoint = _llm_endpoint(reader_config)
     if endpoint is not None:
         reader_part["llm_endpoint"] = endpoint
-    return {
+    settings: dict[str, Any] = {
         "backend": {
             "name": backend.name,
             "config": _operational_removed(redact(resolved_backend_config(backend))),
@@ -134,6 +143,9 @@ def row_settings(
         "replay": replay,
         "memlab": memlab_version(),
     }
+    if answer_runs > 1:
+        settings["answer_runs"] = answer_runs
+    return settings
 
 
 def fingerprint_of(settings: dict[str, Any]) -> str:

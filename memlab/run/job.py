@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import random
 import shutil
 import time
 import traceback
@@ -25,13 +26,15 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlab.datasets import Dataset, History, load_dataset
 from memlab.errors import ConfigurationError, MemlabError
 from memlab.eval.retrieval import evidence_to_indexes, retrieval_metrics, retrieval_ranking
+from memlab.llm.config import LLMConfig
+from memlab.llm.managed import ManagedLLM
 from memlab.memory import IngestReport, Memory
 from memlab.readers.base import Reader
 from memlab.registry import backends, load_plugin, readers
@@ -53,6 +56,9 @@ class Job(BaseModel):
     cache_dir: Path
     question_ids: list[str] = Field(description="questions still to answer (resume skips the rest)")
     max_questions: int | None = None
+    sample: Literal["first", "stratified"] = "first"
+    seed: int = 0
+    answer_runs: int = Field(default=1, ge=1, description="answers per multiple-choice question (--answer-runs)")
     replay: ReplayMode = "once"
     fingerprint: str | None = Field(default=None, description="stamped on every prediction of this job")
     plugins: list[str] = Field(default_factory=list, description="--plugin classes to register before the job")
@@ -88,6 +94,37 @@ def load_dataset_clearly(spec: str) -> Dataset:
 def cached_dataset(spec: str) -> Dataset:
     """Each process loads a dataset once (executors call jobs many times per worker)."""
     return load_dataset_clearly(spec)
+
+
+def select_questions(
+    questions: list[Question], max_questions: int | None, sample: str = "first", seed: int = 0
+) -> list[Question]:
+    """The questions of one history a run answers: all, the first ``max_questions``, or (``stratified``)
+    ``max_questions`` keeping every question type in proportion, drawn with ``seed``; in history order."""
+    if not max_questions or len(questions) <= max_questions:
+        return list(questions)
+    if sample == "first":
+        return questions[:max_questions]
+    if sample != "stratified":
+        raise MemlabError(f"sample must be 'first' or 'stratified', got {sample!r}")
+    groups: dict[str, list[Question]] = {}
+    for question in questions:
+        groups.setdefault(question.type, []).append(question)
+    # Every type keeps one question when there is room for all; the rest is shared in proportion to
+    # what each type has left (largest remainder, ties by type name).
+    quota = {t: 1 if max_questions >= len(groups) else 0 for t in groups}
+    left = max_questions - sum(quota.values())
+    room = {t: len(g) - quota[t] for t, g in groups.items()}
+    exact = {t: left * room[t] / sum(room.values()) for t in groups}
+    for t in groups:
+        quota[t] += int(exact[t])
+    for t in sorted(groups, key=lambda t: (-(exact[t] - int(exact[t])), t))[: max_questions - sum(quota.values())]:
+        quota[t] += 1
+    chosen: set[str] = set()
+    for t, group in groups.items():
+        rng = random.Random(f"{seed}|{group[0].context_id}|{t}")  # str seeds are stable across processes
+        chosen.update(q.id for q in rng.sample(group, quota[t]))
+    return [q for q in questions if q.id in chosen]
 
 
 def state_dir_name(label: str) -> str:
@@ -136,7 +173,12 @@ def answer_concurrency(reader: Reader) -> int:
 
 
 def _question_metrics(
-    question: Question, history: History, retrieval: Retrieval, answer: Answer, uses_memory: bool
+    question: Question,
+    history: History,
+    retrieval: Retrieval,
+    answer: Answer,
+    uses_memory: bool,
+    writes_open_answers: bool = True,
 ) -> tuple[dict[str, float], list[int] | None, list[int]]:
     metrics: dict[str, float] = {}
     if "parse_failure" in answer.metadata:  # only readers that parse free text report it
@@ -150,7 +192,7 @@ def _question_metrics(
     evidence = evidence_to_indexes(history, question) if question.evidence else []
     if uses_memory and evidence:
         metrics.update(retrieval_metrics(ranking, evidence))
-    if not question.is_multiple_choice and answer.text is not None:
+    if not question.is_multiple_choice and answer.text is not None and writes_open_answers:
         from memlab.eval.answers import score_open_answer
 
         metrics.update(score_open_answer(question, answer.text))
@@ -193,11 +235,57 @@ def _answer_and_score(
     question: Question,
     retrieval: Retrieval,
     cost: _IngestCost,
+    repeats: list[Reader] | None = None,
 ) -> Prediction:
     """Answer one question and build its prediction (metrics included): all of it independent of
-    other questions, so it runs on an answering thread while the replay goes on."""
+    other questions, so it runs on an answering thread while the replay goes on. ``repeats`` answer
+    a multiple-choice question again (``--answer-runs``), each with its own LLM cache key."""
     answer, seconds, trace = _answer(reader, question, retrieval)
-    return _prediction(job, reader_name, reader.uses_memory, history, question, retrieval, answer, seconds, cost, trace)
+    prediction = _prediction(
+        job,
+        reader_name,
+        reader.uses_memory,
+        history,
+        question,
+        retrieval,
+        answer,
+        seconds,
+        cost,
+        trace,
+        writes_open_answers=type(reader).writes_open_answers,
+    )
+    if job.answer_runs > 1 and question.is_multiple_choice and answer.error is None:
+        if repeats:
+            prediction.run_choices = [_answer(r, question, retrieval)[0].choice for r in repeats]
+        else:  # a reader without an LLM answers the same question the same way every time
+            prediction.run_choices = [answer.choice] * (job.answer_runs - 1)
+    return prediction
+
+
+def repeat_readers(job: Job) -> list[Reader]:
+    """Readers for answer runs 2..N of an LLM reader: run i's requests carry ``answer_run: i`` in their
+    cache key (as the judge keys its runs), so a cached first answer is not replayed as the second."""
+    if job.answer_runs < 2:
+        return []
+    llm_config = job.reader.config.get("llm")
+    if "llm" not in readers.get(job.reader.name).Config.model_fields:
+        return []  # no LLM: the reader's answers are a function of its input
+    if LLMConfig.model_validate(llm_config or {}).resolved_provider() == "hf":
+        return []  # a local model scored deterministically (logprob): one copy of it is enough
+    repeats: list[Reader] = []
+    try:
+        for run in range(1, job.answer_runs):
+            reader = create_reader_for(job.reader, job.cache_dir)
+            repeats.append(reader)
+            llm = getattr(reader, "llm", None)
+            if not isinstance(llm, ManagedLLM):
+                raise MemlabError(f"reader {job.reader.name!r}: --answer-runs needs its LLM to be built by memlab")
+            llm.params["answer_run"] = run
+    except BaseException:
+        for made in repeats:
+            made.close()
+        raise
+    return repeats
 
 
 class _Replay:
@@ -271,9 +359,7 @@ def run_job(job: Job, emit: Callable[[Prediction], None] | None = None) -> list[
         load_plugin(reference)
     dataset = cached_dataset(job.dataset)
     history = dataset.histories.get(job.context_id)
-    questions = dataset.questions_for(job.context_id)
-    if job.max_questions:
-        questions = questions[: job.max_questions]
+    questions = select_questions(dataset.questions_for(job.context_id), job.max_questions, job.sample, job.seed)
     todo = set(job.question_ids)
     reader = create_reader_for(job.reader, job.cache_dir)
     reads_memory = reader.uses_memory
@@ -283,11 +369,15 @@ def run_job(job: Job, emit: Callable[[Prediction], None] | None = None) -> list[
             raise MemlabError(f"history {job.context_id!r} is not in dataset {job.dataset!r}")
         history = History(id=job.context_id, messages=[], session_starts=[])
     replay = _Replay(job, history, reads_memory)
+    repeats: list[Reader] = []
     try:
+        repeats = repeat_readers(job)
         replay.open()
-        return _answer_all(job, reader, replay, history, questions, todo, emit)
+        return _answer_all(job, reader, replay, history, questions, todo, emit, repeats)
     finally:
         reader.close()
+        for repeat in repeats:
+            repeat.close()
         replay.close()
 
 
@@ -299,6 +389,7 @@ def _answer_all(
     questions: list[Question],
     todo: set[str],
     emit: Callable[[Prediction], None] | None,
+    repeats: list[Reader] | None = None,
 ) -> list[Prediction]:
     reader_name = reader.describe()
     concurrency = answer_concurrency(reader)
@@ -326,7 +417,7 @@ def _answer_all(
             retrieval = replay.advance(question, question.id in todo, cost)
             if retrieval is None:
                 continue
-            args = (job, reader, reader_name, history, question, retrieval, cost)
+            args = (job, reader, reader_name, history, question, retrieval, cost, repeats)
             if concurrency == 1:  # answered here, in order: readers without an LLM need no threads
                 prediction = _answer_and_score(*args)
                 made[question.id] = prediction
@@ -358,8 +449,12 @@ def _prediction(
     answer_seconds: float,
     cost: _IngestCost,
     trace: str | None,
+    writes_open_answers: bool = True,
 ) -> Prediction:
-    metrics, retrieved, evidence = _question_metrics(question, history, retrieval, answer, uses_memory)
+    # A reader that writes no open answers keeps its text in the prediction, unscored (F1 of it would mislead).
+    metrics, retrieved, evidence = _question_metrics(
+        question, history, retrieval, answer, uses_memory, writes_open_answers
+    )
     correct = None
     if question.is_multiple_choice and answer.error is None:
         correct = answer.choice == question.answer

@@ -34,13 +34,29 @@ ReplayMode = Literal["once", "rebuild"]
 
 
 class BackendSpec(BaseModel):
-    """A backend to evaluate: registered name, config, and the label its result rows carry."""
+    """A backend to evaluate: registered name, config, and the label its result rows carry; optionally
+    a reader (and reader config, LLM) of its own, so one run holds rows read by different protocols."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str
     config: dict[str, Any] = Field(default_factory=dict)
     label: str | None = None
+    reader: str | None = Field(default=None, description="this row's reader (default: the run's)")
+    reader_config: dict[str, Any] | None = Field(
+        default=None, description="this row's reader config (default: the run's when the reader is the run's)"
+    )
+    llm: dict[str, Any] | None = Field(
+        default=None, description="this row's LLM settings, over the run's --llm.* (LLM readers only)"
+    )
+
+    @property
+    def has_own_reader(self) -> bool:
+        return self.reader is not None or self.reader_config is not None or self.llm is not None
+
+    def without_reader(self) -> BackendSpec:
+        """The backend part alone (what a job's memory is built from)."""
+        return BackendSpec(name=self.name, config=self.config, label=self.label)
 
     @property
     def display(self) -> str:
@@ -65,6 +81,39 @@ class ReaderSpec(BaseModel):
     name: str = "embedding"
     config: dict[str, Any] = Field(default_factory=dict)
 
+    @property
+    def key(self) -> str:
+        return json.dumps([self.name, self.config], sort_keys=True, default=str)
+
+
+def reader_fields(name: str) -> set[str]:
+    """The config keys of reader ``name`` (unknown names: none; the name is refused where specs are checked)."""
+    from memlab.registry import readers
+
+    try:
+        return set(readers.get(name).Config.model_fields)
+    except MemlabError:
+        return set()
+
+
+def reader_takes_llm(name: str) -> bool:
+    """Whether reader ``name``'s config has an ``llm`` block."""
+    return "llm" in reader_fields(name)
+
+
+def reader_with(name: str, config: dict[str, Any], llm: dict[str, Any] | None = None) -> ReaderSpec:
+    """Reader ``name`` with ``config``; the shared LLM settings (``llm`` block, ``--llm.*``) go only to
+    readers that take an LLM, so ``--readers embedding,personamem --llm.model m`` works."""
+    config = dict(config)
+    shared = config.pop("llm", None)
+    if reader_takes_llm(name):
+        merged = {**(shared or {}), **(llm or {})}
+        if merged:
+            config["llm"] = merged
+    elif llm:
+        raise MemlabError(f"reader {name!r} takes no LLM, but its row sets llm {sorted(llm)}")
+    return ReaderSpec(name=name, config=config)
+
 
 class JudgeSpec(BaseModel):
     """An LLM judge scoring open answers after they are made (``--judge mem0|memlab|longmemeval``)."""
@@ -86,8 +135,22 @@ class RunConfig(BaseModel):
     reader: ReaderSpec = Field(default_factory=ReaderSpec)
     out: Path = Path("runs/latest")
     controls: bool = Field(default=True, description="add the none backend and the longest-option heuristic")
+    readers: list[str] | None = Field(
+        default=None,
+        description="run every backend (without a reader of its own) with each of these readers; "
+        "each gets the run reader's config (its llm block only if it takes an LLM)",
+    )
     contexts: list[str] | None = Field(default=None, description="only these history ids")
     max_questions: int | None = Field(default=None, ge=1, description="at most this many questions per history")
+    sample: Literal["first", "stratified"] = Field(
+        default="first",
+        description="which max_questions: the first N of each history, or N keeping every question type "
+        "in proportion (seeded)",
+    )
+    seed: int = Field(default=0, description="seed of stratified sampling")
+    answer_runs: int = Field(
+        default=1, ge=1, description="answer each multiple-choice question this many times (accuracy mean and std)"
+    )
     cache_dir: Path | None = Field(default=None, description="embedding/LLM cache (default: <out>/../.memlab_cache)")
     replay: ReplayMode = Field(
         default="once",
@@ -103,19 +166,68 @@ class RunConfig(BaseModel):
         description="unpackaged plugin classes to register first (module:Class or path/to/file.py:Class)",
     )
 
+    def run_readers(self) -> list[ReaderSpec]:
+        """The readers of rows without a reader of their own: ``readers`` (each with the run reader's
+        config), else the run reader."""
+        if not self.readers:
+            return [reader_with(self.reader.name, self.reader.config)]
+        # The shared settings (--reader.*) go to each reader that has them; a key no reader has is an error.
+        fields = {name: reader_fields(name) for name in self.readers}
+        unknown = sorted(k for k in self.reader.config if k != "llm" and not any(k in f for f in fields.values()))
+        if unknown:
+            raise MemlabError(f"reader option(s) {unknown} belong to none of the readers {self.readers}")
+        return [
+            reader_with(name, {k: v for k, v in self.reader.config.items() if k == "llm" or k in fields[name]})
+            for name in self.readers
+        ]
+
+    def reader_for(self, backend: BackendSpec) -> ReaderSpec:
+        """A backend row's own reader: its reader (the run's config when it is the run reader's name),
+        its reader_config, and its llm over the run's LLM settings."""
+        name = backend.reader or self.reader.name
+        if backend.reader_config is not None:
+            config = {**backend.reader_config}
+            shared_llm = self.reader.config.get("llm")
+            if shared_llm is not None and "llm" not in config:
+                config["llm"] = shared_llm
+        elif name == self.reader.name:
+            config = dict(self.reader.config)
+        else:
+            config = {k: v for k, v in self.reader.config.items() if k == "llm"}
+        return reader_with(name, config, backend.llm)
+
     def all_jobs_specs(self) -> list[tuple[BackendSpec, ReaderSpec]]:
-        """(backend, reader) pairs: the chosen ones, then the blind controls."""
-        pairs = [(b, self.reader) for b in self.backends]
+        """(backend, reader) pairs: the chosen ones (each backend with its own reader, or with every
+        run reader), then the blind controls (the ``none`` backend with each reader, and the
+        longest-option reader once)."""
+        pairs: list[tuple[BackendSpec, ReaderSpec]] = []
+        for backend in self.backends:
+            if backend.has_own_reader:
+                pairs.append((backend.without_reader(), self.reader_for(backend)))
+            else:
+                pairs += [(backend, reader) for reader in self.run_readers()]
         if self.controls:
-            if not any(b.display == CONTROL_BACKEND for b in self.backends):
-                pairs.append((BackendSpec(name=CONTROL_BACKEND), self.reader))
-            if self.reader.name != CONTROL_READER:
+            used = list({r.key: r for _, r in pairs}.values())
+            present = {(b.display, r.key) for b, r in pairs}
+            for reader in used:
+                if (CONTROL_BACKEND, reader.key) not in present:
+                    pairs.append((BackendSpec(name=CONTROL_BACKEND), reader))
+            if not any(r.name == CONTROL_READER for r in used):
                 pairs.append((BackendSpec(name=CONTROL_BACKEND), ReaderSpec(name=CONTROL_READER)))
-        labels = [b.display + "|" + r.name for b, r in pairs]
-        duplicates = {label for label in labels if labels.count(label) > 1}
+        if "llm" in self.reader.config and self.judge is None and not any(reader_takes_llm(r.name) for _, r in pairs):
+            raise MemlabError(
+                f"LLM settings (--llm.*) were given, but no reader of the run takes an LLM "
+                f"({', '.join(sorted({r.name for _, r in pairs}))})"
+            )
+        labels = [b.display + "|" + r.key for b, r in pairs]
+        duplicates = sorted({label.partition("|")[0] for label in labels if labels.count(label) > 1})
         if duplicates:
-            raise MemlabError(f"two backends share the label(s) {sorted(duplicates)}: give them distinct labels")
+            raise MemlabError(f"two backends share the label(s) {duplicates}: give them distinct labels")
         return pairs
+
+    def all_readers(self) -> list[ReaderSpec]:
+        """Every distinct reader of the run's rows."""
+        return list({r.key: r for _, r in self.all_jobs_specs()}.values())
 
     def resolved_cache_dir(self) -> Path:
         return self.cache_dir or (Path(self.out).resolve().parent / ".memlab_cache")

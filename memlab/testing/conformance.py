@@ -21,6 +21,13 @@ Every built-in backend passes it. Flags a subclass may set (class attributes):
   under ``data_dir`` (it need not write files there; ``make_memory`` should still give two data
   directories two separate stores, e.g. a database each).
 
+Checks that need a capability run for backends declaring it (``list``, ``delete``, ``update``,
+``persist``) and are skipped otherwise: deleting exactly the named item (its neighbours and another
+user's item with the same id untouched), the deletion and an update surviving a reopen, users with
+colliding session and item ids kept apart, ranking across several sessions, and ``reset``
+(forget) leaving nothing listable. A fresh memory on a new ``data_dir`` must be empty: a check
+that finds another test's data fails at once with a message about shared (class-level) state.
+
 Failing checks show their values when pytest rewrites this module's asserts: memlab registers a
 ``pytest11`` entry point that does so; without it, add ``pytest.register_assert_rewrite(
 "memlab.testing")`` to your ``conftest.py`` before importing the suite.
@@ -30,11 +37,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
-from memlab.errors import MemlabError, UnsupportedCapabilityError
+from memlab.errors import MemlabError, PluginValidationError, UnsupportedCapabilityError
 from memlab.memory import Capability, Memory
 from memlab.types import MemoryItem, Message, Retrieval, Session
 
@@ -75,8 +82,45 @@ class MemoryConformance:
     @pytest.fixture
     def memory(self, tmp_path: Path) -> Iterator[Memory]:
         mem = self.make_memory(tmp_path / "data")
+        try:
+            self._check_fresh(mem)
+        except BaseException:
+            mem.close()
+            raise
         yield mem
         mem.close()
+
+    def _check_fresh(self, memory: Memory) -> None:
+        """A memory on a new data_dir holds nothing: data from an earlier check means shared state."""
+        found: list[str] = []
+        for user in ("alice", "bob"):
+            if Capability.LIST in memory.capabilities:
+                found += [f"{user}: {i.id} {i.text[:60]!r}" for i in memory.list_memories(user_id=user)]
+            found += [f"{user}: {i.id} {i.text[:60]!r}" for i in memory.retrieve("cat named Pixel", user_id=user).items]
+        assert not found, (
+            "shared state: a new memory on an empty data_dir already holds items stored by another instance "
+            f"({'; '.join(found[:4])}); keep all state on the instance and under data_dir, never in a "
+            "class attribute or a module global (see test_instances_do_not_share_state)"
+        )
+
+    def _retrieve_checked(
+        self, memory: Memory, check: str, query: str, *, user_id: str, k: int | None = None
+    ) -> Retrieval:
+        """``memory.retrieve``; the base class's refusal of more than k items fails naming the check."""
+        try:
+            return memory.retrieve(query, user_id=user_id, k=k)
+        except PluginValidationError as exc:
+            refused = str(exc)
+        raise AssertionError(f"{check}: {refused}")
+
+    def _reopen(self, memory: Memory, data_dir: Path) -> Memory:
+        memory.close()
+        return self.make_memory(data_dir)
+
+    def _require_capabilities(self, memory: Memory, *capabilities: Capability) -> None:
+        missing = [c.value for c in capabilities if c not in memory.capabilities]
+        if missing:
+            pytest.skip(f"backend does not declare {', '.join(missing)}")
 
     def _recalls(self, retrieval: Retrieval, keyword: str) -> bool:
         return keyword.lower() in _text(retrieval)
@@ -130,8 +174,11 @@ class MemoryConformance:
     def test_k_bounds_items(self, memory: Memory) -> None:
         turns = [("user", f"Fact number {i}: I visited city {i} in year {2000 + i}.") for i in range(12)]
         memory.ingest(session("s1", *turns), user_id="alice")
-        result = memory.retrieve("Fact number: which city did I visit in which year?", user_id="alice", k=3)
-        assert len(result.items) <= 3
+        query = "Fact number: which city did I visit in which year?"
+        result = self._retrieve_checked(memory, "k bounds items", query, user_id="alice", k=3)
+        assert len(result.items) <= 3, (
+            f"k bounds items: retrieve(k=3) returned {len(result.items)} items, expected at most 3"
+        )
         if self.remembers:
             assert len(result.items) >= 1
 
@@ -140,8 +187,8 @@ class MemoryConformance:
         turns = [("user", f"Fact number {i}: I visited city {i} in year {2000 + i}.") for i in range(12)]
         memory.ingest(session("s1", *turns), user_id="alice")
         query = "Fact number: which city did I visit in which year?"
-        two = memory.retrieve(query, user_id="alice", k=2)
-        five = memory.retrieve(query, user_id="alice", k=5)
+        two = self._retrieve_checked(memory, "k is the caller's bound", query, user_id="alice", k=2)
+        five = self._retrieve_checked(memory, "k is the caller's bound", query, user_id="alice", k=5)
         assert len(two.items) <= 2
         assert len(five.items) <= 5
         if self.remembers:
@@ -195,7 +242,10 @@ class MemoryConformance:
         second = self.make_memory(tmp_path / "two")
         try:
             first.ingest(session("s1", ("user", ALICE_FACT)), user_id="alice")
-            assert not self._recalls(second.retrieve("cat named Pixel", user_id="alice"), "pixel")
+            assert not self._recalls(second.retrieve("cat named Pixel", user_id="alice"), "pixel"), (
+                "shared state: a second instance on another data_dir recalled what the first one stored "
+                "(state kept in a class attribute or a module global, or outside data_dir)"
+            )
         finally:
             first.close()
             second.close()
@@ -284,3 +334,160 @@ class MemoryConformance:
             assert second.ingest(session("s1", ("user", "More.")), user_id="alice").first_turn == 1
         finally:
             second.close()
+
+    # ------------------------------------------------------------------ ranking across sessions
+    def test_ranking_across_sessions(self, memory: Memory) -> None:
+        """Each topic in its own session, with a weak mention of it in a later session: the statement wins.
+
+        A backend that ranks well inside one session but orders sessions wrongly (newest or
+        oldest session first, one session's hits before another's) fails.
+        """
+        if not self.remembers or self.returns_everything:
+            pytest.skip("backend does not rank by relevance")
+        n = len(self.TOPICS)
+        for i, (_, statement, _) in enumerate(self.TOPICS):
+            weak = self.TOPICS[(i - 1) % n][0]  # a mention of the previous topic: it lives one session later
+            memory.ingest(
+                session(f"t{i}", ("user", statement), ("user", f"I told a friend about the {weak} yesterday.")),
+                user_id="alice",
+            )
+        firsts: dict[str, tuple[str, Any]] = {}
+        for keyword, _, query in self.TOPICS:
+            items = ranked(self._retrieve_checked(memory, "ranking across sessions", query, user_id="alice", k=3).items)
+            firsts[keyword] = (items[0].text.lower(), items[0].source.get("session_id")) if items else ("", None)
+        misses = [
+            keyword
+            for i, (keyword, _, _) in enumerate(self.TOPICS)
+            if keyword not in firsts[keyword][0]
+            or "told a friend" in firsts[keyword][0]
+            or (self.exact_recall and firsts[keyword][1] not in (None, f"t{i}"))
+        ]
+        assert len(misses) <= 1, (
+            f"ranking across sessions: for {misses} the top item was not the statement from its own session "
+            f"(session t<i>) but a weaker mention in another session or nothing: {firsts}"
+        )
+
+    # ------------------------------------------------------------------ ids colliding across users
+    def test_users_with_colliding_ids_are_isolated(self, memory: Memory) -> None:
+        """Alice and Bob use the same session id, so ids like ``s1#0`` collide: ids are unique per user only."""
+        memory.ingest(session("s1", ("user", ALICE_FACT), ("assistant", "Nice!")), user_id="alice")
+        memory.ingest(session("s1", ("user", BOB_FACT), ("assistant", "Nice!")), user_id="bob")
+        if not self.remembers:
+            return
+        alice = self._retrieve_checked(memory, "colliding ids", "cat named Pixel", user_id="alice")
+        bob = self._retrieve_checked(memory, "colliding ids", "bees on the roof in Lisbon", user_id="bob")
+        assert self._recalls(alice, "pixel"), (
+            "colliding ids: after bob ingested a session with alice's session id, alice no longer recalls her "
+            f"own turn (state keyed by item id must be per user): {alice.context!r}"
+        )
+        assert self._recalls(bob, "bees") and not self._recalls(bob, "pixel"), bob.context
+        assert not self._recalls(alice, "bees"), alice.context
+        if Capability.LIST not in memory.capabilities:
+            return
+        listed = {u: memory.list_memories(user_id=u) for u in ("alice", "bob")}
+        assert any("pixel" in i.text.lower() for i in listed["alice"]), listed["alice"]
+        assert not any("bees" in i.text.lower() for i in listed["alice"]), listed["alice"]
+        if Capability.DELETE not in memory.capabilities:
+            return
+        mine = next(i for i in listed["alice"] if "pixel" in i.text.lower())
+        memory.delete(mine.id, user_id="alice")
+        after = memory.list_memories(user_id="bob")
+        assert [(i.id, i.text) for i in after] == [(i.id, i.text) for i in listed["bob"]], (
+            f"colliding ids: deleting alice's {mine.id!r} changed bob's items (ids are unique per user, not globally)"
+        )
+        assert self._recalls(self._retrieve_checked(memory, "colliding ids", "bees on the roof", user_id="bob"), "bees")
+
+    # ------------------------------------------------------------------ deletion, update, forget
+    DELETION_TURNS: ClassVar[list[str]] = [TOPICS[0][1], TOPICS[1][1], TOPICS[2][1]]  # cello, kayak, sourdough
+
+    def _store_for_deletion(self, memory: Memory) -> tuple[MemoryItem, list[MemoryItem], list[MemoryItem]]:
+        """Alice's three turns and Bob's (same session id): (alice's kayak item, alice's items, bob's items)."""
+        memory.ingest(session("s1", *[("user", t) for t in self.DELETION_TURNS]), user_id="alice")
+        memory.ingest(session("s1", ("user", self.TOPICS[1][1]), ("user", BOB_FACT)), user_id="bob")
+        alice, bob = memory.list_memories(user_id="alice"), memory.list_memories(user_id="bob")
+        victim = next((i for i in alice if "kayak" in i.text.lower()), None)
+        assert victim is not None, f"none of alice's listed items mentions the kayak turn: {alice}"
+        return victim, alice, bob
+
+    def _check_deleted(
+        self, memory: Memory, check: str, victim: MemoryItem, alice: list[MemoryItem], bob: list[MemoryItem]
+    ) -> None:
+        now = memory.list_memories(user_id="alice")
+        ids = [i.id for i in now]
+        expected = [i.id for i in alice if i.id != victim.id]
+        assert victim.id not in ids, f"{check}: deleted item {victim.id!r} is still listed: {ids}"
+        assert sorted(ids) == sorted(expected), (
+            f"{check}: deleting {victim.id!r} must remove exactly that item; expected alice's items {expected}, "
+            f"listed {ids} (a neighbour deleted or changed?)"
+        )
+        assert [(i.id, i.text) for i in memory.list_memories(user_id="bob")] == [(i.id, i.text) for i in bob], (
+            f"{check}: deleting alice's {victim.id!r} changed bob's items (bob has an item with the same id)"
+        )
+        found = self._retrieve_checked(memory, check, "kayak trip river Douro", user_id="alice", k=3)
+        assert victim.id not in [i.id for i in found.items], f"{check}: retrieve still returns deleted {victim.id!r}"
+        if self.exact_recall and not any(i.text == victim.text for i in now):  # no other item holds the same text
+            assert victim.text not in found.context, f"{check}: the deleted text is still in the context"
+
+    def test_delete_removes_exactly_that_item(self, memory: Memory) -> None:
+        self._require_capabilities(memory, Capability.LIST, Capability.DELETE)
+        victim, alice, bob = self._store_for_deletion(memory)
+        memory.delete(victim.id, user_id="alice")
+        self._check_deleted(memory, "delete removes exactly that item", victim, alice, bob)
+
+    def test_delete_survives_reopen(self, tmp_path: Path) -> None:
+        memory = self.make_memory(tmp_path / "data")
+        try:
+            self._require_capabilities(memory, Capability.LIST, Capability.DELETE, Capability.PERSIST)
+            victim, alice, bob = self._store_for_deletion(memory)
+            memory.delete(victim.id, user_id="alice")
+            memory = self._reopen(memory, tmp_path / "data")
+            self._check_deleted(memory, "delete survives a reopen", victim, alice, bob)
+        finally:
+            memory.close()
+
+    def test_update_survives_reopen(self, tmp_path: Path) -> None:
+        memory = self.make_memory(tmp_path / "data")
+        try:
+            self._require_capabilities(memory, Capability.LIST, Capability.UPDATE, Capability.PERSIST)
+            memory.ingest(session("s1", *[("user", t) for t in [*self.DELETION_TURNS, ALICE_FACT]]), user_id="alice")
+            changed = None
+            for item in memory.list_memories(user_id="alice"):
+                try:  # some items may refuse updates (a profile's raw turns): update the first that takes it
+                    changed = memory.update(
+                        item.id, "My kayak trip on the river Tagus starts in August.", user_id="alice"
+                    )
+                    break
+                except MemlabError:
+                    continue
+            assert changed is not None, "update survives a reopen: none of alice's listed items accepted an update"
+            memory = self._reopen(memory, tmp_path / "data")
+            listed = " ".join(i.text for i in memory.list_memories(user_id="alice")).lower()
+            assert "tagus" in listed, f"update survives a reopen: the updated text is gone after a reopen: {listed!r}"
+            found = self._retrieve_checked(
+                memory, "update survives a reopen", "kayak trip river Tagus", user_id="alice"
+            )
+            assert self._recalls(found, "tagus"), found.context
+        finally:
+            memory.close()
+
+    def test_forget_leaves_nothing_listable(self, tmp_path: Path) -> None:
+        memory = self.make_memory(tmp_path / "data")
+        try:
+            self._require_capabilities(memory, Capability.LIST)
+            memory.ingest(session("s1", ("user", ALICE_FACT)), user_id="alice")
+            memory.ingest(session("s2", ("user", self.TOPICS[0][1])), user_id="alice")
+            memory.ingest(session("s1", ("user", BOB_FACT)), user_id="bob")
+            bob = [(i.id, i.text) for i in memory.list_memories(user_id="bob")]
+            memory.reset("alice")
+            left = memory.list_memories(user_id="alice")
+            assert left == [], f"forget: reset('alice') left items listable: {[i.id for i in left]}"
+            assert [(i.id, i.text) for i in memory.list_memories(user_id="bob")] == bob, "forget: bob's items changed"
+            if Capability.PERSIST in memory.capabilities:
+                memory = self._reopen(memory, tmp_path / "data")
+                left = memory.list_memories(user_id="alice")
+                assert left == [], f"forget: alice's items are back after a reopen: {[i.id for i in left]}"
+                assert memory.ingest(session("s1", ("user", "Hello again.")), user_id="alice").first_turn == 0, (
+                    "forget: a forgotten user's session numbering must start again at 0"
+                )
+        finally:
+            memory.close()

@@ -277,8 +277,8 @@ class Mem0Memory(IngestMixin, Memory):
         return self._ledger
 
     def _mem0_ids(self, user_id: str) -> list[str]:
-        """The mem0 user ids holding ``user_id``'s memories (preset: one per speaker)."""
-        if self.config.preset is None:
+        """The mem0 user ids holding ``user_id``'s memories (locomo-eval: one per speaker)."""
+        if not self.config.speaker_perspectives:
             return [user_id]
         speakers = self.ledger.speakers(user_id)
         return [speakers[role][1] for role in ("user", "assistant") if role in speakers]
@@ -305,7 +305,7 @@ class Mem0Memory(IngestMixin, Memory):
                 continue
             result = self._mem.search(query, top_k=limit, filters={"user_id": mem0_id}, threshold=self.config.threshold)
             found.append((mem0_id, [self._item(r) for r in result.get("results", [])[:limit]]))
-        if self.config.preset is None:
+        if not self.config.speaker_perspectives:
             items = found[0][1] if found else []
             return Retrieval(items=items, context=render_turns(items))
         return self._speaker_retrieval(user_id, found)

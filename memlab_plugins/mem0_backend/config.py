@@ -12,7 +12,17 @@ DEFAULT_EMBEDDER = "huggingface"
 MINILM_DIMS = 384
 # memlab embedders that can be served to mem0 through its ``langchain`` embedder provider.
 MEMLAB_EMBEDDERS = ("minilm", "sentence-transformers", "hashing", "bge-m3")
-PRESETS = ("locomo-eval",)
+PRESETS = ("locomo-eval", "personamem-baseline")
+# The PersonaMem v1 reference Mem0 baseline (bowen-upenn/PersonaMem baselines/run.py, context_mode
+# "mem0", with chat_lib.split_on_system and mem0_lib.build_config): for every question a fresh memory,
+# one memory.add per session of the history up to the question (a session starts at its system turn,
+# which is added with it), mem0's LLM extraction with its default prompts, one user, and
+# memory.search(question, limit=top_k) with top_k 5. "A fresh memory per question" is the run's
+# --replay rebuild (required; preflight refuses the preset without it); "one add per session" is an
+# infer_window no session reaches. Not reproducible offline: the reference's embedder is mem0's default
+# (OpenAI text-embedding-3-small) and its LLM the answering model (gpt-4o / gpt-4o-mini).
+PERSONAMEM_BASELINE_TOP_K = 5
+ONE_ADD_PER_SESSION = 1_000_000
 # mem0's evaluation searches each speaker's memories with top_k 30
 # (mem0ai/mem0 evaluation/run_experiments.py default, results/mem0_results_top_30_*.json); the
 # preset's k counts both speakers, so k stays a bound on the items a retrieve returns.
@@ -87,10 +97,12 @@ class Mem0Config(BackendConfig):
         default=None,
         description="mem0's custom extraction instructions (preset locomo-eval: mem0's evaluation instructions)",
     )
-    preset: Literal["locomo-eval"] | None = Field(
+    preset: Literal["locomo-eval", "personamem-baseline"] | None = Field(
         default=None,
         description="'locomo-eval': mem0's LoCoMo evaluation setup - each conversation under two user ids "
-        "(one per speaker, roles flipped), names in the text, session timestamps, top_k 60 = 30 per speaker",
+        "(one per speaker, roles flipped), names in the text, session timestamps, top_k 60 = 30 per speaker; "
+        "'personamem-baseline': the PersonaMem v1 reference Mem0 baseline - LLM extraction required, one add "
+        "per session, top_k 5, a fresh memory per question (run with --replay rebuild)",
     )
     threshold: float = Field(default=0.1, ge=0.0, le=1.0, description="mem0 search: minimum semantic score")
     batch_embed: bool = Field(
@@ -117,6 +129,8 @@ class Mem0Config(BackendConfig):
                 "infer_window": 2,
                 **data,
             }
+        if isinstance(data, dict) and data.get("preset") == "personamem-baseline":
+            data = {"top_k": PERSONAMEM_BASELINE_TOP_K, "infer_window": ONE_ADD_PER_SESSION, **data}
         return data
 
     @model_validator(mode="after")
@@ -135,7 +149,24 @@ class Mem0Config(BackendConfig):
                 )
         if self.vector_store is not None and "provider" not in self.vector_store:
             raise ValueError("vector_store needs a 'provider' (a mem0 vector_store config)")
+        if self.preset == "personamem-baseline" and not (self.llm is not None or self.infer):
+            raise ValueError(
+                "preset personamem-baseline extracts facts with an LLM, as the reference does: set llm "
+                '(--mem0.llm \'{"base_url": ..., "model": ...}\'), or infer true with a chat_model in Python'
+            )
+        if self.preset == "personamem-baseline" and self.infer is False:
+            raise ValueError("preset personamem-baseline needs LLM extraction: infer false contradicts it")
         return self
+
+    @property
+    def speaker_perspectives(self) -> bool:
+        """locomo-eval stores each conversation once per speaker (two mem0 user ids, speakers only)."""
+        return self.preset == "locomo-eval"
+
+    @property
+    def required_replay(self) -> str | None:
+        """The run replay a preset needs to be what it says (checked by the run's preflight)."""
+        return "rebuild" if self.preset == "personamem-baseline" else None
 
     @property
     def uses_llm(self) -> bool:

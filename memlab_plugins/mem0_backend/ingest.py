@@ -171,7 +171,7 @@ class IngestMixin:
             for i, m in enumerate(session.messages)
             if m.content.strip() and (self.infer or m.role != "system")  # mem0 skips system messages itself
         ]
-        if self.config.preset is not None:
+        if self.config.speaker_perspectives:
             turns = [(t, m) for t, m in turns if m.role != "system"]  # speakers only
         total = first_turn + len(session.messages)
         if not turns:
@@ -227,7 +227,7 @@ class IngestMixin:
         return recovered
 
     def _perspectives(self, session: Session, user_id: str) -> list[Perspective]:
-        if self.config.preset is None:
+        if not self.config.speaker_perspectives:
             return [Perspective(user_id)]
         known = self.ledger.speakers(user_id)  # type: ignore[attr-defined]
         for role in ("user", "assistant"):

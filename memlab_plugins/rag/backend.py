@@ -63,7 +63,34 @@ class HybridWeights(BaseModel):
         return self
 
 
+# --rag.preset personamem-baseline: the PersonaMem v1 reference RAG baseline (bowen-upenn/PersonaMem
+# baselines/run.py, context_mode "rag", with encoder_flattened.py): every message of the history up to
+# the question (system persona turns included) embedded whole with BGE-M3 dense vectors
+# (BGEM3FlagModel.encode, max_length 8192), ranked by inner product alone, top 5. Keys the user sets
+# explicitly still win. What it cannot reproduce (docs/rag.md): the reference embeds each message as
+# its JSON text {"role": ..., "content": ...}; rag embeds the content. Offline, BAAI/bge-m3 must be a
+# local copy (--rag.model DIR), or swap the embedder (--rag.embedder minilm) and say so.
+PERSONAMEM_BASELINE = {
+    "embedder": "bge-m3",
+    "scoring": "dense",
+    "lexical": "none",
+    "neighbours": 0,
+    "chunking": "turn",
+    "roles": ["user", "assistant", "system"],
+    "max_chunk_chars": None,
+    "max_length": 8192,
+    "top_k": 5,
+}
+RAG_PRESETS = {"personamem-baseline": PERSONAMEM_BASELINE}
+
+
 class RagConfig(BackendConfig):
+    preset: Literal["personamem-baseline"] | None = Field(
+        default=None,
+        exclude=True,  # the values it fills are in the config (and the fingerprint); the name alone adds nothing
+        description="personamem-baseline: the PersonaMem v1 reference RAG (BGE-M3 dense only, every role "
+        "including system turns, whole turns, top 5); explicit keys still win",
+    )
     embedder: str = Field(default="minilm", description="minilm | sentence-transformers | hashing | bge-m3")
     model: str | None = Field(
         default=None, description="model id or local path (default: the embedder's own; bge-m3: BAAI/bge-m3)"
@@ -104,7 +131,9 @@ class RagConfig(BackendConfig):
     roles: list[RoleName] = Field(
         default=["user", "assistant"], description="turns indexed: a list of roles, or 'user' / 'all'"
     )
-    max_chunk_chars: int = Field(default=2000, ge=50, description="turn chunking: longer turns are cut")
+    max_chunk_chars: int | None = Field(
+        default=2000, ge=50, description="turn chunking: longer turns are cut (None: never)"
+    )
     device: str = Field(default="cpu", description="cpu (fp32) or a torch device such as cuda:0 (fp16)")
     batch_size: int = Field(default=32, ge=1, description="texts per model forward pass (bge-m3)")
     max_length: int = Field(default=512, ge=8, description="model tokens per text; longer texts are truncated (bge-m3)")
@@ -125,6 +154,17 @@ class RagConfig(BackendConfig):
         if isinstance(value, str):
             raise ValueError(f"roles must be a list of roles, 'user' or 'all', got {value!r}")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_preset(cls, data: Any) -> Any:
+        """A preset fills defaults; keys the user sets explicitly still win."""
+        if isinstance(data, dict) and data.get("preset") in RAG_PRESETS:
+            filled = {**RAG_PRESETS[data["preset"]], **data}
+            if filled.get("embedder") != "bge-m3" and "max_length" not in data:
+                filled.pop("max_length", None)  # BGE-M3's window; another embedder keeps its own
+            return filled
+        return data
 
     @model_validator(mode="before")
     @classmethod

@@ -139,6 +139,10 @@ def ensure_plugins(refs: Sequence[PluginRef]) -> None:
                 f"{ref.kind} {ref.name!r} was registered in the driver from {ref.target}, which this worker "
                 f"cannot import ({exc}): install that module on every worker or declare an entry point"
             ) from exc
+        except Exception as exc:  # the plugin's own code raised while importing: one line, naming it
+            raise MemlabError(
+                f"{ref.kind} {ref.name!r}: importing {ref.target} failed in this worker: {type(exc).__name__}: {exc}"
+            ) from exc
         if ref.name in registry.names():  # the module registers itself on import
             continue
         registry.register(ref.name, pkgutil.resolve_name(f"{module.__name__}:{attr}"))
