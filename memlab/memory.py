@@ -42,6 +42,7 @@ The contract (docs/plugins.md walks through it with a complete example):
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -54,7 +55,8 @@ from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
-from memlab.errors import ConfigurationError, PluginValidationError, UnsupportedCapabilityError
+from memlab import data_subject
+from memlab.errors import ConfigurationError, MemlabError, PluginValidationError, UnsupportedCapabilityError
 from memlab.tokens import count_tokens
 from memlab.types import MemoryItem, Message, MetadataScalar, Retrieval, Session
 
@@ -306,7 +308,8 @@ class Memory(ABC):
         first_turn = self._next_turn_index(user_id, session.id)
         self._usage.totals = [0, 0, 0.0]
         start = time.perf_counter()
-        self._ingest(session, user_id=user_id, first_turn=first_turn)
+        with data_subject.handling(user_id):  # cache entries written now hold this user's text
+            self._ingest(session, user_id=user_id, first_turn=first_turn)
         self._record_turns(user_id, session.id, first_turn + len(session.messages))
         if getattr(self.config, "forget_requests", False):  # the backend option (memlab.forget)
             from memlab.forget import honour_forget_requests
@@ -345,7 +348,8 @@ class Memory(ABC):
             next_turn[session.id] = first + len(session.messages)
         self._usage.totals = [0, 0, 0.0]
         start = time.perf_counter()
-        self._ingest_many(parts, user_id=user_id)
+        with data_subject.handling(user_id):  # cache entries written now hold this user's text
+            self._ingest_many(parts, user_id=user_id)
         seconds = time.perf_counter() - start
         for session_id, total in next_turn.items():
             self._record_turns(user_id, session_id, total)
@@ -401,11 +405,12 @@ class Memory(ABC):
         if selected is not None:
             self._require(Capability.FILTER)
         start = time.perf_counter()
-        if selected is None:
-            result = self._retrieve(query, user_id=user_id, k=k)
-        else:
-            # Only backends declaring FILTER take the argument (third-party _retrieve may not).
-            result = self._retrieve(query, user_id=user_id, k=k, filters=selected)  # type: ignore[call-arg]
+        with data_subject.handling(user_id):
+            if selected is None:
+                result = self._retrieve(query, user_id=user_id, k=k)
+            else:
+                # Only backends declaring FILTER take the argument (third-party _retrieve may not).
+                result = self._retrieve(query, user_id=user_id, k=k, filters=selected)  # type: ignore[call-arg]
         seconds = time.perf_counter() - start
         if not isinstance(result, Retrieval):
             raise PluginValidationError(
@@ -443,6 +448,15 @@ class Memory(ABC):
     def close(self) -> None:
         """Release files and models. Persistent backends flush here."""
 
+    def check_ready(self) -> None:
+        """Raise (any error, saying why) when the store cannot serve a read; the service's ``/readyz``.
+
+        The default checks that the data directory is there and writable; backends with a store of
+        their own (a database, an embedded engine) override this with a real read.
+        """
+        if self.data_dir is not None and not (self.data_dir.is_dir() and os.access(self.data_dir, os.R_OK | os.W_OK)):
+            raise MemlabError(f"the data directory {self.data_dir} is missing or not readable and writable")
+
     def __enter__(self) -> Memory:
         return self
 
@@ -470,7 +484,8 @@ class Memory(ABC):
         self._require(Capability.UPDATE)
         if not text.strip():
             raise ValueError("memory text must not be empty")
-        return self._update(item_id, text, user_id=validate_user_id(user_id))
+        with data_subject.handling(validate_user_id(user_id)):
+            return self._update(item_id, text, user_id=user_id)
 
     def delete(self, item_id: str, *, user_id: str) -> None:
         self._require(Capability.DELETE)

@@ -6,6 +6,8 @@ processes), holding float32 vectors as blobs. Vectors used in this process are a
 (least recently used first out, ``memory_bytes`` at most), so a reader that looks up the same
 items for every question (the whole history, with ``full_context``) or a query embedded before
 the replay (``Memory.prepare``, ``Reader.prepare``) costs a dictionary lookup, not a database read.
+Entries are tagged with the user whose text they embed (``memlab.data_subject``), so forgetting
+that user deletes them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import cast
 
 import numpy as np
 
+from memlab import data_subject
 from memlab.embedders.base import Embedder
 from memlab.sqlite_kv import SQLiteKV
 
@@ -37,6 +40,12 @@ class CachedEmbedder(Embedder):
         self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
         self._recent_limit = max(0, memory_bytes // (4 * max(1, inner.dim)))
         self._recent_lock = threading.Lock()
+        data_subject.register_cache(self)
+
+    def forget_owner(self, owner: str) -> int:
+        with self._recent_lock:  # the RAM copy cannot tell owners apart: drop it all (a recomputation at most)
+            self._recent.clear()
+        return self._store.forget_owner(owner)
 
     def _key(self, text: str, query: bool) -> str:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -65,13 +74,16 @@ class CachedEmbedder(Embedder):
             self._remember(loaded)
         missing = [i for i, key in enumerate(keys) if key not in found]
         self.hits += len(texts) - len(missing)
+        owner = data_subject.current_owner()
+        if owner is not None and found:
+            self._store.own(list(found), owner)
         computed = 0
         if missing:
             unique = list(dict.fromkeys(texts[i] for i in missing))
             vectors = self.inner.embed(unique, query=query)
             computed = len(unique)
             new = {self._key(t, query): np.asarray(v, dtype=np.float32) for t, v in zip(unique, vectors)}
-            self._store.put_many({k: v.tobytes() for k, v in new.items()})
+            self._store.put_many({k: v.tobytes() for k, v in new.items()}, owner=owner)
             found.update(new)
             self._remember(new)
         # Count only what the model computed, so benchmarks see real model calls.

@@ -37,7 +37,7 @@ import numpy as np
 from pydantic import Field
 
 from memlab.embedders import Embedder, embed_ahead, get_embedder
-from memlab.errors import MemlabError, NotFoundError
+from memlab.errors import MemlabError, NotFoundError, ReadOnlyItemError
 from memlab.forget import ForgetRequests
 from memlab.llm.errors import refused_request
 from memlab.locks import DirectoryLock
@@ -256,9 +256,21 @@ class ProfileMemory(Memory):
         return None
 
     # ------------------------------------------------------------------ Memory
-    @_writes  # the whole read-resolve-write of one user (turn numbering included) under its scope
     def ingest(self, session: Session | Any, *, user_id: str) -> Any:
+        if self.config.store:  # PostgreSQL text cannot hold U+0000: a clear error before any write
+            from memlab.pg import reject_nul
+
+            reject_nul(session)
+        return self._ingest_in_scope(session, user_id=user_id)
+
+    @_writes  # the whole read-resolve-write of one user (turn numbering included) under its scope
+    def _ingest_in_scope(self, session: Session | Any, *, user_id: str) -> Any:
         return super().ingest(session, user_id=user_id)
+
+    def check_ready(self) -> None:
+        """A real read of the store (SQLite file or PostgreSQL): its schema version."""
+        super().check_ready()
+        self.store.get_meta("schema_version")
 
     def _next_turn_index(self, user_id: str, session_id: str) -> int:
         return self.store.session_turns(user_id, session_id)
@@ -528,7 +540,10 @@ class ProfileMemory(Memory):
     @_writes
     def _update(self, item_id: str, text: str, *, user_id: str) -> MemoryItem:
         if self._turn_key(item_id, user_id) is not None:
-            raise MemlabError(f"{item_id!r} is a raw turn of the conversation: turns can be deleted, not changed")
+            raise ReadOnlyItemError(
+                f"{item_id!r} is a raw turn of the conversation: turns can be deleted, not changed; "
+                "profile entries (the items whose id has no '#') can be changed"
+            )
         entry_id = self._entry_id(item_id, user_id)
         old = self.store.versions(user_id, entry_id)[-1]
         op = Operation(
@@ -541,7 +556,7 @@ class ProfileMemory(Memory):
         try:
             self.store.apply_session(user_id, None, [op], vectorize=self._vectorize, source="api")
         except ProfileStoreError as exc:  # a closed entry: the user stopped it; ADD reopens it
-            raise MemlabError(f"cannot update {item_id!r}: {exc}") from exc
+            raise ReadOnlyItemError(f"cannot update {item_id!r}: {exc}") from exc
         return self._chain_item(self.store.versions(user_id, entry_id))
 
     @_writes

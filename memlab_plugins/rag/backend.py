@@ -577,6 +577,11 @@ class RagMemory(Memory):
         if self.data_dir is not None:  # in-memory only: the RAM copy (and its BM25) is the memory
             self._lexical.pop(user_id, None)
 
+    def check_ready(self) -> None:
+        """The data directory (file store) or a real read of the database (PostgreSQL store)."""
+        super().check_ready()
+        self.store.check_ready()
+
     def close(self) -> None:
         store: RagStore | None = getattr(self, "store", None)
         if store is not None:

@@ -85,3 +85,6 @@ class RagStore(ABC):
 
     def close(self) -> None:
         """Flush and release files, connections and locks."""
+
+    def check_ready(self) -> None:  # noqa: B027 - optional hook: the file store has nothing to add
+        """Raise when the store cannot serve a read (the service's ``/readyz``)."""
