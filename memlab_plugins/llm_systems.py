@@ -26,7 +26,7 @@ from pydantic import Field
 
 from memlab.errors import ConfigurationError, MemlabError
 from memlab.locks import DirectoryLock
-from memlab.memory import BackendConfig, IngestReport, Memory
+from memlab.memory import BackendConfig, FilterLike, IngestReport, Memory
 from memlab.types import MemoryItem, Message, Retrieval, Session
 from memlab_plugins.mem0_backend.ingest import ExtractionStats
 
@@ -259,17 +259,17 @@ class ExtractingMemory(Memory):
         with self._calls:
             return super().ingest(session, user_id=user_id)
 
-    def retrieve(self, query: str, *, user_id: str, k: int | None = None) -> Retrieval:
+    def retrieve(self, query: str, *, user_id: str, k: int | None = None, filters: FilterLike = None) -> Retrieval:
         with self._calls:
-            return super().retrieve(query, user_id=user_id, k=k)
+            return super().retrieve(query, user_id=user_id, k=k, filters=filters)
 
     def reset(self, user_id: str) -> None:
         with self._calls:
             super().reset(user_id)
 
-    def list_memories(self, *, user_id: str) -> list[MemoryItem]:
+    def list_memories(self, *, user_id: str, filters: FilterLike = None) -> list[MemoryItem]:
         with self._calls:
-            return super().list_memories(user_id=user_id)
+            return super().list_memories(user_id=user_id, filters=filters)
 
     def update(self, item_id: str, text: str, *, user_id: str) -> MemoryItem:
         with self._calls:
@@ -283,9 +283,9 @@ class ExtractingMemory(Memory):
         with self._calls:
             return super().history(item_id, user_id=user_id)
 
-    def export(self, user_id: str) -> dict[str, Any]:
+    def export(self, user_id: str, *, filters: FilterLike = None) -> dict[str, Any]:
         with self._calls:
-            return super().export(user_id)
+            return super().export(user_id, filters=filters)
 
     # ------------------------------------------------------------------ extraction and its cost
     @property
