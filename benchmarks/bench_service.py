@@ -1,6 +1,6 @@
 """Throughput and latency of the memlab REST service on loopback, and whether users block each other.
 
-For each backend (default: profile and rag, with the packaged MiniLM embedder) it starts
+For each backend (default: profile, rag and mem0, with the packaged MiniLM embedder) it starts
 ``memlab serve`` (the real uvicorn process, with API-key auth) on 127.0.0.1 with a fresh data
 directory, gives ``--users`` users a few sessions through the HTTP API, then measures
 (client-side latency, request sent to response read):
@@ -12,7 +12,7 @@ directory, gives ``--users`` users a few sessions through the HTTP API, then mea
 It ends with the issue-15 targets: that search's p99 <= 200 ms, and search req/s with 8 clients
 >= 1.5x one client.
 
-    python benchmarks/bench_service.py                                  # profile and rag, MiniLM
+    python benchmarks/bench_service.py                                  # profile, rag and mem0, MiniLM
     python benchmarks/bench_service.py --backends full_context --users 1000 --json runs/bench.json
     python benchmarks/bench_service.py --backends rag --rag.embedder hashing
     python benchmarks/bench_service.py --backends rag --store postgresql://me@127.0.0.1/memlab --workers 2
@@ -241,7 +241,9 @@ def bench_backend(args: argparse.Namespace, backend: str, backend_args: list[str
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--backends", default="profile,rag", help="comma-separated backends (default: profile,rag)")
+    p.add_argument(
+        "--backends", default="profile,rag,mem0", help="comma-separated backends (default: profile,rag,mem0)"
+    )
     p.add_argument("--users", type=int, default=200)
     p.add_argument("--sessions", type=int, default=2, help="sessions (of 4 messages) per user")
     p.add_argument("--requests", type=int, default=400, help="timed search requests per client setting")

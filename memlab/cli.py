@@ -459,7 +459,25 @@ def build_parser() -> argparse.ArgumentParser:
         list_p.set_defaults(func=func)
     sub.add_parser("serve", help="REST memory service (memlab serve --help)", add_help=False)
     sub.add_parser("mcp", help="memory as MCP tools for agents (memlab mcp --help)", add_help=False)
+    compact_p = sub.add_parser(
+        "compact-store",
+        help="rewrite memlab's PostgreSQL tables (VACUUM FULL) so deleted text leaves the table files",
+    )
+    compact_p.add_argument("--store", required=True, metavar="postgresql://...", help="the store's database URL")
+    compact_p.set_defaults(func=cmd_compact_store)
     return parser
+
+
+def cmd_compact_store(args: argparse.Namespace, extra: list[str]) -> int:
+    from memlab.pg import compact_store
+
+    for table in compact_store(args.store):
+        print(f"rewritten: {table}")
+    print(
+        "deleted rows are gone from these tables' files; WAL segments and backups taken before still hold "
+        "them until they are recycled or expire (docs/chatbot.md: Deleting data on PostgreSQL)"
+    )
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,6 +35,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
+import shutil
 import threading
 import uuid
 import warnings
@@ -44,8 +46,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memlab import data_subject
 from memlab.errors import MemlabError, NotFoundError
 from memlab.idempotency import IdempotencyLog
+from memlab.locks import ReadWriteLock
 from memlab.memory import Capability, FilterLike, IngestReport, Memory, as_filter, validate_user_id
 from memlab.pagination import Page, page_by_id, page_by_position
 from memlab.registry import create_backend
@@ -102,47 +106,6 @@ def to_message(value: MessageLike, metadata: Mapping[str, Any] | None = None) ->
     if isinstance(value, Mapping):
         return Message.model_validate(dict(value))
     raise TypeError(f"cannot read a message from {type(value).__name__}: use Message, a dict or (role, content)")
-
-
-class ReadWriteLock:
-    """Many readers or one writer. Waiting writers go first, so searches cannot starve an ingest."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self._readers = 0
-        self._writer = False
-        self._writers_waiting = 0
-
-    @contextlib.contextmanager
-    def read(self) -> Iterator[None]:
-        with self._cond:
-            while self._writer or self._writers_waiting:
-                self._cond.wait()
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                if not self._readers:
-                    self._cond.notify_all()
-
-    @contextlib.contextmanager
-    def write(self) -> Iterator[None]:
-        with self._cond:
-            self._writers_waiting += 1
-            try:
-                while self._writer or self._readers:
-                    self._cond.wait()
-            finally:
-                self._writers_waiting -= 1
-            self._writer = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._writer = False
-                self._cond.notify_all()
 
 
 @dataclass
@@ -275,6 +238,9 @@ class MemoryClient:
         self._writes = IdempotencyLog(self.data_dir if self.persistent else None)
         if self.persistent:
             self._writes.recover(self._turns_stored)
+        self._forget_lock = threading.Lock()
+        self._forgotten: dict[str, int] = {}
+        self._user_dirs: set[Path] = set()
         if batch_queries:
             self._coalesce_query_embeddings()
 
@@ -289,8 +255,12 @@ class MemoryClient:
 
     @property
     def persistent(self) -> bool:
-        """True when what is stored survives a restart of the process."""
-        return self.data_dir is not None and self.memory.supports(Capability.PERSIST)
+        """True when what is stored survives a restart of the process (a data directory, or a
+        database store, which needs none)."""
+        from memlab.pg import config_uses_database
+
+        stored = self.data_dir is not None or config_uses_database(self.memory.config)
+        return stored and self.memory.supports(Capability.PERSIST)
 
     @property
     def user_cache_size(self) -> int:
@@ -389,10 +359,50 @@ class MemoryClient:
             return self.memory.retrieve(query, user_id=user_id, k=k, filters=selected)
 
     def forget(self, user_id: str) -> None:
-        """Delete everything stored about ``user_id`` (its idempotency keys too)."""
+        """Delete everything stored about ``user_id``: the backend's store, its idempotency keys, the
+        cache entries memlab wrote for them (``memlab.data_subject``) and their files in registered
+        directories (LangChain transcripts, see ``register_user_files``)."""
         with self._user(user_id, write=True):
             self.memory.reset(user_id)
             self._writes.forget_user(user_id)
+            data_subject.forget(user_id)
+            for directory in self.user_file_dirs():
+                target = directory / user_id
+                if target.exists():
+                    shutil.rmtree(target)
+            with self._forget_lock:
+                self._forgotten[user_id] = self._forgotten.get(user_id, 0) + 1
+
+    # ------------------------------------------------------------------ files kept beside the memory
+    USER_FILE_DIRS = "user_file_dirs.json"
+
+    def register_user_files(self, directory: str | Path) -> None:
+        """``directory/<user_id>/`` holds files about a user that ``forget`` must delete too (the
+        LangChain history's transcripts register themselves). With a data directory the list is kept
+        in it, so a later process forgets them as well."""
+        path = Path(directory).resolve()
+        with self._forget_lock:
+            known = self.user_file_dirs()
+            if path in known:
+                return
+            self._user_dirs.add(path)
+            if self.data_dir is not None:
+                listing = self.data_dir / self.USER_FILE_DIRS
+                tmp = listing.with_suffix(".tmp")
+                tmp.write_text(json.dumps(sorted(str(p) for p in {*known, path}), indent=1))
+                tmp.replace(listing)
+
+    def user_file_dirs(self) -> list[Path]:
+        """The directories registered with ``register_user_files`` (this process's and the data directory's)."""
+        dirs = set(self._user_dirs)
+        if self.data_dir is not None and (self.data_dir / self.USER_FILE_DIRS).exists():
+            dirs |= {Path(p) for p in json.loads((self.data_dir / self.USER_FILE_DIRS).read_text())}
+        return sorted(dirs)
+
+    def forget_count(self, user_id: str) -> int:
+        """How often ``user_id`` was forgotten through this client (a history compares it to drop its copy)."""
+        with self._forget_lock:
+            return self._forgotten.get(user_id, 0)
 
     def export(
         self, user_id: str, *, filters: FilterLike = None, limit: int | None = None, cursor: str | None = None
@@ -450,6 +460,7 @@ class MemoryClient:
         with self._user(user_id, write=True):
             self._owned(user_id, item_id)
             self._by_id(lambda: self.memory.delete(item_id, user_id=user_id), user_id, item_id)
+            data_subject.forget(user_id)  # cache entries cannot be told apart per item: the user's go
 
     def history(self, user_id: str, item_id: str) -> list[dict[str, Any]]:
         """The change history of one of ``user_id``'s memories (needs 'history').
@@ -489,6 +500,13 @@ class MemoryClient:
             raise NotFoundError(f"user {user_id!r} has no memory with id {item_id!r}") from exc
 
     # ------------------------------------------------------------------ lifecycle
+    def check_ready(self) -> None:
+        """Raise when the backend's store cannot serve a read (see ``Memory.check_ready``)."""
+        with self._lifecycle.read():
+            if self._closed:
+                raise MemlabError("this MemoryClient is closed")
+            self.memory.check_ready()
+
     def close(self) -> None:
         """Flush and release the backend (after the calls in flight). Safe to call twice."""
         with self._lifecycle.write():

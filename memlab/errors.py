@@ -73,3 +73,14 @@ class ConflictError(MemlabError):
 
 class WriteInProgressError(ConflictError):
     """The first request with this idempotency key is still being processed: retry shortly."""
+
+
+class ReadOnlyItemError(MemlabError):
+    """An item that exists but cannot be changed this way (e.g. a raw turn: delete it, do not edit it).
+
+    The message says what can be changed instead; the service answers 409.
+    """
+
+
+class ShuttingDownError(MemlabError):
+    """The process is stopping: the call was not carried out (nothing of it was stored); retry later."""

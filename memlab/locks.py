@@ -1,4 +1,7 @@
-"""One live process per directory: an exclusive, advisory lock on a file inside it.
+"""Locks: one live process per directory (``DirectoryLock``), and a phase-fair reader-writer lock
+between threads (``ReadWriteLock``).
+
+``DirectoryLock``: an exclusive, advisory lock on a file inside the directory.
 
 The lock is an ``fcntl.flock`` on ``<dir>/.memlab.lock``. The kernel drops it when the holding
 process dies, however it dies (kill -9 included), so a stale lock file never blocks anyone; the
@@ -10,6 +13,9 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +86,60 @@ class DirectoryLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+class ReadWriteLock:
+    """Many readers or one writer, taking turns (phase-fair): a waiting writer keeps new readers out,
+    so searches cannot starve an ingest; when a writer releases, the readers that waited meanwhile
+    go before the next writer, so an ingest writing in many short holds cannot starve searches
+    either (with writers simply first it would take the lock back before a waiting search woke)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._readers = 0
+        self._readers_waiting = 0
+        self._writer = False
+        self._writers_waiting = 0
+        self._readers_turn = False
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        with self._cond:
+            self._readers_waiting += 1
+            entered = False
+            try:
+                while self._writer or (self._writers_waiting and not self._readers_turn):
+                    self._cond.wait()
+                entered = True
+            finally:
+                self._readers_waiting -= 1
+                if not entered and not self._readers and not self._readers_waiting:  # interrupted waiting
+                    self._readers_turn = False
+                    self._cond.notify_all()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._readers_turn = False
+                    self._cond.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        with self._cond:
+            self._writers_waiting += 1
+            try:
+                while self._writer or self._readers or self._readers_turn:
+                    self._cond.wait()
+            finally:
+                self._writers_waiting -= 1
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = False
+                self._readers_turn = self._readers_waiting > 0
+                self._cond.notify_all()

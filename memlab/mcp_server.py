@@ -31,12 +31,13 @@ import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from memlab.client import MemoryClient
-from memlab.errors import ConflictError, MemlabError, NotFoundError, UnsupportedCapabilityError
+from memlab.errors import ConflictError, MemlabError, NotFoundError, ReadOnlyItemError, UnsupportedCapabilityError
 from memlab.memory import Capability, IngestReport, Memory, MemoryFilter, validate_user_id
 from memlab.pagination import MAX_PAGE_SIZE
+from memlab.server.schemas import Text, _json_integer
 from memlab.server.settings import ApiKey, ServerSettings
 from memlab.types import MemoryItem, Role, TurnMetadata
 
@@ -101,7 +102,9 @@ Filters = Annotated[
 ]
 Limit = Annotated[int | None, Field(ge=1, le=MAX_PAGE_SIZE, description="page size; omit for everything")]
 Cursor = Annotated[str | None, Field(description="next_cursor of the previous page")]
-ItemId = Annotated[str, Field(min_length=1, max_length=512, description="a memory id from search or list")]
+ItemId = Annotated[
+    Text, Field(min_length=1, max_length=512, description="a memory id from search or list")
+]  # no NUL, as memlab serve
 
 
 def _exports(memory: Memory) -> bool:
@@ -200,6 +203,7 @@ def _tool_error(exc: BaseException) -> Exception:
         NotFoundError: "not found",
         UnsupportedCapabilityError: "not supported",
         ConflictError: "conflict",
+        ReadOnlyItemError: "not changeable",
         PermissionError: "forbidden",
     }
     for cls, label in kind.items():
@@ -266,8 +270,12 @@ def build_server(client: MemoryClient, settings: ServerSettings, *, user: str | 
         return tools.add_memory(tools.user_for(user_id), messages, session_id, metadata, idempotency_key)
 
     def search_memory(
-        query: Annotated[str, Field(min_length=1, max_length=settings.max_query_chars, description="what to recall")],
-        k: Annotated[int | None, Field(ge=1, le=settings.max_k, description="at most this many memories")] = None,
+        query: Annotated[Text, Field(min_length=1, max_length=settings.max_query_chars, description="what to recall")],
+        k: Annotated[
+            int | None,
+            Field(ge=1, le=settings.max_k, description="at most this many memories"),
+            BeforeValidator(_json_integer),
+        ] = None,
         filters: Filters = None,
         user_id: UserArg = None,
     ) -> SearchResult:
@@ -285,7 +293,7 @@ def build_server(client: MemoryClient, settings: ServerSettings, *, user: str | 
 
     def update_memory(
         item_id: ItemId,
-        text: Annotated[str, Field(min_length=1, max_length=settings.max_message_chars, pattern=r"\S")],
+        text: Annotated[Text, Field(min_length=1, max_length=settings.max_message_chars, pattern=r"\S")],
         user_id: UserArg = None,
     ) -> MemoryItem:
         return client.update(tools.user_for(user_id), item_id, text)

@@ -29,6 +29,11 @@ The contract (docs/plugins.md walks through it with a complete example):
   backend declaring ``Capability.FILTER`` takes ``filters`` in ``_retrieve`` and must choose its
   ``k`` items among the matching ones (``filters.matches(item)``), not cut to ``k`` first.
 - Unknown or foreign item ids raise ``NotFoundError`` (the service answers 404).
+- Speed hooks, optional, never changing what is stored or retrieved: ``prepare(queries)`` computes
+  ahead what retrieving for known queries needs (the runner passes every question before the
+  replay); ``_ingest_many(parts, user_id)`` stores several sessions (parts) in one go, exactly as
+  one ``_ingest`` per part would (the runner ingests everything between two questions with one
+  ``ingest_many``).
 - Optional abilities are declared in ``capabilities`` and implemented by overriding the matching
   hook (``list`` -> ``_list``, ``update`` -> ``_update``, ``delete`` -> ``_delete``, ``history`` ->
   ``_history``, ``persist`` -> ``_next_turn_index``); registration checks that each declared
@@ -37,11 +42,12 @@ The contract (docs/plugins.md walks through it with a complete example):
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
@@ -49,7 +55,8 @@ from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
-from memlab.errors import ConfigurationError, PluginValidationError, UnsupportedCapabilityError
+from memlab import data_subject
+from memlab.errors import ConfigurationError, MemlabError, PluginValidationError, UnsupportedCapabilityError
 from memlab.tokens import count_tokens
 from memlab.types import MemoryItem, Message, MetadataScalar, Retrieval, Session
 
@@ -301,7 +308,8 @@ class Memory(ABC):
         first_turn = self._next_turn_index(user_id, session.id)
         self._usage.totals = [0, 0, 0.0]
         start = time.perf_counter()
-        self._ingest(session, user_id=user_id, first_turn=first_turn)
+        with data_subject.handling(user_id):  # cache entries written now hold this user's text
+            self._ingest(session, user_id=user_id, first_turn=first_turn)
         self._record_turns(user_id, session.id, first_turn + len(session.messages))
         if getattr(self.config, "forget_requests", False):  # the backend option (memlab.forget)
             from memlab.forget import honour_forget_requests
@@ -317,6 +325,67 @@ class Memory(ABC):
             completion_tokens=int(completion_tokens),
             cost_usd=float(cost),
         )
+
+    def ingest_many(self, sessions: Sequence[Session | Mapping[str, Any]], *, user_id: str) -> list[IngestReport]:
+        """Store several sessions (or parts of sessions) in order, as ``ingest`` one by one would.
+
+        A backend that overrides ``_ingest_many`` stores them in one go (one embedding batch, one
+        write); its reports then share the batch's time in proportion to each part's messages.
+        Either all parts are stored or, if the batch fails, none of the batch's own writes.
+        """
+        validate_user_id(user_id)
+        parsed = [s if isinstance(s, Session) else Session.model_validate(s) for s in sessions]
+        if not _has_bulk_ingest(type(self)) or self._has_forget_requests(parsed):
+            # Forget requests are honoured after each part, as ``ingest`` does: part by part.
+            return [self.ingest(session, user_id=user_id) for session in parsed]
+        parts: list[tuple[Session, int]] = []
+        next_turn: dict[str, int] = {}
+        for session in parsed:  # a session may come twice in one batch: its parts continue each other
+            first = next_turn.get(session.id)
+            if first is None:
+                first = self._next_turn_index(user_id, session.id)
+            parts.append((session, first))
+            next_turn[session.id] = first + len(session.messages)
+        self._usage.totals = [0, 0, 0.0]
+        start = time.perf_counter()
+        with data_subject.handling(user_id):  # cache entries written now hold this user's text
+            self._ingest_many(parts, user_id=user_id)
+        seconds = time.perf_counter() - start
+        for session_id, total in next_turn.items():
+            self._record_turns(user_id, session_id, total)
+        prompt_tokens, completion_tokens, cost = self._usage.totals
+        messages = sum(len(s.messages) for s in parsed)
+        reports = []
+        for number, (session, first) in enumerate(parts):
+            share = len(session.messages) / messages if messages else 1 / len(parts)
+            reports.append(
+                IngestReport(
+                    session_id=session.id,
+                    first_turn=first,
+                    messages=len(session.messages),
+                    seconds=seconds * share,
+                    # LLM usage of a batch is not split: the first part's report carries it.
+                    prompt_tokens=int(prompt_tokens) if number == 0 else 0,
+                    completion_tokens=int(completion_tokens) if number == 0 else 0,
+                    cost_usd=float(cost) if number == 0 else 0.0,
+                )
+            )
+        return reports
+
+    def _has_forget_requests(self, sessions: Sequence[Session]) -> bool:
+        if not getattr(self.config, "forget_requests", False):
+            return False
+        from memlab.forget import find_forget_requests
+
+        return any(find_forget_requests(session) for session in sessions)
+
+    def prepare(self, queries: Sequence[str]) -> None:
+        """Compute ahead what retrieving for ``queries`` will need (e.g. embed them in one batch).
+
+        The runner calls this once per job, before the replay, with the texts of the questions it
+        will retrieve for. It must not change any retrieval, only make it cheaper. The default does
+        nothing.
+        """
 
     def add_messages(self, messages: list[Message], *, user_id: str, session_id: str) -> IngestReport:
         """Convenience for chatbots: append turns to a session."""
@@ -336,11 +405,12 @@ class Memory(ABC):
         if selected is not None:
             self._require(Capability.FILTER)
         start = time.perf_counter()
-        if selected is None:
-            result = self._retrieve(query, user_id=user_id, k=k)
-        else:
-            # Only backends declaring FILTER take the argument (third-party _retrieve may not).
-            result = self._retrieve(query, user_id=user_id, k=k, filters=selected)  # type: ignore[call-arg]
+        with data_subject.handling(user_id):
+            if selected is None:
+                result = self._retrieve(query, user_id=user_id, k=k)
+            else:
+                # Only backends declaring FILTER take the argument (third-party _retrieve may not).
+                result = self._retrieve(query, user_id=user_id, k=k, filters=selected)  # type: ignore[call-arg]
         seconds = time.perf_counter() - start
         if not isinstance(result, Retrieval):
             raise PluginValidationError(
@@ -378,6 +448,15 @@ class Memory(ABC):
     def close(self) -> None:
         """Release files and models. Persistent backends flush here."""
 
+    def check_ready(self) -> None:
+        """Raise (any error, saying why) when the store cannot serve a read; the service's ``/readyz``.
+
+        The default checks that the data directory is there and writable; backends with a store of
+        their own (a database, an embedded engine) override this with a real read.
+        """
+        if self.data_dir is not None and not (self.data_dir.is_dir() and os.access(self.data_dir, os.R_OK | os.W_OK)):
+            raise MemlabError(f"the data directory {self.data_dir} is missing or not readable and writable")
+
     def __enter__(self) -> Memory:
         return self
 
@@ -405,7 +484,8 @@ class Memory(ABC):
         self._require(Capability.UPDATE)
         if not text.strip():
             raise ValueError("memory text must not be empty")
-        return self._update(item_id, text, user_id=validate_user_id(user_id))
+        with data_subject.handling(validate_user_id(user_id)):
+            return self._update(item_id, text, user_id=user_id)
 
     def delete(self, item_id: str, *, user_id: str) -> None:
         self._require(Capability.DELETE)
@@ -442,6 +522,14 @@ class Memory(ABC):
     @abstractmethod
     def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
         """Store ``session.messages``; the first one is turn ``first_turn`` of session ``session.id``."""
+
+    def _ingest_many(self, parts: list[tuple[Session, int]], *, user_id: str) -> None:
+        """Store several (session, first turn) parts in one go, exactly as ``_ingest`` per part would.
+
+        Not overridden, ``ingest_many`` calls ``ingest`` per part instead (with a report per part).
+        """
+        for session, first_turn in parts:
+            self._ingest(session, user_id=user_id, first_turn=first_turn)
 
     @abstractmethod
     def _retrieve(self, query: str, *, user_id: str, k: int) -> Retrieval:
@@ -491,6 +579,14 @@ class Memory(ABC):
                 "and does not override _export"
             )
         return {"items": [item.model_dump(mode="json") for item in self._list(user_id)]}
+
+
+def _has_bulk_ingest(cls: type[Memory]) -> bool:
+    """True when ``cls`` stores a batch with its own ``_ingest_many``. A subclass that overrides
+    ``_ingest`` alone (another store) does not inherit its parent's batch path."""
+    bulk = next(c for c in cls.__mro__ if "_ingest_many" in c.__dict__)
+    single = next(c for c in cls.__mro__ if "_ingest" in c.__dict__)
+    return bulk is not Memory and issubclass(bulk, single)
 
 
 def turn_source(session: Session, turn_index: int, message: Message) -> dict[str, Any]:

@@ -53,6 +53,16 @@ def config_uses_database(config: Mapping[str, Any] | Any) -> bool:
     return is_database_url(value)
 
 
+def reject_nul(session: Any) -> None:
+    """PostgreSQL text cannot hold U+0000: refuse such a message with the same clear error as the
+    service's validation (a ``DataFormatError``), before anything is written."""
+    messages = session.get("messages", []) if isinstance(session, Mapping) else getattr(session, "messages", [])
+    for index, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, Mapping) else getattr(message, "content", "")
+        if isinstance(content, str) and "\x00" in content:
+            raise DataFormatError(f"message {index}: content must not contain NUL characters (U+0000)")
+
+
 def redact(url: str) -> str:
     """The URL without its password, for messages."""
     return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
@@ -159,3 +169,40 @@ def ensure_vector_extension(pool: Any, url: str) -> None:
                 f"{redact(url)}: the pgvector extension is not installed and could not be created "
                 f"({str(exc).strip()}); install pgvector on the server and run CREATE EXTENSION vector as its owner"
             ) from exc
+
+
+def compact_store(url: str) -> list[str]:
+    """Rewrite every memlab table of the database (``VACUUM FULL``, then ``CHECKPOINT``) and return
+    their names.
+
+    PostgreSQL deletes a row by marking it dead: its bytes stay in the table file (and its TOAST
+    and index files) until the space is reused, and plain ``VACUUM`` only marks it reusable.
+    ``VACUUM FULL`` writes each table anew without dead rows and drops the old files, so a deleted
+    user's text leaves the table files. It takes an exclusive lock per table while it runs (reads
+    and writes of that table wait): run it after deletions, at a quiet time. What it cannot reach:
+    the write-ahead log (``pg_wal``) keeps the deleted text until its segments are recycled after
+    later checkpoints, and WAL archives, base backups and replicas keep it until they expire.
+    ``CHECKPOINT`` (run here, needs a superuser or ``pg_checkpoint``; skipped otherwise) lets the
+    segments be recycled sooner.
+    """
+    try:
+        import psycopg
+    except ImportError as exc:  # pragma: no cover - the 'postgres' extra is not installed
+        raise ConfigurationError("compacting a PostgreSQL store needs psycopg: pip install 'memlab[postgres]'") from exc
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=10)  # VACUUM cannot run in a transaction
+    except psycopg.Error as exc:
+        raise DatabaseError(f"cannot connect to the store database {redact(url)}: {str(exc).strip()}") from exc
+    with conn:
+        rows = conn.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+            " AND (table_name LIKE 'memlab\\_%%' OR table_schema = 'memlab_profile') ORDER BY 1, 2"
+        ).fetchall()
+        tables = [f'"{schema}"."{name}"' for schema, name in rows]
+        for table in tables:
+            conn.execute(f"VACUUM FULL {table}")
+        try:
+            conn.execute("CHECKPOINT")
+        except psycopg.Error:  # not allowed for this role: the WAL is recycled at the next automatic one
+            pass
+    return tables

@@ -26,10 +26,13 @@ server's ``message``.
 from __future__ import annotations
 
 import asyncio
+import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote
@@ -180,6 +183,10 @@ class _Api:
         return _Call("GET", "/v1/info", lambda r: r.json())
 
     @staticmethod
+    def ready() -> _Call:
+        return _Call("GET", "/readyz", _nothing)
+
+    @staticmethod
     def remember(
         user_id: str,
         messages: Iterable[MessageLike],
@@ -270,6 +277,37 @@ class _Base:
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout = timeout
         self._info: dict[str, Any] | None = None
+        self._local_lock = threading.Lock()
+        self._user_dirs: set[Path] = set()
+        self._forgotten: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ files kept beside the memory (local)
+    USER_FILE_DIRS = "user_file_dirs.json"  # MemoryClient's listing; a remote client keeps its own in memory
+
+    def register_user_files(self, directory: str | Path) -> None:
+        """``directory/<user_id>/`` (on this machine) holds files about a user that ``forget`` through
+        this client deletes too (the LangChain history's transcripts register themselves)."""
+        with self._local_lock:
+            self._user_dirs.add(Path(directory).resolve())
+
+    def user_file_dirs(self) -> list[Path]:
+        """The directories registered with ``register_user_files`` on this client."""
+        with self._local_lock:
+            return sorted(self._user_dirs)
+
+    def forget_count(self, user_id: str) -> int:
+        """How often ``user_id`` was forgotten through this client (a history compares it to drop its copy)."""
+        with self._local_lock:
+            return self._forgotten.get(user_id, 0)
+
+    def _forgot(self, user_id: str) -> None:
+        """After the service forgot ``user_id``: its registered local files go too."""
+        for directory in self.user_file_dirs():
+            target = directory / user_id
+            if target.exists():
+                shutil.rmtree(target)
+        with self._local_lock:
+            self._forgotten[user_id] = self._forgotten.get(user_id, 0) + 1
 
     def _delay(self, attempt: int) -> float:
         return float(self.backoff * (2**attempt))
@@ -367,6 +405,7 @@ class RemoteMemoryClient(_Base):
 
     def forget(self, user_id: str) -> None:
         self._run(_Api.forget(user_id))
+        self._forgot(user_id)
 
     def export(
         self, user_id: str, *, filters: FilterLike = None, limit: int | None = None, cursor: str | None = None
@@ -418,6 +457,10 @@ class RemoteMemoryClient(_Base):
             cursor = page.next_cursor
 
     # ------------------------------------------------------------------ lifecycle
+    def check_ready(self) -> None:
+        """Raise when the service is not ready (``GET /readyz``: its store cannot serve a read)."""
+        self._run(_Api.ready())
+
     def close(self) -> None:
         self._http.close()
 
@@ -485,6 +528,7 @@ class AsyncRemoteMemoryClient(_Base):
 
     async def forget(self, user_id: str) -> None:
         await self._run(_Api.forget(user_id))
+        self._forgot(user_id)
 
     async def export(
         self, user_id: str, *, filters: FilterLike = None, limit: int | None = None, cursor: str | None = None
@@ -534,6 +578,10 @@ class AsyncRemoteMemoryClient(_Base):
             if not page.next_cursor:
                 return events
             cursor = page.next_cursor
+
+    async def check_ready(self) -> None:
+        """Raise when the service is not ready (``GET /readyz``: its store cannot serve a read)."""
+        await self._run(_Api.ready())
 
     async def aclose(self) -> None:
         await self._http.aclose()

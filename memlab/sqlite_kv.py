@@ -4,6 +4,10 @@ embeddings, judge verdicts).
 Safe for several threads (one lock per handle) and several processes (WAL journal, waits up to a
 minute for a writer). Every ``put`` commits at once, so a killed run keeps what it paid for.
 Values are ``str`` or ``bytes`` and come back as stored.
+
+Entries may carry owners (``put_many(..., owner=tag)``, see ``memlab.data_subject``);
+``forget_owner(tag)`` deletes them and rewrites the file, so the deleted values leave the database
+file and its write-ahead log (``secure_delete`` zeroes freed pages; VACUUM, then a WAL truncate).
 """
 
 from __future__ import annotations
@@ -29,11 +33,17 @@ class SQLiteKV:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.table = table
         self._lock = threading.Lock()
+        self._owned: set[tuple[str, str]] = set()  # (key, owner) pairs known to be recorded
         self._db: sqlite3.Connection | None = sqlite3.connect(self.path, check_same_thread=False, timeout=60)
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA secure_delete=ON")
             self._db.execute(
                 f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, value NOT NULL, created REAL NOT NULL)"
+            )
+            self._db.execute(
+                f"CREATE TABLE IF NOT EXISTS {table}_owners (key TEXT NOT NULL, owner TEXT NOT NULL,"
+                " PRIMARY KEY (owner, key))"
             )
             self._db.commit()
 
@@ -59,17 +69,50 @@ class SQLiteKV:
                 found.update(self._conn().execute(query, chunk).fetchall())
         return found
 
-    def put(self, key: str, value: Value) -> None:
-        self.put_many({key: value})
+    def put(self, key: str, value: Value, *, owner: str | None = None) -> None:
+        self.put_many({key: value}, owner=owner)
 
-    def put_many(self, items: Mapping[str, Value]) -> None:
+    def put_many(self, items: Mapping[str, Value], *, owner: str | None = None) -> None:
         now = time.time()
         with self._lock:
             db = self._conn()
             db.executemany(
                 f"INSERT OR REPLACE INTO {self.table} VALUES (?, ?, ?)", [(k, v, now) for k, v in items.items()]
             )
+            if owner is not None:
+                db.executemany(f"INSERT OR IGNORE INTO {self.table}_owners VALUES (?, ?)", [(k, owner) for k in items])
             db.commit()
+
+    def own(self, keys: Iterable[str], owner: str) -> None:
+        """Tag entries already stored (a cache hit for another user) with one more owner."""
+        with self._lock:
+            new = [(k, owner) for k in keys if (k, owner) not in self._owned]
+            if not new:  # a hit this process tagged already: no write per cache hit
+                return
+            db = self._conn()
+            db.executemany(f"INSERT OR IGNORE INTO {self.table}_owners VALUES (?, ?)", new)
+            db.commit()
+            if len(self._owned) > 200_000:
+                self._owned.clear()
+            self._owned.update(new)
+
+    def forget_owner(self, owner: str) -> int:
+        """Delete every entry ``owner`` wrote or used, then rewrite the file without their bytes."""
+        with self._lock:
+            db = self._conn()
+            keys = [row[0] for row in db.execute(f"SELECT key FROM {self.table}_owners WHERE owner = ?", (owner,))]
+            if not keys:
+                return 0
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                db.execute(f"DELETE FROM {self.table} WHERE key IN ({marks})", chunk)
+                db.execute(f"DELETE FROM {self.table}_owners WHERE key IN ({marks})", chunk)
+            db.commit()
+            self._owned.clear()
+            db.execute("VACUUM")
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return len(keys)
 
     def __len__(self) -> int:
         with self._lock:

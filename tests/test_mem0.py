@@ -362,24 +362,27 @@ def test_other_users_ids_are_not_found(tmp_path: Path) -> None:
     memory.close()
 
 
-def test_a_session_that_fails_half_way_is_rolled_back_and_retried_once(tmp_path: Path) -> None:
-    memory = create_backend("mem0", {"embedder": "hashing"}, data_dir=tmp_path)
-    three = session("s1", *[("user", f"fact number {i}") for i in range(3)])
-    real_add, calls = memory._mem.add, []
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_session_that_fails_half_way_is_rolled_back_and_retried_once(tmp_path: Path, bulk: bool) -> None:
+    memory = create_backend("mem0", {"embedder": "hashing", "bulk_insert": bulk}, data_dir=tmp_path)
+    count = 20 if bulk else 3  # bulk: the second of five write batches fails
+    three = session("s1", *[("user", f"fact number {i}") for i in range(count)])
+    owner, name = (memory._mem, "add") if not bulk else (memory._mem.vector_store, "insert")
+    real_call, calls = getattr(owner, name), []
 
-    def flaky_add(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def flaky(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(1)
         if len(calls) == 2:
             raise RuntimeError("vector store down")
-        return real_add(*args, **kwargs)
+        return real_call(*args, **kwargs)
 
-    memory._mem.add = flaky_add
+    setattr(owner, name, flaky)
     with pytest.raises(RuntimeError):
         memory.ingest(three, user_id="u")
     assert memory.list_memories(user_id="u") == []
     assert memory.ingest(three, user_id="u").first_turn == 0
     texts = sorted(item.text for item in memory.list_memories(user_id="u"))
-    assert texts == ["fact number 0", "fact number 1", "fact number 2"]
+    assert texts == sorted(m.content for m in three.messages)
     memory.close()
 
 

@@ -222,3 +222,92 @@ def test_calls_from_several_threads_run_one_at_a_time(tmp_path: Path) -> None:
     assert [kind for kind, _ in events] == ["start", "end", "start", "end"], events
     assert reports["alpha"].prompt_tokens > 0 and reports["beta"].prompt_tokens > 0
     memory.close()
+
+
+# Writes of several messages to one continuing session, each acknowledged once ingest() returned.
+MULTI_WRITER = textwrap.dedent(
+    """
+    import sys
+    from memlab.testing.network import block_network
+    with block_network():
+        from memlab_plugins.mem0_backend import Mem0Memory
+        from memlab.testing.conformance import session
+        bulk = sys.argv[3] == "bulk"
+        memory = Mem0Memory({"embedder": "hashing", "bulk_insert": bulk}, data_dir=sys.argv[1])
+        print("ready", flush=True)
+        write = int(sys.argv[2])
+        while True:
+            turns = [("user", f"write {write} part {part}") for part in range(int(sys.argv[4]))]
+            memory.ingest(session("s", *turns), user_id="u")
+            print(f"ack {write}", flush=True)
+            write += 1
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode,parts", [("bulk", 40), ("per-message", 3)])
+def test_a_multi_message_write_is_all_or_nothing_across_kill_9(tmp_path: Path, mode: str, parts: int) -> None:
+    """issue 25: half of a two-message write persisted after SIGKILL, and the next write reused its turn index."""
+    data = tmp_path / "data"
+    rng = random.Random(2525)
+    acknowledged: set[int] = set()
+    write = 0
+    for trial in range(4):
+        writer = _child(MULTI_WRITER, str(data), str(write), mode, str(parts))
+        _wait_for(writer, "ready")
+        assert writer.stdout is not None
+        for _ in range(rng.randint(1, 3)):
+            line = writer.stdout.readline().strip()
+            assert line.startswith("ack "), (line, writer.stderr.read()[-3000:] if writer.stderr else "")
+            acknowledged.add(int(line.split()[1]))
+        time.sleep(rng.uniform(0.0, 0.2))  # land the kill inside the next write
+        writer.send_signal(signal.SIGKILL)
+        rest, _ = writer.communicate(timeout=60)
+        acknowledged |= {int(line.split()[1]) for line in rest.splitlines() if line.startswith("ack ")}
+
+        memory = Mem0Memory({"embedder": "hashing", "bulk_insert": mode == "bulk"}, data_dir=data)
+        items = memory.list_memories(user_id="u")
+        by_write: dict[int, list[int]] = {}
+        for item in items:
+            by_write.setdefault(int(item.text.split()[1]), []).append(item.source["turn_index"])
+        turns = sorted(t for ts in by_write.values() for t in ts)
+        assert turns == list(range(len(turns))), f"trial {trial}: turn indexes reused or skipped: {turns}"
+        partial = {w: len(ts) for w, ts in by_write.items() if len(ts) != parts}
+        assert not partial, f"trial {trial}: writes stored in part after kill -9: {partial}"
+        assert acknowledged <= set(by_write), f"trial {trial}: acknowledged writes lost: {acknowledged - set(by_write)}"
+        memory.close()
+        write = max(by_write, default=-1) + 1
+
+
+def test_one_users_long_ingest_does_not_hold_up_another_users_search(tmp_path: Path) -> None:
+    """issue 25: a search by one user waited 61.3 s for another user's 61.8 s ingest."""
+    import threading
+
+    memory = Mem0Memory(CONFIG, data_dir=tmp_path)
+    memory.ingest(session("s", ("user", "Bob keeps bees on his roof.")), user_id="bob")
+    real_insert, batches = memory._mem.vector_store.insert, []
+
+    def slow_insert(*args, **kwargs):  # type: ignore[no-untyped-def]
+        batches.append(1)
+        time.sleep(0.02)  # a slow disk: 80 batches, 1.6 s at least
+        return real_insert(*args, **kwargs)
+
+    memory._mem.vector_store.insert = slow_insert
+    finished = threading.Event()
+
+    def long_ingest() -> None:
+        memory.ingest(session("big", *[("user", f"alice fact {i}") for i in range(320)]), user_id="alice")
+        finished.set()
+
+    writer = threading.Thread(target=long_ingest)
+    writer.start()
+    while not batches:
+        time.sleep(0.005)
+    found = memory.retrieve("who keeps bees?", user_id="bob", k=1)
+    searched_during_ingest = not finished.is_set()
+    writer.join()
+    assert [i.text for i in found.items] == ["Bob keeps bees on his roof."]
+    assert searched_during_ingest, "bob's search returned only after alice's ingest had finished"
+    assert len(memory.list_memories(user_id="alice")) == 320
+    memory.close()

@@ -23,7 +23,7 @@ def test_workers_refused_for_a_file_store(tmp_path: Path, capsys: pytest.Capture
     code = serve_main(["--backend", "rag", "--data-dir", str(tmp_path), "--workers", "2"])
     err = capsys.readouterr().err
     assert code == 2
-    assert "--workers 2 needs a backend whose store is a database" in err and "--rag.store postgresql://" in err
+    assert "--workers 2 needs a database store" in err and "--rag.store postgresql://" in err
     assert not (tmp_path / "user-alice").exists()
 
 

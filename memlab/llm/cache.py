@@ -2,7 +2,8 @@
 answer: provider, endpoint (base URL), model, decoding parameters and the prompt. Two endpoints
 serving the same model name never share responses. A rerun of the same configuration makes no
 requests, and a killed run resumes where it stopped. Several threads and processes may share the
-file (``memlab.sqlite_kv``)."""
+file (``memlab.sqlite_kv``). Each entry is tagged with the user whose data it holds (see
+``memlab.data_subject``), so forgetting that user deletes it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from memlab import data_subject
 from memlab.sqlite_kv import SQLiteKV
 
 CACHE_FILE = "llm_responses.sqlite"
@@ -50,6 +52,7 @@ class ResponseCache:
         self._store = SQLiteKV(self.path, table="responses_v2")
         self.hits = 0
         self.misses = 0
+        data_subject.register_cache(self)
 
     def get(self, key: str) -> Any | None:
         value = self._store.get(key)
@@ -57,11 +60,17 @@ class ResponseCache:
             self.misses += 1
             return None
         self.hits += 1
+        owner = data_subject.current_owner()
+        if owner is not None:  # this user's prompt produced it too: forgetting them removes it
+            self._store.own([key], owner)
         return json.loads(value)
 
     def put(self, key: str, identity: str, value: Any) -> None:
         # ``identity`` is already part of ``key``; kept in the signature for callers.
-        self._store.put(key, json.dumps(value, ensure_ascii=False))
+        self._store.put(key, json.dumps(value, ensure_ascii=False), owner=data_subject.current_owner())
+
+    def forget_owner(self, owner: str) -> int:
+        return self._store.forget_owner(owner)
 
     def __len__(self) -> int:
         return len(self._store)

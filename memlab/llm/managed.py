@@ -3,6 +3,7 @@ with backoff, and cost accounting. Providers stay simple (one request, mapped er
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -94,7 +95,9 @@ class ManagedLLM(LLM):
                 return exc
 
         with ThreadPoolExecutor(max_workers=max_workers or self.max_concurrency) as pool:
-            return list(pool.map(one, requests))
+            # each request in a copy of the caller's context: the data subject (memlab.data_subject) goes along
+            futures = [pool.submit(contextvars.copy_context().run, one, request) for request in requests]
+            return [future.result() for future in futures]
 
     def close(self) -> None:
         self.inner.close()

@@ -9,6 +9,9 @@ The contract (docs/plugins.md has a complete example):
   a wrong ``choice``; a setup that can never work raises ``ConfigurationError`` instead.
 - ``answer.metadata["metrics"]`` (``dict[str, float]``) is averaged per result row by the runner
   (e.g. ``parse_failure``, ``lenient_only``).
+- ``prepare(questions)`` (optional) is called once per job, before the replay, with every question
+  the job will answer: what depends on the questions alone (their embeddings, their options') is
+  computed there in large batches, so ``answer`` only does what needs the retrieval.
 - ``describe()`` names everything that changes answers (model, parser, prompt): it is part of the
   result row's identity.
 - ``uses_memory = False`` marks a blind control: it is never given a retrieval.
@@ -17,7 +20,7 @@ The contract (docs/plugins.md has a complete example):
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -61,6 +64,15 @@ class Reader(ABC):
     @abstractmethod
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:
         """Choose one of ``question.options`` given ``retrieval``."""
+
+    def prepare(self, questions: Sequence[Question]) -> None:
+        """Compute ahead what answering ``questions`` needs that does not depend on memory.
+
+        The runner calls this once per job, before the replay, with the questions the job will
+        answer (in order). It must not change any answer, only make ``answer`` cheaper: e.g. embed
+        every question and option in one large batch through the embedding cache. The default
+        does nothing.
+        """
 
     def close(self) -> None:
         """Release clients and caches the reader opened (the runner calls this after each job)."""

@@ -48,14 +48,14 @@ option different") hurts everywhere (0.615 on rag top-10, 0.326 over all turns).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import Field
 
-from memlab.embedders import Embedder, get_embedder
+from memlab.embedders import Embedder, embed_ahead, get_embedder
 from memlab.errors import MemlabError
 from memlab.readers.base import Reader, ReaderConfig, argmax, strip_option_label
 from memlab.types import Answer, Question, Retrieval
@@ -175,6 +175,18 @@ class EmbeddingReader(Reader):
             texts = [line for line in retrieval.context.splitlines() if line.strip()]
         texts = [t[: self.config.max_item_chars] for t in texts if t.strip()]
         return texts[-self.config.max_items :]
+
+    def prepare(self, questions: Sequence[Question]) -> None:
+        """Embed every question (as a query) and every option in two large batches, before the replay.
+
+        ``answer`` then finds them in the embedding cache; only the retrieved items are new to it.
+        """
+        embed_ahead(self.embedder, [q.text for q in questions], query=True)
+        # (The pieces of options that stances_in reads are left to answer: they are needed only when
+        # the backend gives timelines, which is not known before the replay.)
+        embed_ahead(
+            self.embedder, [strip_option_label(o) for q in questions if q.is_multiple_choice for o in q.options]
+        )
 
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:
         if not question.is_multiple_choice:

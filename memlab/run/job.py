@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import logging
 import random
 import shutil
 import time
@@ -41,6 +42,8 @@ from memlab.registry import backends, load_plugin, readers
 from memlab.results import CONTROL_BACKEND, Prediction
 from memlab.run.spec import BackendSpec, ReaderSpec, ReplayMode
 from memlab.types import Answer, Question, Retrieval
+
+log = logging.getLogger("memlab.run")
 
 
 class Job(BaseModel):
@@ -199,6 +202,15 @@ def _question_metrics(
     return metrics, retrieved, evidence
 
 
+@dataclass(frozen=True)
+class _PreparedShare:
+    """Each question's share of the work done before the replay (``Reader.prepare``, ``Memory.prepare``):
+    it is counted in the questions' answer and retrieve seconds, so row totals stay the whole cost."""
+
+    retrieve_seconds: float = 0.0
+    answer_seconds: float = 0.0
+
+
 @dataclass
 class _IngestCost:
     """Ingest work since the previous question: it belongs to the next question's prediction."""
@@ -235,12 +247,15 @@ def _answer_and_score(
     question: Question,
     retrieval: Retrieval,
     cost: _IngestCost,
+    prepared: _PreparedShare,
     repeats: list[Reader] | None = None,
 ) -> Prediction:
     """Answer one question and build its prediction (metrics included): all of it independent of
     other questions, so it runs on an answering thread while the replay goes on. ``repeats`` answer
     a multiple-choice question again (``--answer-runs``), each with its own LLM cache key."""
     answer, seconds, trace = _answer(reader, question, retrieval)
+    retrieval = retrieval.model_copy(update={"seconds": retrieval.seconds + prepared.retrieve_seconds})
+    seconds += prepared.answer_seconds
     prediction = _prediction(
         job,
         reader_name,
@@ -320,8 +335,11 @@ class _Replay:
                 self._fresh_replay(question.end_index, cost)
         else:
             assert self.memory is not None
-            for session, _start in self.history.slices(self.position, question.end_index):
-                cost.add(self.memory.ingest(session, user_id=self.user_id))
+            # Everything between two questions goes in one call: a backend may store it as one batch.
+            sessions = [session for session, _start in self.history.slices(self.position, question.end_index)]
+            if sessions:
+                for report in self.memory.ingest_many(sessions, user_id=self.user_id):
+                    cost.add(report)
             self.position = max(self.position, question.end_index)
         if not wanted:
             return None
@@ -338,8 +356,10 @@ class _Replay:
             self.memory.close()
         shutil.rmtree(self.job.state_dir, ignore_errors=True)
         self.memory = create_memory_for(self.job.backend, self.job.state_dir, self.job.cache_dir)
-        for session, _start in self.history.slices(0, end_index):  # a cut session arrives as one part
-            cost.add(self.memory.ingest(session, user_id=self.user_id))
+        sessions = [session for session, _start in self.history.slices(0, end_index)]  # a cut session: one part
+        if sessions:
+            for report in self.memory.ingest_many(sessions, user_id=self.user_id):
+                cost.add(report)
         self._built_for = end_index
 
     def close(self) -> None:
@@ -373,12 +393,35 @@ def run_job(job: Job, emit: Callable[[Prediction], None] | None = None) -> list[
     try:
         repeats = repeat_readers(job)
         replay.open()
-        return _answer_all(job, reader, replay, history, questions, todo, emit, repeats)
+        prepared = _prepare(reader, replay, [q for q in questions if q.id in todo])
+        return _answer_all(job, reader, replay, history, questions, todo, emit, prepared, repeats)
     finally:
         reader.close()
         for repeat in repeats:
             repeat.close()
         replay.close()
+
+
+def _prepare(reader: Reader, replay: _Replay, asked: list[Question]) -> _PreparedShare:
+    """Before the replay: the reader and the backend compute ahead what the questions alone decide
+    (their embeddings, in large batches). Returns each question's share of that time."""
+    if not asked:
+        return _PreparedShare()
+    steps: list[tuple[str, Callable[[Any], None], Any]] = []
+    if replay.reads_memory and replay.memory is not None:  # first: the questions are the backend's queries
+        steps.append(("retrieve", replay.memory.prepare, [q.text for q in asked]))
+    steps.append(("answer", reader.prepare, asked))
+    seconds: dict[str, float] = {}
+    for step, prepare, what in steps:
+        started = time.perf_counter()
+        try:
+            prepare(what)
+        except ConfigurationError:
+            raise
+        except Exception as exc:  # only a speed-up: each question meets the same problem and records it
+            log.warning("computing ahead for the %s step failed (%s: %s)", step, type(exc).__name__, exc)
+        seconds[step] = time.perf_counter() - started
+    return _PreparedShare(seconds.get("retrieve", 0.0) / len(asked), seconds["answer"] / len(asked))
 
 
 def _answer_all(
@@ -389,6 +432,7 @@ def _answer_all(
     questions: list[Question],
     todo: set[str],
     emit: Callable[[Prediction], None] | None,
+    prepared: _PreparedShare,
     repeats: list[Reader] | None = None,
 ) -> list[Prediction]:
     reader_name = reader.describe()
@@ -417,7 +461,7 @@ def _answer_all(
             retrieval = replay.advance(question, question.id in todo, cost)
             if retrieval is None:
                 continue
-            args = (job, reader, reader_name, history, question, retrieval, cost, repeats)
+            args = (job, reader, reader_name, history, question, retrieval, cost, prepared, repeats)
             if concurrency == 1:  # answered here, in order: readers without an LLM need no threads
                 prediction = _answer_and_score(*args)
                 made[question.id] = prediction

@@ -8,16 +8,27 @@ one user's searches, run at the same time, while a user's writes wait only for t
 
 A service that opens its own backend holds ``<data-dir>/.serve`` with a ``DirectoryLock``: a second
 ``memlab serve`` on the same data directory is refused at once, naming the holder's pid.
+
+Operations: ``/healthz`` is liveness (the process answers), ``/readyz`` readiness (the backend's
+store answers a real read, within 5 s), ``/metrics`` the Prometheus metrics (``metrics``), ``/docs``
+the API reference rendered by a page served from here (no CDN; ``docs_page``). Middleware, outermost
+first: request telemetry (request id, access log, metrics), rate limit, key gate, body size.
 """
 
 # No "from __future__ import annotations": FastAPI must see the locally built types, not strings.
 
+import asyncio
+import logging
+import signal
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path as Path_  # fastapi's Path (path parameters) is used below
 from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, TypeVar
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Response, status
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from pydantic import StringConstraints, ValidationError
 
 from memlab.client import MemoryClient
@@ -26,9 +37,11 @@ from memlab.idempotency import MAX_KEY_CHARS
 from memlab.locks import DirectoryLock
 from memlab.memory import Capability, IsoTime, MemoryFilter
 from memlab.pagination import ID_CURSOR_PATTERN, MAX_PAGE_SIZE, POSITION_CURSOR_PATTERN
+from memlab.server import metrics, protocol
 from memlab.server.auth import KeyRing, authenticate, authorize_user
+from memlab.server.docs_page import docs_html
 from memlab.server.errors import install_error_handlers
-from memlab.server.limits import BodySizeLimit
+from memlab.server.limits import BodySizeLimit, KeyGate, RateLimit
 from memlab.server.schemas import (
     ID_PATTERN,
     ErrorResponse,
@@ -42,18 +55,23 @@ from memlab.server.schemas import (
     request_models,
 )
 from memlab.server.settings import ApiKey, ServerSettings
+from memlab.server.telemetry import RequestTelemetry
 from memlab.types import MemoryItem
 
 if TYPE_CHECKING:
     from memlab.server.schemas import AddMessagesShape, SearchShape, UpdateShape
 
 Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
+log = logging.getLogger("memlab.server")
 
 UserId = Annotated[str, Path(pattern=ID_PATTERN, description="the user whose memory this call reads or changes")]
 ItemId = Annotated[
     str,
     Path(
-        min_length=1, max_length=512, description="a memory id from list or search, percent-encoded (e.g. '#' as %23)"
+        min_length=1,
+        max_length=512,
+        pattern=r"^[^\x00]+$",  # no store holds U+0000 (PostgreSQL text cannot): 422, not a database error
+        description="a memory id from list or search, percent-encoded (e.g. '#' as %23)",
     ),
 ]
 
@@ -119,6 +137,7 @@ _ITEM_ERRORS: dict[int | str, dict[str, Any]] = {
     **_ERRORS,
     404: {"model": ErrorResponse},
     405: {"model": ErrorResponse},
+    409: {"model": ErrorResponse, "description": "the item cannot be changed this way (e.g. a raw turn)"},
 }
 
 # Which capability each method of each resource needs; unsupported -> 405 with an Allow header.
@@ -206,13 +225,30 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
     else:
         AddMessages, Search, Update = models.AddMessages, models.Search, models.Update
 
+    stopping = threading.Event()
+
+    def begin_shutdown() -> None:
+        """SIGTERM/SIGINT: not ready any more, and long ingests stop between batches (storing nothing)."""
+        stopping.set()
+        interrupt = getattr(client.memory, "interrupt", None)
+        if callable(interrupt):
+            interrupt()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
-        client.close()  # flush persistent backends on shutdown
-        if service_lock is not None:
-            service_lock.release()
+        restore = _chain_shutdown_signals(begin_shutdown)
+        try:
+            yield
+        finally:
+            restore()
+            client.close()  # flush persistent backends on shutdown
+            if service_lock is not None:
+                service_lock.release()
 
+    protocol.configure(
+        protocol.ConnectionLimits(max_connections=settings.max_connections, request_timeout=settings.request_timeout)
+    )
+    metrics.BACKEND_INFO.set(1, backend=client.backend, persistent=str(client.persistent).lower())
     app = FastAPI(
         title="memlab memory service",
         version="1",
@@ -222,11 +258,19 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
             "An operation the backend does not support answers 405 (code capability_not_supported)."
         ),
         lifespan=lifespan,
+        docs_url=None,  # FastAPI's page loads Swagger UI from a CDN: blank offline; /docs is served below
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.client = client
     app.state.keys = keys
+    app.state.begin_shutdown = begin_shutdown
+    # add_middleware puts each one outside the ones before: the last added runs first.
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(KeyGate, keys=keys)
+    if settings.rate_per_second is not None:
+        app.add_middleware(RateLimit, rate=settings.rate_per_second, backend=client.backend)
+    app.add_middleware(RequestTelemetry, backend=client.backend, log_user_ids=settings.log_user_ids)
     install_error_handlers(app)
 
     def user_scope(user_id: UserId, key: ApiKey | None = Depends(authenticate)) -> str:
@@ -247,9 +291,44 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
             )
 
     @app.get("/healthz", response_model=Health, tags=["service"], operation_id="healthz")
-    def healthz() -> dict[str, str]:
-        """Liveness and readiness; needs no key."""
+    async def healthz() -> dict[str, str]:
+        """Liveness: the process answers (it touches no store, so a slow store cannot fail it); needs no key."""
         return {"status": "ok"}
+
+    @app.get(
+        "/readyz",
+        response_model=Health,
+        tags=["service"],
+        operation_id="readyz",
+        responses={503: {"model": ErrorResponse}},
+    )
+    async def readyz() -> Any:
+        """Readiness: the backend's store answers a real read within 5 s, and the service is not stopping."""
+        if stopping.is_set():
+            return JSONResponse(
+                {"error": {"status": 503, "code": "shutting_down", "message": "the service is shutting down"}},
+                status_code=503,
+            )
+        try:
+            await asyncio.wait_for(run_in_threadpool(client.check_ready), timeout=5.0)
+        except Exception as exc:  # noqa: BLE001 - any failure means not ready; the reason is logged
+            reason = "the store did not answer within 5 s" if isinstance(exc, TimeoutError) else str(exc)
+            log.warning("not ready: %s: %s", type(exc).__name__, reason)
+            return JSONResponse(
+                {"error": {"status": 503, "code": "not_ready", "message": f"the memory store is not ready: {reason}"}},
+                status_code=503,
+            )
+        return {"status": "ok"}
+
+    @app.get("/metrics", tags=["service"], operation_id="metrics", response_class=PlainTextResponse)
+    async def metrics_endpoint() -> PlainTextResponse:
+        """Prometheus metrics of this process (text format 0.0.4); needs no key, holds no user data."""
+        return PlainTextResponse(metrics.render(), media_type=metrics.CONTENT_TYPE)
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        """The API reference, rendered in the browser from /openapi.json by a page served from here."""
+        return HTMLResponse(docs_html(app))
 
     @app.get("/v1/info", response_model=InfoResponse, responses=_ERRORS, tags=["service"], operation_id="info")
     def info(key: ApiKey | None = Depends(authenticate)) -> dict[str, Any]:
@@ -292,13 +371,15 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
 
         With an ``Idempotency-Key`` header a retry (same key, same body) returns the first answer
         and stores nothing new, also after a restart; the same key with another body is 409."""
-        return client.remember(
+        report = client.remember(
             user_id,
             [m.model_dump() for m in body.messages],
             session_id=body.session_id,
             metadata=body.metadata,
             idempotency_key=idempotency_key,
         )
+        metrics.INGEST_MESSAGES.inc(len(body.messages), backend=client.backend)
+        return report
 
     @user_route("POST", "/search", response_model=SearchResponse, responses={**_ERRORS, 405: {"model": ErrorResponse}})
     def search(user_id: User, body: Search) -> Any:
@@ -357,3 +438,31 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
         return Response(status_code=status.HTTP_204_NO_CONTENT)
 
     return app
+
+
+def _chain_shutdown_signals(callback: Callable[[], None]) -> Callable[[], None]:
+    """Run ``callback`` first when SIGTERM or SIGINT arrives, then the handler already installed
+    (uvicorn's, which starts its graceful shutdown). Returns what restores the previous handlers.
+    Only the main thread may set handlers (a test client runs the app in another)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous: dict[int, Any] = {}
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        before = signal.getsignal(sig)
+
+        def handler(signum: int, frame: Any, before: Any = before) -> None:
+            callback()
+            if callable(before):
+                before(signum, frame)
+            else:  # the default action (or ignore): as if this handler had never been installed
+                signal.signal(signum, before)
+                signal.raise_signal(signum)
+
+        previous[sig] = before
+        signal.signal(sig, handler)
+
+    def restore() -> None:
+        for sig, before in previous.items():
+            signal.signal(sig, before)
+
+    return restore

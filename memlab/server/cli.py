@@ -9,8 +9,14 @@ from ``MEMLAB_API_KEYS`` and from a key file (``--api-keys-file`` / ``MEMLAB_API
 re-read when it changes or on SIGHUP. With a file store the service runs one worker process (the
 backend's state lives in it) and a second ``memlab serve`` on the same data directory is refused;
 ``--workers N`` runs N when the backend's store is a database (``--<backend>.store postgresql://...``
-or ``MEMLAB_STORE``; see ``memlab.server.workers``). Problems are reported as one
-``memlab: error: ...`` line and exit code 2.
+or ``MEMLAB_STORE``; see ``memlab.server.workers``); a database store needs no ``--data-dir``.
+Every setting also comes from a ``MEMLAB_SERVE_*`` variable (precedence in ``settings``).
+
+Limits against hostile clients (see ``protocol`` and ``limits``): ``--max-connections``,
+``--request-timeout`` (headers and body), ``--keep-alive-timeout``, ``--rate-limit R/s`` (per key
+and per address). SIGTERM stops the service within ``--graceful-timeout`` seconds: ingests in
+flight stop between batches and store nothing (they were not acknowledged). Problems are reported
+as one ``memlab: error: ...`` line and exit code 2.
 """
 
 from __future__ import annotations
@@ -77,11 +83,42 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--max-body-bytes", type=int, help="largest accepted request body (default 1 MiB)")
     p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])
+    p.add_argument("--log-format", choices=["json", "text"], help="log lines as JSON objects or text (default text)")
+    p.add_argument(
+        "--log-user-ids",
+        action="store_true",
+        default=None,
+        help="name the user in access log lines (default: off, user ids may be e-mail addresses)",
+    )
     p.add_argument(
         "--workers",
         type=int,
-        default=1,
         help="worker processes (N > 1 only with a database store: --<backend>.store postgresql://...)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="N",
+        help="open connections at most (default 512); over it the longest-idle connection without a request is closed",
+    )
+    p.add_argument(
+        "--request-timeout",
+        type=float,
+        metavar="S",
+        help="seconds a request's headers and body may take to arrive; later: 408 and closed (default 30)",
+    )
+    p.add_argument("--keep-alive-timeout", type=float, metavar="S", help="idle keep-alive seconds (default 5)")
+    p.add_argument(
+        "--graceful-timeout",
+        type=float,
+        metavar="S",
+        help="on SIGTERM, seconds requests in flight get before they are cut (default 10)",
+    )
+    p.add_argument(
+        "--rate-limit",
+        metavar="R/s",
+        help="requests per second per API key and per client address, e.g. 20/s: over it 429 with Retry-After "
+        "(default: off)",
     )
     return p
 
@@ -99,10 +136,18 @@ def _backend_options(extra: list[str], backend: str) -> dict[str, Any]:
 
 
 def build_settings(argv: list[str]) -> Any:
-    from memlab.server.settings import ServerSettings, load_settings_file
+    """Settings from (highest first) flags, ``MEMLAB_SERVE_*`` variables, the config file, the older
+    variables, the defaults; API keys from every source are merged."""
+    from memlab.server.settings import ServerSettings, load_settings_file, settings_from_env
 
     args, extra = _parser().parse_known_args(argv)
     data: dict[str, Any] = load_settings_file(args.config) if args.config else {}
+    env = settings_from_env()
+    if "api_keys" in env:
+        data["api_keys"] = [*data.get("api_keys", []), *env.pop("api_keys")]
+    if "backend_config" in env:
+        data["backend_config"] = {**data.get("backend_config", {}), **env.pop("backend_config")}
+    data.update(env)
     for field, value in (
         ("backend", args.backend),
         ("data_dir", args.data_dir),
@@ -115,6 +160,14 @@ def build_settings(argv: list[str]) -> Any:
         ("user_cache_size", args.user_cache_size),
         ("compute_threads", args.compute_threads),
         ("batch_queries", args.batch_queries),
+        ("log_format", args.log_format),
+        ("log_user_ids", args.log_user_ids),
+        ("workers", args.workers),
+        ("max_connections", args.max_connections),
+        ("request_timeout", args.request_timeout),
+        ("keep_alive_timeout", args.keep_alive_timeout),
+        ("graceful_timeout", args.graceful_timeout),
+        ("rate_limit", args.rate_limit),
     ):
         if value is not None:
             data[field] = value
@@ -155,18 +208,62 @@ def fail(message: str) -> int:
     return 2
 
 
+def raise_open_files_limit(max_connections: int) -> None:
+    """Room for ``max_connections`` sockets plus the backend's files: raise the soft limit on open
+    files towards the hard one (a 1,024 soft limit ran out under 1,100 idle sockets)."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = max_connections + 512
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        target = wanted if hard == resource.RLIM_INFINITY else min(hard, wanted)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        print(
+            f"memlab serve: WARNING: the open-files limit ({soft}) is low for --max-connections "
+            f"{max_connections}; raise it (ulimit -n) or lower --max-connections",
+            file=sys.stderr,
+        )
+
+
+def uvicorn_options(settings: Any) -> dict[str, Any]:
+    """What ``memlab serve`` hands uvicorn: address, limits, logging (one definition for 1 and N workers)."""
+    from memlab.server.logs import log_config
+    from memlab.server.protocol import GuardedH11Protocol
+
+    return {
+        "host": settings.host,
+        "port": settings.port,
+        "http": GuardedH11Protocol,
+        "timeout_keep_alive": settings.keep_alive_timeout,
+        "timeout_graceful_shutdown": settings.graceful_timeout,
+        "log_config": log_config(settings.log_format, settings.log_level),
+        "log_level": settings.log_level,
+        "access_log": False,  # it prints paths, which hold user ids: RequestTelemetry logs each request
+        "server_header": False,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``memlab serve``; returns the process exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         settings = build_settings(argv)
         settings.check_startable()
+        from memlab.pg import config_uses_database
         from memlab.server.workers import check_workers
 
-        workers = _parser().parse_known_args(argv)[0].workers
+        workers = settings.workers
         check_workers(workers, settings.backend, settings.backend_config)
-        if settings.data_dir is None and not settings.allow_ephemeral:
-            raise ValueError("--data-dir is required so memories survive a restart (or pass --allow-ephemeral)")
+        database = config_uses_database(settings.backend_config)
+        if settings.data_dir is None and not settings.allow_ephemeral and not database:
+            raise ValueError(
+                "--data-dir is required so memories survive a restart (or set MEMLAB_SERVE_DATA_DIR, "
+                "pass --allow-ephemeral, or use a database store: --<backend>.store postgresql://...)"
+            )
         try:
             import uvicorn
 
@@ -179,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValidationError, ValueError, MemlabError) as exc:
         return fail(_describe(exc))
 
+    raise_open_files_limit(settings.max_connections)
     if not settings.auth_enabled:
         print(
             f"memlab serve: WARNING: no API key configured; serving without authentication on "
@@ -189,8 +287,9 @@ def main(argv: list[str] | None = None) -> int:
         # Key rotation without a restart: the next request re-reads the key file.
         signal.signal(signal.SIGHUP, lambda signum, frame: app.state.keys.request_reload())
     client = app.state.client
+    where = settings.data_dir or ("the database" if database else "in-process")
     print(
-        f"memlab serve: backend {client.backend!r}, data {settings.data_dir or 'in-process'} "
+        f"memlab serve: backend {client.backend!r}, data {where} "
         f"(persistent: {client.persistent}), http://{settings.host}:{settings.port}",
         file=sys.stderr,
         flush=True,
@@ -201,16 +300,9 @@ def main(argv: list[str] | None = None) -> int:
 
             client.close()  # each worker opens its own backend (this one only checked that it opens)
             export_settings(settings)
-            uvicorn.run(
-                "memlab.server.workers:app",
-                factory=True,
-                host=settings.host,
-                port=settings.port,
-                log_level=settings.log_level,
-                workers=workers,
-            )
+            uvicorn.run("memlab.server.workers:app", factory=True, workers=workers, **uvicorn_options(settings))
         else:
-            uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, workers=1)
+            uvicorn.Server(uvicorn.Config(app, workers=1, **uvicorn_options(settings))).run()
     finally:
         client.close()  # also when uvicorn never ran the lifespan (the port was taken); safe twice
     return 0

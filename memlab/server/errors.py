@@ -20,7 +20,15 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from memlab.errors import ConflictError, MemlabError, NotFoundError, UnsupportedCapabilityError, WriteInProgressError
+from memlab.errors import (
+    ConflictError,
+    MemlabError,
+    NotFoundError,
+    ReadOnlyItemError,
+    ShuttingDownError,
+    UnsupportedCapabilityError,
+    WriteInProgressError,
+)
 
 log = logging.getLogger("memlab.server")
 
@@ -30,10 +38,19 @@ _CODES = {
     403: "forbidden",
     404: "not_found",
     405: "capability_not_supported",
+    408: "request_timeout",
     409: "conflict",
     413: "payload_too_large",
     422: "validation_error",
+    429: "rate_limited",
+    503: "unavailable",
 }
+
+
+def _where(request: Request) -> str:
+    """A request as logs name it: the route template, never the path (it holds the user id)."""
+    route = request.scope.get("route")
+    return f"{request.method} {getattr(route, 'path_format', None) or '(unmatched)'}"
 
 
 def error_response(
@@ -136,20 +153,26 @@ def install_error_handlers(app: FastAPI) -> None:
             # Requests are validated before any endpoint runs, so this came from stored data that a
             # backend could not read; pydantic would quote that data (a user's text): say nothing of it.
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_input=False))
-            log.error(
-                "stored data failed validation on %s %s (%s): %s", request.method, request.url.path, exc.title, problems
-            )
+            log.error("stored data failed validation on %s (%s): %s", _where(request), exc.title, problems)
             return error_response(
                 500, "the memory backend could not read its stored data (see the server log)", code="backend_error"
             )
         return error_response(422, str(exc), code="invalid_request")
 
+    @app.exception_handler(ReadOnlyItemError)
+    async def read_only(request: Request, exc: ReadOnlyItemError) -> JSONResponse:
+        return error_response(409, str(exc), code="not_changeable")
+
+    @app.exception_handler(ShuttingDownError)
+    async def shutting_down(request: Request, exc: ShuttingDownError) -> JSONResponse:
+        return error_response(503, str(exc), code="shutting_down", headers={"Retry-After": "5"})
+
     @app.exception_handler(MemlabError)
     async def memlab_error(request: Request, exc: MemlabError) -> JSONResponse:
-        log.error("memlab error on %s %s: %s", request.method, request.url.path, exc)
+        log.error("memlab error on %s: %s", _where(request), exc)
         return error_response(500, f"the memory backend failed: {exc}", code="backend_error")
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        log.exception("unhandled error on %s", _where(request))
         return error_response(500, "internal server error (see the server log)", code="internal_error")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Protocol
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from memlab.memory import IngestReport, MemoryFilter
 from memlab.server.settings import ServerSettings
@@ -113,12 +113,30 @@ def _iso_string(value: Any) -> Any:
     return value
 
 
+def _json_integer(value: Any) -> Any:
+    # What JSON Schema calls an integer (5, 5.0); pydantic would also read true as 1 and "5" as 5.
+    if isinstance(value, (bool, str)):
+        raise ValueError("must be a JSON integer (not true/false or a string)")
+    return value
+
+
+def _no_nul(value: str) -> str:
+    # Every store answers alike: PostgreSQL text cannot hold U+0000, so no store accepts it.
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters (U+0000)")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_no_nul)]
+NO_NUL = r"^[^\x00]*$"  # the same rule in the OpenAPI schema, so clients and fuzzers know it
+
+
 def request_models(settings: ServerSettings) -> RequestModels:
     class MessageIn(BaseModel):
         model_config = ConfigDict(extra="forbid")
 
         role: Role
-        content: str = Field(max_length=settings.max_message_chars)
+        content: Text = Field(max_length=settings.max_message_chars, json_schema_extra={"pattern": NO_NUL})
         timestamp: Annotated[datetime | None, BeforeValidator(_iso_string)] = None
         metadata: TurnMetadata = Field(default_factory=dict)
 
@@ -136,8 +154,10 @@ def request_models(settings: ServerSettings) -> RequestModels:
     class SearchRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
 
-        query: str = Field(min_length=1, max_length=settings.max_query_chars)
-        k: int | None = Field(default=None, ge=1, le=settings.max_k, description="items (default: backend top_k)")
+        query: Text = Field(min_length=1, max_length=settings.max_query_chars, json_schema_extra={"pattern": NO_NUL})
+        k: Annotated[int, Field(ge=1, le=settings.max_k), BeforeValidator(_json_integer)] | None = Field(
+            default=None, description="items (default: backend top_k)"
+        )
         filters: MemoryFilter | None = Field(
             default=None, description="search only among turns of these sessions, times and metadata"
         )
@@ -145,6 +165,11 @@ def request_models(settings: ServerSettings) -> RequestModels:
     class UpdateRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
 
-        text: str = Field(min_length=1, max_length=settings.max_message_chars, pattern=r"\S")
+        text: Text = Field(
+            min_length=1,
+            max_length=settings.max_message_chars,
+            pattern=r"\S",
+            json_schema_extra={"pattern": r"^[^\x00]*\S[^\x00]*$"},
+        )
 
     return RequestModels(AddMessagesRequest, SearchRequest, UpdateRequest)

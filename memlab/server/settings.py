@@ -7,6 +7,14 @@ entry a line, ``#`` comments) are merged. Each entry is ``KEY`` (may act for eve
 ``A-Za-z0-9_-`` (what ``secrets.token_urlsafe`` produces). Without any key the service runs
 unauthenticated, which is allowed only on a loopback address.
 
+Every field of ``ServerSettings`` can also be set with an environment variable named
+``MEMLAB_SERVE_<FIELD>`` (``MEMLAB_SERVE_BACKEND``, ``MEMLAB_SERVE_DATA_DIR``,
+``MEMLAB_SERVE_MAX_CONNECTIONS``, ``MEMLAB_SERVE_RATE_LIMIT``, ...; ``backend_config`` as JSON,
+booleans as true/false/1/0). Precedence, highest first: command-line flags, ``MEMLAB_SERVE_*``
+variables, the ``--config`` file, the older variables (``MEMLAB_USER_CACHE_SIZE``,
+``MEMLAB_COMPUTE_THREADS``, ``MEMLAB_STORE``), the defaults. API keys from every source are merged.
+An unknown ``MEMLAB_SERVE_*`` name is an error (a typo would otherwise be ignored silently).
+
 Key configuration fails closed: an entry with an empty user list (``KEY:``) and a key listed more
 than once (in one place or in two, with the same or different users) are errors, reported with
 the key's first characters only. The key file is re-read when it changes (and on SIGHUP), so keys
@@ -17,10 +25,12 @@ stay as they were.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -115,7 +125,42 @@ class ServerSettings(BaseModel):
     max_message_chars: int = Field(default=32_000, ge=1)
     max_query_chars: int = Field(default=8_000, ge=1)
     max_k: int = Field(default=100, ge=1)
-    log_level: str = "info"
+    log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
+    # Operations (issue 25): connection and request limits, logs, workers.
+    max_connections: int = Field(
+        default=512,
+        ge=1,
+        description="open connections at most; over it, the connection idle longest without a request is closed",
+    )
+    request_timeout: float = Field(
+        default=30.0, gt=0, description="seconds a request's headers and body may take to arrive (else 408)"
+    )
+    keep_alive_timeout: float = Field(default=5.0, gt=0, description="seconds an idle keep-alive connection stays open")
+    graceful_timeout: float = Field(
+        default=10.0, gt=0, description="on SIGTERM: seconds requests in flight get to finish before they are cut"
+    )
+    rate_limit: str | None = Field(
+        default=None,
+        description="requests per second per API key and per client address, e.g. '20/s' (429 + Retry-After over it)",
+    )
+    log_format: Literal["json", "text"] = "text"
+    log_user_ids: bool = Field(
+        default=False, description="put the user id in access log lines (off: ids may be e-mails)"
+    )
+    workers: int = Field(default=1, ge=1, description="worker processes (more than 1 needs a database store)")
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate(cls, value: str | None) -> str | None:
+        from memlab.server.limits import parse_rate
+
+        return None if parse_rate(value) is None else value
+
+    @property
+    def rate_per_second(self) -> float | None:
+        from memlab.server.limits import parse_rate
+
+        return parse_rate(self.rate_limit)
 
     @field_validator("api_keys", mode="before")
     @classmethod
@@ -171,6 +216,36 @@ class ServerSettings(BaseModel):
                 f"refusing to serve on {self.host!r} without an API key: anyone who can reach it could read "
                 f"every user's memories. Set {API_KEYS_ENV}, pass --api-key, or bind to 127.0.0.1."
             )
+
+
+SERVE_ENV_PREFIX = "MEMLAB_SERVE_"
+# Variables with this prefix that are not settings (set by memlab itself for its worker processes).
+_NOT_SETTINGS = frozenset({"MEMLAB_SERVE_SETTINGS"})
+
+
+def settings_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The settings given as ``MEMLAB_SERVE_<FIELD>`` variables (raw strings, validated by
+    ``ServerSettings``; ``backend_config`` and ``api_keys`` parsed here)."""
+    env = os.environ if environ is None else environ
+    data: dict[str, Any] = {}
+    fields = ServerSettings.model_fields
+    for variable, raw in env.items():
+        if not variable.startswith(SERVE_ENV_PREFIX) or variable in _NOT_SETTINGS:
+            continue
+        name = variable[len(SERVE_ENV_PREFIX) :].lower()
+        if name not in fields:
+            known = ", ".join(SERVE_ENV_PREFIX + f.upper() for f in fields)
+            raise ConfigurationError(f"{variable}: not a memlab serve setting (known: {known})")
+        if name == "backend_config":
+            try:
+                data[name] = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise ConfigurationError(f"{variable}: not JSON ({exc.msg})") from None
+        elif name == "api_keys":
+            data[name] = [entry for entry in raw.split(",") if entry.strip()]
+        else:
+            data[name] = raw
+    return data
 
 
 def redact(key: str) -> str:

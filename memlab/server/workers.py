@@ -24,11 +24,28 @@ def check_workers(workers: int, backend: str, backend_config: dict[str, Any]) ->
     if workers < 1:
         raise ValueError(f"--workers must be at least 1, got {workers}")
     if workers > 1 and not config_uses_database(backend_config):
+        if backend_has_database_store(backend):
+            raise ValueError(
+                f"--workers {workers} needs a database store: add --{backend}.store postgresql://user@host:5432/db "
+                f"(or set MEMLAB_STORE); with its file store backend {backend!r} allows one writer process: "
+                "use --workers 1"
+            )
+        with_database = ", ".join(b for b in ("rag", "profile") if b != backend)
         raise ValueError(
-            f"--workers {workers} needs a backend whose store is a database (e.g. --{backend}.store "
-            f"postgresql://user@host:5432/db, for rag or profile); backend {backend!r} keeps its state in files "
-            "that one process at a time may write: use --workers 1"
+            f"--workers {workers}: backend {backend!r} keeps its state in files that one process at a time may "
+            f"write and has no database store: use --workers 1 (backends with a PostgreSQL store: {with_database})"
         )
+
+
+def backend_has_database_store(backend: str) -> bool:
+    """Whether the backend's config has a ``store`` option (a PostgreSQL URL selects the database)."""
+    from memlab.registry import backends
+
+    try:
+        config = getattr(backends.get(backend), "Config", None)
+    except Exception:  # an unknown backend is reported when the service opens it
+        return False
+    return config is not None and "store" in getattr(config, "model_fields", {})
 
 
 def export_settings(settings: Any) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.errors import MemlabError, NotFoundError
-from memlab.locks import DirectoryLock
+from memlab.locks import DirectoryLock, ReadWriteLock
 from memlab.memory import (
     BackendConfig,
     Capability,
@@ -66,13 +66,25 @@ def _rows(listed: Any) -> list[Any]:
     return list(listed or [])
 
 
+class _UserLocks:
+    """One lock per user, created on first use (a user's writes run one at a time)."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, threading.RLock] = {}
+        self._guard = threading.Lock()
+
+    def hold(self, user_id: str) -> threading.RLock:
+        with self._guard:
+            return self._locks.setdefault(user_id, threading.RLock())
+
+
 class Mem0Memory(IngestMixin, Memory):
     name = "mem0"
     description = (
         "The mem0ai library (2.x): embedded qdrant + SQLite history in the data dir; messages as memories, "
         "or mem0's LLM fact extraction when an LLM is configured."
     )
-    concurrent_users = True  # calls into mem0 are serialised by the backend's own lock
+    concurrent_users = True  # the backend's own store lock orders calls into mem0 (see __init__)
     Config = Mem0Config
     config: Mem0Config
     capabilities = frozenset(
@@ -129,9 +141,13 @@ class Mem0Memory(IngestMixin, Memory):
         self.infer = cfg.infer if cfg.infer is not None else (chat_model is not None or cfg.llm is not None)
         self._ledger: Ledger | None = None
         self.extraction = ExtractionStats()  # counted, never fatal: see ingest.py
-        # mem0's embedded store, the session prefetch and the ingest usage are not safe for concurrent
-        # callers (a service may serve several users at once): one call at a time per backend.
-        self._calls = threading.RLock()
+        # mem0's embedded store is not safe for a write beside other calls: searches and reads share
+        # it, a write holds it alone, one batch of messages at a time (see ingest.py), so one user's
+        # long ingest never holds up another user's search for more than a batch. A user's own writes
+        # run one at a time (turn numbering). interrupt() stops ingests between batches at shutdown.
+        self._store = ReadWriteLock()
+        self._users = _UserLocks()
+        self._stopping = threading.Event()
         self._lock = DirectoryLock(root, purpose=LOCK_PURPOSE)
         try:
             self._lock.acquire()  # first: a second process is refused before it touches any file
@@ -141,45 +157,59 @@ class Mem0Memory(IngestMixin, Memory):
                 raise MemlabError(
                     f"mem0 embedder produces {actual}-d vectors but the vector store was sized {self._dims}"
                 )
+            # One lock-guarded model for every embedding (see wiring.session_batch_embedding).
+            self._batcher = session_batch_embedding(self._mem.embedding_model)
+            self._mem.embedding_model = self._batcher
+            self._entity_store()  # created now, not lazily by the first of two concurrent searches
+            self.recovered_writes = self._recover_pending()
         except BaseException:
             self._release()
             raise
-        self._batcher = session_batch_embedding(self._mem.embedding_model) if cfg.batch_embed else None
-        if self._batcher is not None:
-            self._mem.embedding_model = self._batcher
 
-    # ------------------------------------------------------------------ one call at a time
+    # ------------------------------------------------------------------ locking
     def ingest(self, session: Session | Mapping[str, Any], *, user_id: str) -> IngestReport:
-        with self._calls:
+        with self._users.hold(user_id):  # the store lock is taken per batch inside
             return super().ingest(session, user_id=user_id)
 
     def retrieve(self, query: str, *, user_id: str, k: int | None = None, filters: FilterLike = None) -> Retrieval:
-        with self._calls:
+        with self._store.read():
             return super().retrieve(query, user_id=user_id, k=k, filters=filters)
 
     def reset(self, user_id: str) -> None:
-        with self._calls:
+        with self._users.hold(user_id), self._store.write():
             super().reset(user_id)
 
     def list_memories(self, *, user_id: str, filters: FilterLike = None) -> list[MemoryItem]:
-        with self._calls:
+        with self._store.read():
             return super().list_memories(user_id=user_id, filters=filters)
 
     def update(self, item_id: str, text: str, *, user_id: str) -> MemoryItem:
-        with self._calls:
+        with self._users.hold(user_id), self._store.write():
             return super().update(item_id, text, user_id=user_id)
 
     def delete(self, item_id: str, *, user_id: str) -> None:
-        with self._calls:
+        with self._users.hold(user_id), self._store.write():
             super().delete(item_id, user_id=user_id)
 
     def history(self, item_id: str, *, user_id: str) -> list[dict[str, Any]]:
-        with self._calls:
+        with self._store.read():
             return super().history(item_id, user_id=user_id)
 
     def export(self, user_id: str, *, filters: FilterLike = None) -> dict[str, Any]:
-        with self._calls:
+        with self._store.read():
             return super().export(user_id, filters=filters)
+
+    def check_ready(self) -> None:
+        """A real read of both stores: the ledger and mem0's vector store."""
+        super().check_ready()
+        with self._store.read():
+            self.ledger.live_total()
+            self._mem.vector_store.list(top_k=1)
+
+    def interrupt(self) -> None:
+        """Shutting down: ingests in flight stop before their next batch and remove what they stored
+        (they were not acknowledged); acknowledged writes are committed already."""
+        self._stopping.set()
 
     @property
     def extraction_failures(self) -> list[str]:
@@ -195,7 +225,7 @@ class Mem0Memory(IngestMixin, Memory):
         cfg = self.config
         if self.infer and chat_model is None and cfg.llm is None:
             raise MemlabError("mem0 config: infer=true needs an LLM (set 'llm', or pass chat_model=)")
-        if self.infer and cfg.bulk_insert:
+        if self.infer and cfg.bulk_insert and "bulk_insert" in cfg.model_fields_set:
             raise MemlabError("mem0 config: bulk_insert stores messages verbatim; it cannot be used with infer=true")
         if cfg.vector_store is None and (self.root / "faiss").is_dir():
             raise Mem0StoreError(
@@ -375,15 +405,21 @@ class Mem0Memory(IngestMixin, Memory):
         self._erase_memory(item_id, user_id=user_id)
 
     def _erase_memory(self, memory_id: str, *, user_id: str) -> None:
-        """Delete one memory and every copy of its text (history, raw messages, free SQLite pages)."""
-        record = self._mem.get(memory_id)
-        self.ledger.mark_deleted(memory_id)  # first: a kill after it never reports a deleted memory as lost
-        if record is None:
+        self._erase_memories([memory_id], user_id=user_id)
+
+    def _erase_memories(self, memory_ids: list[str], *, user_id: str) -> None:
+        """Delete memories and every copy of their text (history, raw messages, free SQLite pages)."""
+        if not memory_ids:
             return
         self._entity_store()  # opened, so mem0's delete also unlinks the memory's entities
-        self._mem.delete(memory_id)
-        erasure.blank_history(self._mem.db, [memory_id])
-        erasure.drop_messages(self._mem.db, self._scopes(user_id), content=record.get("memory"))
+        for memory_id in memory_ids:
+            record = self._mem.get(memory_id)
+            self.ledger.mark_deleted(memory_id)  # first: a kill after it never reports a deleted memory as lost
+            if record is None:
+                continue
+            self._mem.delete(memory_id)
+            erasure.blank_history(self._mem.db, [memory_id])
+            erasure.drop_messages(self._mem.db, self._scopes(user_id), content=record.get("memory"))
         erasure.vacuum_all(self.root)
 
     def _entity_store(self) -> Any:
@@ -446,7 +482,8 @@ class Mem0Memory(IngestMixin, Memory):
         self.ledger.set_turns(user_id, session_id, total)
 
     def close(self) -> None:
-        with self._calls:
+        self._stopping.set()  # an ingest in flight stops at its next batch instead of holding close up
+        with self._store.write():
             if self._closed:
                 return
             self._closed = True

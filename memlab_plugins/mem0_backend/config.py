@@ -106,10 +106,13 @@ class Mem0Config(BackendConfig):
         "per session, top_k 5, a fresh memory per question (run with --replay rebuild)",
     )
     threshold: float = Field(default=0.1, ge=0.0, le=1.0, description="mem0 search: minimum semantic score")
-    batch_embed: bool = Field(default=True, description="embed each ingested session in one batch")
+    batch_embed: bool = Field(
+        default=True, description="embed each ingested session in one model call, before the store is locked"
+    )
     bulk_insert: bool = Field(
-        default=False,
-        description="infer=False only: one vector-store insert per session instead of one per message",
+        default=True,
+        description="infer=False only: what mem0's add(infer=False) stores, written with mem0's batch inserts "
+        "(16 messages per insert); false: one mem0 add() per message. Both are all or nothing across a crash",
     )
     telemetry: bool = Field(
         default=False,
@@ -148,8 +151,6 @@ class Mem0Config(BackendConfig):
                 )
         if self.vector_store is not None and "provider" not in self.vector_store:
             raise ValueError("vector_store needs a 'provider' (a mem0 vector_store config)")
-        if self.preset is not None and self.bulk_insert:
-            raise ValueError("bulk_insert cannot be combined with a preset (it writes one perspective only)")
         if self.preset == "personamem-baseline" and not (self.llm is not None or self.infer):
             raise ValueError(
                 "preset personamem-baseline extracts facts with an LLM, as the reference does: set llm "

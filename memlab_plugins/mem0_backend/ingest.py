@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from memlab.errors import ShuttingDownError
 from memlab.llm.errors import refused_request
 from memlab.memory import format_date
 from memlab.types import Message, Session
@@ -140,11 +141,32 @@ def counting_unreadable_replies(stats: ExtractionStats) -> Iterator[None]:
         logger.removeHandler(handler)
 
 
+class IngestInterrupted(ShuttingDownError):
+    """The process is shutting down: an ingest stopped between writes and removed what it had stored."""
+
+
+# Messages embedded per model call, and written per hold of the store's write lock: mem0's embedded
+# qdrant commits each point on its own (~20 ms with fsync), so another user's search waits for one
+# small batch at most.
+EMBED_BATCH = 16
+WRITE_BATCH = 4
+
+
 class IngestMixin:
-    """The ``_ingest`` side of ``Mem0Memory`` (state: ``_mem``, ``ledger``, ``_batcher``, ``config``, ``extraction``)."""
+    """The ``_ingest`` side of ``Mem0Memory``.
+
+    Every write is all or nothing, also across a kill: the ledger records the write (user, session,
+    first turn) before anything reaches mem0, and commits the memories' owners together with the new
+    turn count when all are stored (``Ledger.commit_write``). A failure removes what was stored; a
+    kill leaves the write pending, and the next open removes it (``_recover_pending``). Messages are
+    embedded ``EMBED_BATCH`` per model call and written ``WRITE_BATCH`` per hold of the store's write
+    lock, so other users' searches get the model and the store in between.
+    """
 
     _mem: Any
     _batcher: Any
+    _store: Any
+    _stopping: threading.Event
     config: Any
     infer: bool
     extraction: ExtractionStats
@@ -157,15 +179,58 @@ class IngestMixin:
         ]
         if self.config.speaker_perspectives:
             turns = [(t, m) for t, m in turns if m.role != "system"]  # speakers only
+        total = first_turn + len(session.messages)
         if not turns:
             return
         perspectives = self._perspectives(session, user_id)
-        if self.infer:
-            self._ingest_inferred(session, turns, user_id=user_id, perspectives=perspectives)
-        elif self.config.bulk_insert:
-            self._ingest_bulk(session, turns, user_id=user_id)
-        else:
-            self._ingest_verbatim(session, turns, user_id=user_id, perspectives=perspectives)
+        mem0_ids = [p.mem0_user_id for p in perspectives]
+        ledger = self.ledger  # type: ignore[attr-defined]
+        ledger.begin_write(user_id, session.id, first_turn, mem0_ids)
+        done: list[tuple[str, str]] = []  # (memory id, mem0 user id) stored so far
+        try:
+            if self.infer:
+                self._ingest_inferred(session, turns, perspectives=perspectives, done=done)
+            elif self.config.bulk_insert:
+                self._ingest_bulk(session, turns, perspectives=perspectives, done=done)
+            else:
+                self._ingest_verbatim(session, turns, perspectives=perspectives, done=done)
+        except BaseException:
+            # All or nothing: what this write stored is removed again (text included), so that a
+            # retry (the turn count did not advance) stores each message once.
+            with self._store.write():
+                self._remove_write(user_id, session.id, first_turn, mem0_ids, known=[m for m, _ in done])
+            raise
+        ledger.commit_write(user_id, session.id, total, done)
+
+    def _check_running(self) -> None:
+        if self._stopping.is_set():
+            raise IngestInterrupted("the memory service is shutting down: this write was not stored, send it again")
+
+    def _remove_write(
+        self, user_id: str, session_id: str, first_turn: int, mem0_ids: list[str], *, known: list[str]
+    ) -> None:
+        """Erase every memory of an incomplete write: the ids it reported and any memory of its mem0
+        users in that session from ``first_turn`` on (a kill can land before an id was reported)."""
+        found = set(known)
+        for mem0_id in mem0_ids:
+            records = self._mem.get_all(filters={"user_id": mem0_id}, top_k=1_000_000).get("results", [])
+            for record in records:
+                meta = record.get("metadata") or {}
+                turn = meta.get("turn_index")
+                if meta.get("session_id") == session_id and turn is not None and int(turn) >= first_turn:
+                    found.add(str(record["id"]))
+        self._erase_memories(sorted(found), user_id=user_id)  # type: ignore[attr-defined]
+        self.ledger.abandon_write(user_id, session_id)  # type: ignore[attr-defined]
+
+    def _recover_pending(self) -> list[str]:
+        """Remove what writes killed half-way had stored (called when the store opens)."""
+        recovered = []
+        for user_id, session_id, first_turn, mem0_ids in self.ledger.pending_writes():  # type: ignore[attr-defined]
+            self._remove_write(user_id, session_id, first_turn, mem0_ids, known=[])
+            recovered.append(f"user {user_id!r} session {session_id!r} from turn {first_turn}")
+        if recovered:
+            log.warning("mem0: removed %d incomplete write(s) a crash interrupted: %s", len(recovered), recovered)
+        return recovered
 
     def _perspectives(self, session: Session, user_id: str) -> list[Perspective]:
         if not self.config.speaker_perspectives:
@@ -182,88 +247,105 @@ class IngestMixin:
         names = {role: name for role, (name, _) in known.items()}
         return [Perspective(known[role][1], own_role=role, names=names) for role in ("user", "assistant")]
 
-    def _ingest_verbatim(
-        self, session: Session, turns: Turns, *, user_id: str, perspectives: list[Perspective]
-    ) -> None:
-        """mem0's own ``add(infer=False)``, one message per call so each memory knows its turn."""
-        done: list[tuple[str, str]] = []  # (memory id, mem0 user id)
-        try:
-            for perspective in perspectives:
-                shown = [(turn, message, perspective.message(message)) for turn, message in turns]
-                if self._batcher is not None:
-                    self._batcher.prefetch([m["content"] for _, _, m in shown])
-                for turn, message, mem0_message in shown:
-                    result = self._mem.add(
-                        [mem0_message],
-                        user_id=perspective.mem0_user_id,
-                        metadata=message_metadata(session, turn, message),
-                        infer=False,
-                    )
-                    done += [(r["id"], perspective.mem0_user_id) for r in result.get("results", [])]
-                if self._batcher is not None:
-                    self._batcher.clear()
-        except BaseException:
-            # All or nothing: a session part that failed half-way is removed again (text included),
-            # so that retrying it (the turn count did not advance) stores each message once.
-            for memory_id, _ in done:
-                self._erase_memory(memory_id, user_id=user_id)  # type: ignore[attr-defined]
-            raise
-        finally:
-            if self._batcher is not None:
-                self._batcher.clear()
-        for perspective in perspectives:
-            ids = [m for m, owner in done if owner == perspective.mem0_user_id]
-            self.ledger.add_owner(ids, user_id, perspective.mem0_user_id)  # type: ignore[attr-defined]
+    def _embed_for_add(self, texts: list[str], *, needed: bool) -> list[Any]:
+        """A write's vectors, computed outside the store lock: one model call (``batch_embed``) or one
+        per text; ``None`` for each text when not ``needed`` (mem0 embeds inside ``add`` itself)."""
+        if self.config.batch_embed:
+            return self._batcher.vectors(list(texts))
+        if needed:
+            return [self._batcher.embed(text, "add") for text in texts]
+        return [None] * len(texts)
 
-    def _ingest_bulk(self, session: Session, turns: Turns, *, user_id: str) -> None:
-        """What ``add(infer=False)`` stores, written with one insert per session (mem0's batch APIs)."""
+    def _ingest_verbatim(
+        self, session: Session, turns: Turns, *, perspectives: list[Perspective], done: list[tuple[str, str]]
+    ) -> None:
+        """mem0's own ``add(infer=False)``, one message per call (``bulk_insert: false``)."""
+        for perspective in perspectives:
+            shown = [(turn, message, perspective.message(message)) for turn, message in turns]
+            for start in range(0, len(shown), EMBED_BATCH):
+                part = shown[start : start + EMBED_BATCH]
+                vectors = self._embed_for_add([m["content"] for _, _, m in part], needed=False)
+                for first in range(0, len(part), WRITE_BATCH):
+                    self._check_running()
+                    with self._store.write():
+                        for (turn, message, mem0_message), vector in zip(
+                            part[first : first + WRITE_BATCH], vectors[first : first + WRITE_BATCH]
+                        ):
+                            if vector is not None:  # served to mem0's own embed() call inside add()
+                                self._batcher.ready[mem0_message["content"]] = vector
+                            try:
+                                result = self._mem.add(
+                                    [mem0_message],
+                                    user_id=perspective.mem0_user_id,
+                                    metadata=message_metadata(session, turn, message),
+                                    infer=False,
+                                )
+                            finally:
+                                self._batcher.ready.pop(mem0_message["content"], None)
+                            done += [(r["id"], perspective.mem0_user_id) for r in result.get("results", [])]
+
+    def _ingest_bulk(
+        self, session: Session, turns: Turns, *, perspectives: list[Perspective], done: list[tuple[str, str]]
+    ) -> None:
+        """What ``add(infer=False)`` stores (the same payload and history row per message), written with
+        mem0's batch APIs: one vector-store insert and one history insert per batch."""
         from mem0.utils.lemmatization import lemmatize_for_bm25
 
-        texts = [m.content for _, m in turns]
-        if self._batcher is not None:
-            self._batcher.prefetch(texts)
-            vectors = [self._batcher.ready[t] for t in texts]
-            self._batcher.clear()
-        else:
-            vectors = self._mem.embedding_model.embed_batch(texts, "add")
-        ids, payloads, history = [], [], []
-        for (turn, message), text in zip(turns, texts):
-            now = datetime.now(timezone.utc).isoformat()
-            payload = {
-                **message_metadata(session, turn, message),
-                "user_id": user_id,
-                "role": message.role,
-                "data": text,
-                "hash": hashlib.md5(text.encode()).hexdigest(),
-                "created_at": now,
-                "updated_at": now,
-                "text_lemmatized": lemmatize_for_bm25(text),
-            }
-            memory_id = str(uuid.uuid4())
-            ids.append(memory_id)
-            payloads.append(payload)
-            history.append(
-                {
-                    "memory_id": memory_id,
-                    "old_memory": None,
-                    "new_memory": text,
-                    "event": "ADD",
-                    "created_at": now,
-                    "updated_at": now,
-                    "role": message.role,
-                }
-            )
-        self._mem.vector_store.insert(vectors=vectors, ids=ids, payloads=payloads)
-        self._mem.db.batch_add_history(history)
-        self.ledger.add_owner(ids, user_id)  # type: ignore[attr-defined]
+        for perspective in perspectives:
+            shown = [(turn, message, perspective.message(message)) for turn, message in turns]
+            for start in range(0, len(shown), EMBED_BATCH):
+                self._check_running()
+                part = shown[start : start + EMBED_BATCH]
+                # embedded part by part: the model is shared with other users' searches too
+                vectors = self._embed_for_add([m["content"] for _, _, m in part], needed=True)
+                rows = []
+                for (turn, message, mem0_message), vector in zip(part, vectors):
+                    text = mem0_message["content"]
+                    now = datetime.now(timezone.utc).isoformat()
+                    payload = {
+                        **message_metadata(session, turn, message),
+                        "user_id": perspective.mem0_user_id,
+                        "role": mem0_message["role"],
+                        "data": text,
+                        "hash": hashlib.md5(text.encode()).hexdigest(),
+                        "created_at": now,
+                        "updated_at": now,
+                        "text_lemmatized": lemmatize_for_bm25(text),
+                    }
+                    history = {
+                        "old_memory": None,
+                        "new_memory": text,
+                        "event": "ADD",
+                        "created_at": now,
+                        "updated_at": now,
+                        "role": mem0_message["role"],
+                    }
+                    rows.append((str(uuid.uuid4()), vector, payload, history))
+                for first in range(0, len(rows), WRITE_BATCH):
+                    self._check_running()
+                    batch = rows[first : first + WRITE_BATCH]
+                    with self._store.write():
+                        # reported before the insert: a failure inside it still removes whatever landed
+                        done += [(memory_id, perspective.mem0_user_id) for memory_id, _, _, _ in batch]
+                        self._mem.vector_store.insert(
+                            vectors=[v for _, v, _, _ in batch],
+                            ids=[m for m, _, _, _ in batch],
+                            payloads=[p for _, _, p, _ in batch],
+                        )
+                        self._mem.db.batch_add_history([{"memory_id": m, **h} for m, _, _, h in batch])
 
     def _ingest_inferred(
-        self, session: Session, turns: Turns, *, user_id: str, perspectives: list[Perspective]
+        self, session: Session, turns: Turns, *, perspectives: list[Perspective], done: list[tuple[str, str]]
     ) -> None:
-        """mem0's fact extraction over windows of ``infer_window`` messages (an exchange by default)."""
+        """mem0's fact extraction over windows of ``infer_window`` messages (an exchange by default).
+
+        mem0 may also change or delete memories of earlier writes while it extracts (its UPDATE and
+        DELETE events); a failed or killed write removes the facts it added, not those changes.
+        """
         window = self.config.infer_window
         for perspective in perspectives:
             for start in range(0, len(turns), window):
+                self._check_running()
                 chunk = turns[start : start + window]
                 metadata: dict[str, Any] = {
                     "session_id": session.id,
@@ -279,7 +361,8 @@ class IngestMixin:
                     metadata[CALLER_METADATA] = caller
                 self.extraction.windows += 1
                 try:
-                    with counting_unreadable_replies(self.extraction):
+                    # mem0 reads, calls the LLM and writes inside one add(): it holds the write lock
+                    with self._store.write(), counting_unreadable_replies(self.extraction):
                         result = self._mem.add(
                             [perspective.message(m) for _, m in chunk],
                             user_id=perspective.mem0_user_id,
@@ -293,8 +376,11 @@ class IngestMixin:
                         raise
                     self.extraction.skipped(f"session {session.id!r}, turns {chunk[0][0]}-{chunk[-1][0]}: {failure}")
                     continue
-                ids = [r["id"] for r in result.get("results", []) if r.get("id")]
-                self.ledger.add_owner(ids, user_id, perspective.mem0_user_id)  # type: ignore[attr-defined]
+                done += [
+                    (r["id"], perspective.mem0_user_id)
+                    for r in result.get("results", [])
+                    if r.get("id") and r.get("event", "ADD") == "ADD"
+                ]
 
     def _extraction_instructions(self, when: datetime | None) -> str | None:
         """Per-call custom instructions: the configured ones plus the session's date, when known."""

@@ -7,7 +7,12 @@
   other users' ids also after a delete, ``k`` is clamped to what a user holds, and a store that
   opens empty although the ledger lists live memories is reported as damaged;
 * the speakers of a user's conversation (preset ``locomo-eval``);
-* identities the store was written with (embedder, vector store).
+* identities the store was written with (embedder, vector store);
+* writes in flight (``pending``): an ingest records its session and first turn before it writes
+  anything to mem0 and commits its memories' owners together with the new turn count, in one
+  transaction, when every message is stored. A write that was killed half-way is still pending at
+  the next open, and the backend removes what it had stored (all or nothing; the turn count never
+  advanced, so no turn index is used twice).
 
 SQLite commits are atomic and durable (rollback journal, ``synchronous=FULL``), so a kill leaves
 the ledger at its last commit. It never holds memory text.
@@ -36,6 +41,8 @@ class Ledger:
             "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
             "CREATE TABLE IF NOT EXISTS speakers (user_id TEXT, role TEXT, name TEXT NOT NULL,"
             " mem0_user_id TEXT NOT NULL, PRIMARY KEY (user_id, role));"
+            "CREATE TABLE IF NOT EXISTS pending (user_id TEXT, session_id TEXT, first_turn INTEGER NOT NULL,"
+            " mem0_user_ids TEXT NOT NULL, PRIMARY KEY (user_id, session_id));"
         )
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(owners)")}
         if "mem0_user_id" not in columns:  # ledgers written before the preset and live flags
@@ -61,6 +68,39 @@ class Ledger:
         with self._lock:
             rows = self._db.execute("SELECT session_id, total FROM turns WHERE user_id = ?", (user_id,)).fetchall()
         return {session: int(total) for session, total in rows}
+
+    # ------------------------------------------------------------------ writes in flight
+    def begin_write(self, user_id: str, session_id: str, first_turn: int, mem0_user_ids: list[str]) -> None:
+        """Record, durably and before mem0 is touched, that turns from ``first_turn`` on are being written."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?)",
+                (user_id, session_id, first_turn, "\n".join(mem0_user_ids)),
+            )
+            self._db.commit()
+
+    def commit_write(self, user_id: str, session_id: str, total: int, owners: list[tuple[str, str]]) -> None:
+        """The write is complete: its memories' owners, the new turn count and the end of ``pending``, atomically."""
+        with self._lock:
+            with self._db:  # one transaction
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO owners (memory_id, user_id, mem0_user_id, live) VALUES (?, ?, ?, 1)",
+                    [(memory_id, user_id, mem0_id) for memory_id, mem0_id in owners],
+                )
+                self._db.execute("INSERT OR REPLACE INTO turns VALUES (?, ?, ?)", (user_id, session_id, total))
+                self._db.execute("DELETE FROM pending WHERE user_id = ? AND session_id = ?", (user_id, session_id))
+
+    def abandon_write(self, user_id: str, session_id: str) -> None:
+        """What a failed write stored has been removed again."""
+        with self._lock:
+            self._db.execute("DELETE FROM pending WHERE user_id = ? AND session_id = ?", (user_id, session_id))
+            self._db.commit()
+
+    def pending_writes(self) -> list[tuple[str, str, int, list[str]]]:
+        """(user, session, first turn, mem0 user ids) of every write that never completed."""
+        with self._lock:
+            rows = self._db.execute("SELECT user_id, session_id, first_turn, mem0_user_ids FROM pending").fetchall()
+        return [(user, session, int(first), ids.split("\n")) for user, session, first, ids in rows]
 
     # ------------------------------------------------------------------ owners
     def add_owner(self, memory_ids: list[str], user_id: str, mem0_user_id: str | None = None) -> None:
@@ -119,6 +159,7 @@ class Ledger:
             self._db.execute("DELETE FROM turns WHERE user_id = ?", (user_id,))
             self._db.execute("DELETE FROM owners WHERE user_id = ?", (user_id,))
             self._db.execute("DELETE FROM speakers WHERE user_id = ?", (user_id,))
+            self._db.execute("DELETE FROM pending WHERE user_id = ?", (user_id,))
             self._db.commit()
 
     def check_meta(self, key: str, value: str, what: str) -> None:

@@ -135,7 +135,33 @@ def session_batch_embedding(inner: Any) -> Any:
     goes to the wrapped model unchanged. mem0's code is untouched: the wrapper is an
     ``EmbeddingBase`` set as this backend's ``embedding_model``.
     """
+    import numpy as np
     from mem0.embeddings.base import EmbeddingBase
+
+    from memlab.embedders.base import Embedder
+    from memlab.embedders.coalescing import CoalescingEmbedder
+
+    class SearchQueries(Embedder):
+        """mem0's model as a memlab ``Embedder`` for the query coalescer (one model call at a time)."""
+
+        def __init__(self, owner: Any) -> None:
+            super().__init__()
+            self.owner = owner
+            self.name = "mem0-queries"
+            self.dim = int(getattr(owner.wrapped.config, "embedding_dims", 0) or 0)
+
+        def _embed(self, texts: list[str], *, query: bool) -> Any:
+            owner = self.owner
+            with owner._searches:
+                owner._searches_waiting += 1
+            try:
+                with owner._model:
+                    owner.model_calls += 1
+                    return np.asarray(owner.wrapped.embed_batch(texts, "search"), dtype=np.float32)
+            finally:
+                with owner._searches:
+                    owner._searches_waiting -= 1
+                    owner._searches.notify_all()
 
     class SessionBatchEmbedding(EmbeddingBase):
         def __init__(self, wrapped: Any) -> None:
@@ -143,20 +169,35 @@ def session_batch_embedding(inner: Any) -> Any:
             self.wrapped = wrapped
             self.ready: dict[str, Any] = {}
             self.model_calls = 0  # calls that reached the model (benchmarks compare them)
+            # Requests of different users run in threads; a Hugging Face tokenizer is not safe for
+            # concurrent calls ("Already borrowed"), so one model call at a time ...
+            self._model = threading.Lock()
+            # ... and searches that arrive while one runs share the next call (as rag's and profile's do).
+            self._queries = CoalescingEmbedder(SearchQueries(self))
+            # An ingest's next batch lets waiting searches have the model first (at most 1 s).
+            self._searches = threading.Condition()
+            self._searches_waiting = 0
+
+        def vectors(self, texts: list[str]) -> list[Any]:
+            """The vectors of ``texts`` in one model call (nothing is kept), after the searches waiting."""
+            if not texts:
+                return []
+            with self._searches:
+                self._searches.wait_for(lambda: self._searches_waiting == 0, timeout=1.0)
+            lc_model = getattr(self.wrapped, "langchain_model", None)
+            with self._model:
+                self.model_calls += 1
+                if lc_model is not None and hasattr(lc_model, "embed_documents"):
+                    vectors = lc_model.embed_documents(texts)
+                else:
+                    vectors = self.wrapped.embed_batch(texts, "add")
+            if len(vectors) != len(texts):
+                raise MemlabError(f"mem0 embedder returned {len(vectors)} vectors for {len(texts)} texts")
+            return list(vectors)
 
         def prefetch(self, texts: list[str]) -> None:
             todo = [t for t in dict.fromkeys(texts) if t not in self.ready]
-            if not todo:
-                return
-            lc_model = getattr(self.wrapped, "langchain_model", None)
-            if lc_model is not None and hasattr(lc_model, "embed_documents"):
-                vectors = lc_model.embed_documents(todo)
-            else:
-                vectors = self.wrapped.embed_batch(todo, "add")
-            self.model_calls += 1
-            if len(vectors) != len(todo):
-                raise MemlabError(f"mem0 embedder returned {len(vectors)} vectors for {len(todo)} texts")
-            self.ready.update(zip(todo, vectors))
+            self.ready.update(zip(todo, self.vectors(todo)))
 
         def clear(self) -> None:
             self.ready.clear()
@@ -164,12 +205,16 @@ def session_batch_embedding(inner: Any) -> Any:
         def embed(self, text: Any, memory_action: Any = None) -> Any:
             if memory_action == "add" and isinstance(text, str) and text in self.ready:
                 return self.ready[text]
-            self.model_calls += 1
-            return self.wrapped.embed(text, memory_action)
+            if memory_action == "search" and isinstance(text, str):
+                return self._queries.embed([text], query=True)[0].tolist()
+            with self._model:
+                self.model_calls += 1
+                return self.wrapped.embed(text, memory_action)
 
         def embed_batch(self, texts: Any, memory_action: Any = "add") -> Any:
-            self.model_calls += 1
-            return self.wrapped.embed_batch(texts, memory_action)
+            with self._model:
+                self.model_calls += 1
+                return self.wrapped.embed_batch(texts, memory_action)
 
     return SessionBatchEmbedding(inner)
 

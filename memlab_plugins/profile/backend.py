@@ -25,7 +25,10 @@ import functools
 import json
 import logging
 import re
+import sqlite3
+from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -33,8 +36,8 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 from pydantic import Field
 
-from memlab.embedders import Embedder, get_embedder
-from memlab.errors import MemlabError, NotFoundError
+from memlab.embedders import Embedder, embed_ahead, get_embedder
+from memlab.errors import MemlabError, NotFoundError, ReadOnlyItemError
 from memlab.forget import ForgetRequests
 from memlab.llm.errors import refused_request
 from memlab.locks import DirectoryLock
@@ -113,6 +116,34 @@ class ProfileConfig(BackendConfig):
     forget_requests: ForgetRequests = False
 
 
+_INDEXED_USERS = 16  # users whose retrieval index stays in RAM (the runner has one per job; a service many)
+
+
+@dataclass
+class _RetrievalIndex:
+    """One user's entries and raw turns with their vectors, as of the store's change ``stamp``."""
+
+    stamp: tuple[int, int] | None
+    keys: list[tuple[str, int]]  # (entry id, version) per row of ``vectors``
+    vectors: np.ndarray | None
+    chains: dict[str, list[ProfileEntry]]
+    turns: list[dict[str, Any]]
+    turn_vectors: np.ndarray | None
+
+    def __post_init__(self) -> None:
+        self.entries = list(dict.fromkeys(entry_id for entry_id, _ in self.keys))  # first appearance order
+        position = {entry_id: i for i, entry_id in enumerate(self.entries)}
+        self.rows = np.array([position[entry_id] for entry_id, _ in self.keys], dtype=np.int64)
+
+    def best_per_entry(self, q: np.ndarray) -> dict[str, float]:
+        """Each entry's best similarity over its versions (entries in first-appearance order)."""
+        if not self.keys or self.vectors is None:
+            return {}
+        best = np.full(len(self.entries), -1.0)
+        np.maximum.at(best, self.rows, (self.vectors @ q).astype(np.float64))
+        return dict(zip(self.entries, best.tolist()))
+
+
 class ProfileMemory(Memory):
     name = "profile"
     description = (
@@ -185,6 +216,7 @@ class ProfileMemory(Memory):
                 quote_chars=self.config.quote_chars,
                 on_usage=self.record_llm_usage,
             )
+        self._indexes: OrderedDict[str, _RetrievalIndex] = OrderedDict()  # per user, most recent last
         self.extraction_failures: list[str] = []
         # Counts of what a (small) LLM got wrong while ingesting; shown in ``extraction_stats``/export.
         self.rejected_batches = 0
@@ -224,9 +256,21 @@ class ProfileMemory(Memory):
         return None
 
     # ------------------------------------------------------------------ Memory
-    @_writes  # the whole read-resolve-write of one user (turn numbering included) under its scope
     def ingest(self, session: Session | Any, *, user_id: str) -> Any:
+        if self.config.store:  # PostgreSQL text cannot hold U+0000: a clear error before any write
+            from memlab.pg import reject_nul
+
+            reject_nul(session)
+        return self._ingest_in_scope(session, user_id=user_id)
+
+    @_writes  # the whole read-resolve-write of one user (turn numbering included) under its scope
+    def _ingest_in_scope(self, session: Session | Any, *, user_id: str) -> Any:
         return super().ingest(session, user_id=user_id)
+
+    def check_ready(self) -> None:
+        """A real read of the store (SQLite file or PostgreSQL): its schema version."""
+        super().check_ready()
+        self.store.get_meta("schema_version")
 
     def _next_turn_index(self, user_id: str, session_id: str) -> int:
         return self.store.session_turns(user_id, session_id)
@@ -311,21 +355,54 @@ class ProfileMemory(Memory):
             chains.setdefault(version.id, []).append(version)
         return chains
 
-    @_reads
-    def _retrieve(self, query: str, *, user_id: str, k: int, filters: MemoryFilter | None = None) -> Retrieval:
-        if not query.strip():
-            return Retrieval()
+    def prepare(self, queries):
+        """Embed the known queries in one batch, ahead of the replay."""
+        embed_ahead(self.embedder, [q for q in queries if q.strip()], query=True)
+
+    def _change_stamp(self) -> tuple[int, int] | None:
+        """Changes to the store since it opened, or None when they cannot be seen from here.
+
+        A SQLite store counts its own connection's changes (``total_changes``) and others' commits
+        (``PRAGMA data_version``); a shared database (PostgreSQL) has no such cheap counter.
+        """
+        db = getattr(self.store, "db", None)
+        if not isinstance(db, sqlite3.Connection):
+            return None
+        with self.store._lock:
+            return db.total_changes, int(db.execute("PRAGMA data_version").fetchone()[0])
+
+    def _retrieval_index(self, user_id: str) -> _RetrievalIndex:
+        """What every retrieve of ``user_id`` reads (entries, their vectors, raw turns, theirs), loaded once
+        per change of the store instead of once per query."""
+        stamp = self._change_stamp()  # read before the data: a change in between only costs a reload
+        cached = self._indexes.get(user_id)
+        if cached is not None and stamp is not None and cached.stamp == stamp:
+            self._indexes.move_to_end(user_id)
+            return cached
         keys, vectors = self.store.vectors(user_id, "text_vector")
         chains = self._chains(user_id)
         if keys and vectors is None:
             flat = [v for c in chains.values() for v in c]
             vectors = self._vectorize([v.text for v in flat])
             keys = [(v.id, v.version) for v in flat]
+        turns, turn_vectors = self.store.turns(user_id) if self.config.supporting_turns else ([], None)
+        if turns and turn_vectors is None:
+            turn_vectors = self._vectorize([t["content"] for t in turns])
+        index = _RetrievalIndex(stamp, keys, vectors, chains, turns, turn_vectors)
+        if stamp is not None:
+            self._indexes[user_id] = index
+            while len(self._indexes) > _INDEXED_USERS:
+                self._indexes.popitem(last=False)
+        return index
+
+    @_reads
+    def _retrieve(self, query: str, *, user_id: str, k: int, filters: MemoryFilter | None = None) -> Retrieval:
+        if not query.strip():
+            return Retrieval()
+        index = self._retrieval_index(user_id)
+        chains = index.chains
         q = self.embedder.embed([query], query=True)[0]
-        best: dict[str, float] = {}
-        if keys:
-            for (entry_id, _), sim in zip(keys, vectors @ q):
-                best[entry_id] = max(best.get(entry_id, -1.0), float(sim))
+        best = index.best_per_entry(q)
         if filters is not None:  # entries whose evidence turns the filter selects
             best = {e: s for e, s in best.items() if filters.matches(self._chain_item(chains[e]))}
         # k bounds all items: supporting turns take at most half of it (all of it without entries).
@@ -338,7 +415,7 @@ class ProfileMemory(Memory):
             [chains[e] for e in chosen], quote_chars=self.config.quote_chars, max_versions=self.config.max_versions
         )
         support = self._supporting(
-            user_id,
+            index,
             q,
             n_turns,
             chosen_turns={(t["session_id"], t["turn_index"]) for i in items for t in i.source["turns"]},
@@ -351,27 +428,26 @@ class ProfileMemory(Memory):
 
     def _supporting(
         self,
-        user_id: str,
+        index: _RetrievalIndex,
         q: np.ndarray,
         n: int,
         chosen_turns: set[tuple[str, int]],
         filters: MemoryFilter | None = None,
     ) -> list[MemoryItem]:
-        if not n:
+        turns, vectors = index.turns, index.turn_vectors
+        if not n or not turns or vectors is None:
             return []
-        turns, vectors = self.store.turns(user_id)
-        if not turns:
-            return []
-        if vectors is None:
-            vectors = self._vectorize([t["content"] for t in turns])
         sims = vectors @ q
         # Raw turns keep no caller metadata: a metadata filter selects entries only.
-        order = [
-            i
-            for i in np.argsort(-sims)
-            if (turns[i]["session_id"], turns[i]["turn_index"]) not in chosen_turns
-            and (filters is None or filters.matches(self._turn_item(turns[i])))
-        ][:n]
+        order = []
+        for i in np.argsort(-sims):  # best first, until n turns not already shown with an entry
+            if (turns[i]["session_id"], turns[i]["turn_index"]) in chosen_turns:
+                continue
+            if filters is not None and not filters.matches(self._turn_item(turns[i])):
+                continue
+            order.append(i)
+            if len(order) == n:
+                break
         order.sort()
         return [self._turn_item(turns[i], float(sims[i]), chars=self.config.quote_chars * 3) for i in order]
 
@@ -413,7 +489,12 @@ class ProfileMemory(Memory):
 
     @_writes
     def _reset(self, user_id: str) -> None:
+        self._indexes.pop(user_id, None)
         self.store.reset(user_id)
+
+    def release(self, user_id: str) -> None:
+        """Drop ``user_id``'s retrieval index from RAM (the store keeps everything)."""
+        self._indexes.pop(user_id, None)
 
     def close(self) -> None:
         store = getattr(self, "store", None)
@@ -459,7 +540,10 @@ class ProfileMemory(Memory):
     @_writes
     def _update(self, item_id: str, text: str, *, user_id: str) -> MemoryItem:
         if self._turn_key(item_id, user_id) is not None:
-            raise MemlabError(f"{item_id!r} is a raw turn of the conversation: turns can be deleted, not changed")
+            raise ReadOnlyItemError(
+                f"{item_id!r} is a raw turn of the conversation: turns can be deleted, not changed; "
+                "profile entries (the items whose id has no '#') can be changed"
+            )
         entry_id = self._entry_id(item_id, user_id)
         old = self.store.versions(user_id, entry_id)[-1]
         op = Operation(
@@ -472,7 +556,7 @@ class ProfileMemory(Memory):
         try:
             self.store.apply_session(user_id, None, [op], vectorize=self._vectorize, source="api")
         except ProfileStoreError as exc:  # a closed entry: the user stopped it; ADD reopens it
-            raise MemlabError(f"cannot update {item_id!r}: {exc}") from exc
+            raise ReadOnlyItemError(f"cannot update {item_id!r}: {exc}") from exc
         return self._chain_item(self.store.versions(user_id, entry_id))
 
     @_writes

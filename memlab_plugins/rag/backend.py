@@ -29,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from memlab.embedders import CachedEmbedder, Embedder, get_embedder
+from memlab.embedders import CachedEmbedder, Embedder, embed_ahead, get_embedder
 from memlab.errors import ConfigurationError, MemlabError
 from memlab.forget import ForgetRequests
 from memlab.memory import (
@@ -48,7 +48,7 @@ from memlab.types import MemoryItem, Message, Retrieval, Session
 from memlab_plugins.rag.index import ChunkStore, IndexSpec
 from memlab_plugins.rag.lexical import BM25Index, reciprocal_rank_fusion, top, weighted_fusion
 from memlab_plugins.rag.local_store import LocalRagStore
-from memlab_plugins.rag.store import RagStore, Vectors
+from memlab_plugins.rag.store import Chunker, RagStore, Vectors
 
 RoleName = Literal["user", "assistant", "system"]
 ALL_ROLES: list[RoleName] = ["user", "assistant", "system"]
@@ -286,6 +286,15 @@ def chunk_session(session: Session, first_turn: int, config: RagConfig) -> list[
     return chunks
 
 
+def _numbering(session: Session, first_turn: int, chunks: list[MemoryItem], config: RagConfig) -> Chunker:
+    """The part's chunks numbered from the turn the store decides (their texts do not depend on it)."""
+
+    def numbered(start: int) -> list[MemoryItem]:
+        return chunks if start == first_turn else chunk_session(session, start, config)
+
+    return numbered
+
+
 # ----------------------------------------------------------------------------- embedders
 def _m3_of(embedder: Embedder) -> Any:
     """The BGE-M3 model behind an embedder (unwrapping the cache), or None."""
@@ -341,6 +350,7 @@ class RagMemory(Memory):
                     f"rag scoring={self.config.scoring!r} needs a BGE-M3 embedder, got {self.embedder.name!r}"
                 )
             self._lexical: dict[str, BM25Index] = {}
+            self._lexical_lock = threading.Lock()
             self._first_turn = threading.local()  # the turn an ingest's chunks were numbered from
             self.store: RagStore = self._open_store()
         except BaseException:
@@ -410,19 +420,45 @@ class RagMemory(Memory):
         return report if actual is None else report.model_copy(update={"first_turn": actual})
 
     def _ingest(self, session: Session, *, user_id: str, first_turn: int) -> None:
-        chunks = chunk_session(session, first_turn, self.config)
-        texts = [c.text for c in chunks]
-        # Embed before touching the store: a failed model call must not count the session's turns.
+        self._first_turn.value = self._store_parts([(session, first_turn)], user_id)[0]
+
+    def _ingest_many(self, parts: list[tuple[Session, int]], *, user_id: str) -> None:
+        self._store_parts(parts, user_id)
+
+    def _store_parts(self, parts: list[tuple[Session, int]], user_id: str) -> list[int]:
+        """Chunk each part on its own, embed all chunks in one call, store them in one ``add_many``;
+        the first turn the store numbered each part from."""
+        chunked = [chunk_session(session, first_turn, self.config) for session, first_turn in parts]
+        texts = [c.text for chunks in chunked for c in chunks]
+        # Embed before touching the store: a failed model call must not count the sessions' turns.
         if self._needs_sparse or self._needs_colbert:
             out = self._m3.encode(texts, sparse=self._needs_sparse, colbert=self._needs_colbert)
-            vectors = Vectors(out.dense, out.sparse or None, out.colbert or None)
+            dense, sparse, colbert = out.dense, out.sparse or None, out.colbert or None
         else:
-            vectors = Vectors(self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), np.float32))
+            dense = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), np.float32)
+            sparse = colbert = None
+        batch: list[tuple[Session, Chunker, Vectors]] = []
+        start = 0
+        for (session, first_turn), chunks in zip(parts, chunked):
+            end = start + len(chunks)
+            vectors = Vectors(
+                dense[start:end], sparse[start:end] if sparse else None, colbert[start:end] if colbert else None
+            )
 
-        def numbered(start: int) -> list[MemoryItem]:  # chunk texts do not depend on the numbering
-            return chunks if start == first_turn else chunk_session(session, start, self.config)
+            batch.append((session, _numbering(session, first_turn, chunks, self.config), vectors))
+            start = end
+        firsts = self.store.add_many(user_id, batch)
+        if self.config.lexical == "bm25" and isinstance(self.store, LocalRagStore):
+            store = self.store.store(user_id, create=False)  # tokenizing new chunks is ingest work, not a search's
+            if store is not None:
+                with store.lock:
+                    self._bm25(user_id).update(store.chunks, store.removals)
+        return firsts
 
-        self._first_turn.value = self.store.add(user_id, session, numbered, vectors)
+    def prepare(self, queries):
+        """Embed the known queries in one batch (dense scoring: BGE-M3's re-rankings encode per query)."""
+        if self.config.scoring == "dense" and self.config.semantic_weight > 0:
+            embed_ahead(self.embedder, [q for q in queries if q.strip()], query=True)
 
     def _retrieve(self, query: str, *, user_id: str, k: int, filters: MemoryFilter | None = None) -> Retrieval:
         if not query.strip():
@@ -471,11 +507,15 @@ class RagMemory(Memory):
             update={"score": float(score), "metadata": {**chunk.metadata, "scores": parts.get(i, {})}}
         )
 
+    def _bm25(self, user_id: str) -> BM25Index:
+        with self._lexical_lock:
+            index = self._lexical.get(user_id)
+            if index is None:
+                index = self._lexical[user_id] = BM25Index(self.config.bm25_k1, self.config.bm25_b)
+            return index
+
     def _bm25_scores(self, store: ChunkStore, user_id: str, query: str) -> np.ndarray:
-        index = self._lexical.get(user_id)
-        if index is None:
-            index = self._lexical[user_id] = BM25Index(self.config.bm25_k1, self.config.bm25_b)
-        return index.scores(query, [ch.id for ch in store.chunks], [ch.text for ch in store.chunks], store.version)
+        return self._bm25(user_id).scores(query, store.chunks, store.removals)
 
     def _expand(self, store: ChunkStore, fused: dict[int, float]) -> dict[int, float]:
         """Give each hit's neighbours in its session (store order) a share of the hit's score."""
@@ -536,6 +576,11 @@ class RagMemory(Memory):
         self.store.release(user_id)
         if self.data_dir is not None:  # in-memory only: the RAM copy (and its BM25) is the memory
             self._lexical.pop(user_id, None)
+
+    def check_ready(self) -> None:
+        """The data directory (file store) or a real read of the database (PostgreSQL store)."""
+        super().check_ready()
+        self.store.check_ready()
 
     def close(self) -> None:
         store: RagStore | None = getattr(self, "store", None)

@@ -10,6 +10,8 @@ durable append, deletions and periodic compactions rewrite the storage as one ba
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -44,6 +46,25 @@ class IndexSpec:
         return {"kind": self.kind, "hnsw_m": self.hnsw_m, "ef_construction": self.ef_construction}
 
 
+@contextmanager
+def _one_search_thread() -> Iterator[None]:
+    """One query's search on one OpenMP thread (this thread's setting, restored after).
+
+    FAISS splits even a single query across its threads; when other processes hold the cores the
+    threads wait for each other: a flat search of 20k vectors took 66-104 ms (median) with 2
+    threads and 2-23 ms with 1 on a loaded 2-core machine (benchmarks/bench_retrieve_scaling.py).
+    """
+    previous = faiss.omp_get_max_threads()
+    if previous == 1:
+        yield
+        return
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(previous)
+
+
 class ChunkStore:
     """Chunks of one user with their dense index and optional sparse / ColBERT representations.
 
@@ -62,7 +83,8 @@ class ChunkStore:
         self.sparse: list[dict[int, float] | None] = []
         self.colbert: list[np.ndarray | None] = []
         self.sessions: dict[str, int] = {}  # session id -> turns stored so far (continuations)
-        self.version = 0  # bumped on every change (derived indexes such as BM25 rebuild on a new version)
+        self.version = 0  # bumped on every change
+        self.removals = 0  # bumped on every deletion (derived indexes such as BM25 rebuild then; appends extend them)
         if storage is not None:
             self._load(storage.load())
 
@@ -160,6 +182,7 @@ class ChunkStore:
                 self.chunks, self.dense, self.sparse, self.colbert, self.index = state
                 raise
             self.version += 1
+            self.removals += 1
             return removed
 
     def snapshot(self, *, with_index: bool = False) -> ChunkBatch:
@@ -193,7 +216,8 @@ class ChunkStore:
         n = min(n, len(self.chunks))
         if n <= 0:
             return []
-        scores, ids = self.index.search(np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32), n)
+        with _one_search_thread():
+            scores, ids = self.index.search(np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32), n)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0]
 
     def missing(self, output: Output) -> list[int]:

@@ -1,9 +1,10 @@
 """Lexical retrieval for the rag backend: BM25 (``bm25s``) over a store's chunks, and rank fusion.
 
-BM25 is derived state: it is rebuilt from the chunk store whenever the store changed (new chunks,
-a deletion), at the next search. Tokens are cached per chunk, so a rebuild after an ingest only
-tokenizes the new chunks; building the index itself over a few thousand chunks takes milliseconds.
-Nothing lexical is written to disk, so a deleted chunk leaves no trace in it.
+BM25 is derived state, brought up to date with the chunk store at the next search: chunks appended
+since are added in place (their cost, not the store's size: term counts per chunk, postings per
+term), and a query scores the chunks holding its terms. Its scores are bm25s' ("lucene" BM25, the
+full rebuild per ingest this replaced), to the bit. A deletion rebuilds from the tokens kept per
+chunk. Nothing lexical is written to disk, so a deleted chunk leaves no trace in it.
 
 Tokenization: lower-cased words of two or more characters (scikit-learn's pattern, as bm25s does),
 English stopwords removed (bm25s' list), Porter-stemmed (NLTK's stemmer, already a dependency for
@@ -12,15 +13,16 @@ LoCoMo's F1), so "hiking" matches "hike".
 
 from __future__ import annotations
 
+import math
 import threading
+from array import array
+from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    import bm25s
+from memlab.types import MemoryItem
 
 _stem_lock = threading.Lock()
 
@@ -47,46 +49,96 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
 
 
 class BM25Index:
-    """BM25 scores of one user's chunks, kept in step with the store by its ``version``."""
+    """BM25 scores of one user's chunks, updated in place as chunks are appended.
+
+    Scores equal those of a ``bm25s.BM25(method="lucene")`` index rebuilt over all chunks (the
+    rebuild this replaces; tests/test_rag.py compares both on the dev files), but the index keeps
+    term counts instead of precomputed scores: appending chunks costs what they hold, and a query
+    scores only the chunks that contain its terms, with the corpus statistics (document count,
+    document frequencies, mean length) as they are now. A deletion (rare) rebuilds from the
+    tokens kept per chunk.
+    """
 
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
-        self._tokens: dict[str, list[str]] = {}  # chunk id -> tokens
-        self._version: int | None = None
-        self._bm25: bm25s.BM25 | None = None
-        self._size = 0
+        self._tokens: dict[str, list[str]] = {}  # chunk id -> tokens (kept for rebuilds after a deletion)
+        self._ids: list[str] = []  # chunk ids indexed, in store order
+        self._removals = 0  # the store's deletion count when the index was (re)built
+        self._lengths = array("q")  # tokens per chunk
+        self._total_length = 0
+        self._postings: dict[str, tuple[array, array]] = {}  # term -> (chunk positions, term counts)
         self._lock = threading.Lock()
 
-    def _refresh(self, ids: list[str], texts: list[str], version: int) -> None:
-        import bm25s
+    def __len__(self) -> int:
+        return len(self._ids)
 
-        new = [(i, t) for i, t in zip(ids, texts) if i not in self._tokens]
-        if new:
-            for (chunk_id, _), tokens in zip(new, tokenize([t for _, t in new])):
-                self._tokens[chunk_id] = tokens
-        live = set(ids)
-        for gone in [i for i in self._tokens if i not in live]:
-            del self._tokens[gone]
-        corpus = [self._tokens[i] for i in ids]
-        self._bm25 = None
-        if any(corpus):
-            self._bm25 = bm25s.BM25(k1=self.k1, b=self.b)
-            self._bm25.index(corpus, show_progress=False)
-        self._size, self._version = len(ids), version
+    def _clear(self) -> None:
+        self._ids, self._lengths, self._total_length, self._postings = [], array("q"), 0, {}
 
-    def scores(self, query: str, ids: list[str], texts: list[str], version: int) -> np.ndarray:
+    def _append(self, chunks: Sequence[MemoryItem]) -> None:
+        new = [c for c in chunks if c.id not in self._tokens]
+        for chunk, tokens in zip(new, tokenize([c.text for c in new]) if new else []):
+            self._tokens[chunk.id] = tokens
+        for chunk in chunks:
+            tokens = self._tokens[chunk.id]
+            position = len(self._ids)
+            self._ids.append(chunk.id)
+            self._lengths.append(len(tokens))
+            self._total_length += len(tokens)
+            for term, count in Counter(tokens).items():
+                postings = self._postings.get(term)
+                if postings is None:
+                    postings = self._postings[term] = (array("q"), array("f"))
+                postings[0].append(position)
+                postings[1].append(count)
+
+    def update(self, chunks: Sequence[MemoryItem], removals: int) -> None:
+        """Bring the index to ``chunks`` now (rag calls this at ingest, so a search finds it current)."""
+        with self._lock:
+            self.sync(chunks, removals)
+
+    def sync(self, chunks: Sequence[MemoryItem], removals: int) -> None:
+        """Bring the index to ``chunks`` (the store's chunks in order; ``removals`` its deletion count)."""
+        n = len(self._ids)
+        appended_only = (
+            removals == self._removals and len(chunks) >= n and (n == 0 or chunks[n - 1].id == self._ids[n - 1])
+        )
+        if not appended_only:
+            live = {c.id for c in chunks}
+            self._tokens = {i: t for i, t in self._tokens.items() if i in live}
+            self._clear()
+            self._removals, n = removals, 0
+        if len(chunks) > n:
+            self._append(chunks[n:])
+
+    def scores(self, query: str, chunks: Sequence[MemoryItem], removals: int) -> np.ndarray:
         """BM25 score of every chunk (in store order) for ``query``; zeros when nothing matches."""
         with self._lock:
-            if self._version != version:
-                self._refresh(ids, texts, version)
-            terms = tokenize([query])[0]
-            bm25 = self._bm25
-            if bm25 is None:
-                return np.zeros(self._size, dtype=np.float32)
-            terms = [t for t in terms if t in bm25.vocab_dict]
-            if not terms:
-                return np.zeros(self._size, dtype=np.float32)
-            return np.asarray(bm25.get_scores(terms), dtype=np.float32)
+            self.sync(chunks, removals)
+            return self._scores(tokenize([query])[0])
+
+    def _scores(self, terms: list[str]) -> np.ndarray:
+        # The same float operations, in the same order, as bm25s' eager index and its get_scores:
+        # idf (float64, stored as float32) times the term-frequency part (float64, per chunk),
+        # rounded to float32, then summed in float32 in query-term order (a repeated term counts twice).
+        n = len(self._ids)
+        scores = np.zeros(n, dtype=np.float32)
+        if not n:
+            return scores
+        mean_length = np.float64(self._total_length) / n
+        lengths = np.frombuffer(self._lengths, dtype=np.int64)
+        for term in terms:
+            postings = self._postings.get(term)
+            if postings is None:
+                continue
+            positions = np.frombuffer(postings[0], dtype=np.int64)
+            counts = np.frombuffer(postings[1], dtype=np.float32)
+            df = len(positions)
+            idf = np.float32(math.log(1 + (n - df + 0.5) / (df + 0.5)))
+            norm = self.k1 * ((1 - self.b) + self.b * lengths[positions].astype(np.float64) / mean_length)
+            part = (idf * (counts / (norm + counts))).astype(np.float32)
+            np.add.at(scores, positions, part)
+        return scores
 
 
 def top(scores: np.ndarray, n: int) -> list[tuple[int, float]]:

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from memlab.errors import NotFoundError
 from memlab.locks import DirectoryLock
 from memlab.memory import MemoryFilter
@@ -96,6 +98,25 @@ class LocalRagStore(RagStore):
                 sessions={session.id: first_turn + len(session.messages)},
             )
         return first_turn
+
+    def add_many(self, user_id: str, parts: list[tuple[Session, Chunker, Vectors]]) -> list[int]:
+        """All parts in one durable append (chunks and the sessions' new turn counts together)."""
+        store = self.store(user_id, create=True)
+        assert store is not None
+        with store.lock:
+            turns: dict[str, int] = {}  # a session may come twice in one batch: its parts continue each other
+            firsts, chunks, dense, sparse, colbert = [], [], [], [], []
+            for session, chunk, vectors in parts:
+                first_turn = turns.get(session.id, store.sessions.get(session.id, 0))
+                firsts.append(first_turn)
+                turns[session.id] = first_turn + len(session.messages)
+                chunks.extend(chunk(first_turn))
+                dense.append(vectors.dense)
+                sparse.extend(vectors.sparse or [])
+                colbert.extend(vectors.colbert or [])
+            if parts:
+                store.add(chunks, np.concatenate(dense), sparse or None, colbert or None, sessions=turns)
+        return firsts
 
     def search(self, user_id: str, query: str, k: int, filters: MemoryFilter | None = None) -> list[MemoryItem]:
         store = self.store(user_id, create=False)

@@ -36,7 +36,16 @@ from typing import Any
 from memlab.embedders import Embedder
 from memlab.errors import DataFormatError, MemlabError, NotFoundError
 from memlab.memory import MemoryFilter
-from memlab.pg import ensure_schema, ensure_vector_extension, get_meta, open_pool, redact, set_meta, vector_literal
+from memlab.pg import (
+    ensure_schema,
+    ensure_vector_extension,
+    get_meta,
+    open_pool,
+    redact,
+    reject_nul,
+    set_meta,
+    vector_literal,
+)
 from memlab.types import MemoryItem, Session
 from memlab_plugins.rag.index import IndexSpec
 from memlab_plugins.rag.store import Chunker, RagStore, Vectors
@@ -153,7 +162,13 @@ class PgRagStore(RagStore):
             ).fetchone()
         return int(row[0]) if row else 0
 
+    def check_ready(self) -> None:
+        """A real read: the store's schema version, from the database."""
+        with self._db.connection() as conn:
+            conn.execute(f"SELECT value FROM {PREFIX}meta WHERE key='schema_version'").fetchone()
+
     def add(self, user_id: str, session: Session, chunk: Chunker, vectors: Vectors) -> int:
+        reject_nul(session)  # PostgreSQL text cannot hold U+0000: a clear error, nothing written
         # The backend embedded before the transaction: the row lock is held only for the inserts.
         dense = vectors.dense
         with self._db.connection() as conn, conn.transaction():

@@ -51,6 +51,14 @@ class RagStore(ABC):
         it is returned. Durable when it returns, for a store that persists.
         """
 
+    def add_many(self, user_id: str, parts: list[tuple[Session, Chunker, Vectors]]) -> list[int]:
+        """Store several parts in order, as ``add`` one by one would; each part's first turn.
+
+        A store that can, writes them as one batch (the local store: one durable append); this
+        default adds them one at a time.
+        """
+        return [self.add(user_id, session, chunk, vectors) for session, chunk, vectors in parts]
+
     @abstractmethod
     def search(self, user_id: str, query: str, k: int, filters: MemoryFilter | None = None) -> list[MemoryItem]:
         """At most ``k`` of the user's chunks for ``query``, each with its score, in conversation order;
@@ -77,3 +85,6 @@ class RagStore(ABC):
 
     def close(self) -> None:
         """Flush and release files, connections and locks."""
+
+    def check_ready(self) -> None:  # noqa: B027 - optional hook: the file store has nothing to add
+        """Raise when the store cannot serve a read (the service's ``/readyz``)."""
