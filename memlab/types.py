@@ -31,11 +31,15 @@ MAX_METADATA_KEY_CHARS = 64
 MAX_METADATA_STRING_CHARS = 256
 MAX_METADATA_LIST_ITEMS = 8
 
+# Text every store can hold: PostgreSQL text and JSONB cannot hold U+0000, so no store accepts it
+# (also the pattern in the OpenAPI schema, so clients and fuzzers know the rule).
+NO_NUL = r"^[^\x00]*$"
+
 # Strict: "007" stays a string and 1 stays a number (lax coercion would blur what filters compare).
-MetadataString = Annotated[StrictStr, StringConstraints(max_length=MAX_METADATA_STRING_CHARS)]
+MetadataString = Annotated[StrictStr, StringConstraints(max_length=MAX_METADATA_STRING_CHARS, pattern=NO_NUL)]
 MetadataScalar = MetadataString | StrictBool | StrictInt | Annotated[StrictFloat, Field(allow_inf_nan=False)] | None
 MetadataValue = MetadataScalar | Annotated[list[MetadataScalar], Field(max_length=MAX_METADATA_LIST_ITEMS)]
-MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=MAX_METADATA_KEY_CHARS)]
+MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=MAX_METADATA_KEY_CHARS, pattern=NO_NUL)]
 TurnMetadata = Annotated[
     dict[MetadataKey, MetadataValue],
     Field(

@@ -271,9 +271,15 @@ def test_json_logs_carry_request_ids_and_no_user_ids(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------- mem0: shutdown during ingest
 @pytest.mark.slow
-def test_sigterm_during_a_long_mem0_ingest_stops_promptly_and_keeps_acknowledged_writes(tmp_path: Path) -> None:
+def test_sigterm_during_a_long_mem0_ingest_stops_promptly_and_keeps_acknowledged_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """issue 25: during a long ingest the server ignored SIGTERM for more than 25 s."""
     import asyncio
+
+    # An ingest that outlasts the 1.5 s before SIGTERM on a quiet machine too (480 messages took < 1.5 s).
+    monkeypatch.setenv("MEMLAB_SERVE_MAX_MESSAGES", "4000")
+    monkeypatch.setenv("MEMLAB_SERVE_MAX_BODY_BYTES", "4000000")
 
     args = ("--backend", "mem0", "--data-dir", str(tmp_path / "data"), "--mem0.embedder", "hashing")
     slow = ("--mem0.bulk_insert", "false")  # one mem0 add() per message: a long ingest
@@ -282,7 +288,7 @@ def test_sigterm_during_a_long_mem0_ingest_stops_promptly_and_keeps_acknowledged
             for n in range(2):
                 body = {"session_id": "s", "messages": [{"role": "user", "content": f"acknowledged fact {n}"}]}
                 assert client.post("/v1/users/alice/messages", json=body).status_code == 201
-        big = {"session_id": "s", "messages": [{"role": "user", "content": f"bulk fact {i}"} for i in range(480)]}
+        big = {"session_id": "s", "messages": [{"role": "user", "content": f"bulk fact {i}"} for i in range(4000)]}
 
         async def ingest_then_terminate() -> tuple[int | None, float]:
             async with httpx.AsyncClient(base_url=server.url, trust_env=False, timeout=120) as client:

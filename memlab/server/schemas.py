@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from memlab.memory import IngestReport, MemoryFilter
 from memlab.server.settings import ServerSettings
-from memlab.types import MemoryItem, Role, TurnMetadata
+from memlab.types import NO_NUL, MemoryItem, Role, TurnMetadata
 
 ID_PATTERN = r"^[A-Za-z0-9_.:@\-]{1,128}$"
 
@@ -128,7 +128,6 @@ def _no_nul(value: str) -> str:
 
 
 Text = Annotated[str, AfterValidator(_no_nul)]
-NO_NUL = r"^[^\x00]*$"  # the same rule in the OpenAPI schema, so clients and fuzzers know it
 
 
 def request_models(settings: ServerSettings) -> RequestModels:
