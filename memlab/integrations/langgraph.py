@@ -58,6 +58,7 @@ from langgraph.store.base import (
 
 from memlab.client import MemoryClient
 from memlab.errors import MemlabError
+from memlab.integrations.store_ops import run_ops
 from memlab.memory import Capability, validate_user_id
 from memlab.types import MemoryItem
 
@@ -261,20 +262,7 @@ class MemlabStore(BaseStore):
 
     # ------------------------------------------------------------------ BaseStore
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        results: list[Result] = []
-        for op in ops:
-            if isinstance(op, GetOp):
-                results.append(self._get(op))
-            elif isinstance(op, PutOp):
-                self._put(op)
-                results.append(None)
-            elif isinstance(op, SearchOp):
-                results.append(self._search(op))
-            elif isinstance(op, ListNamespacesOp):
-                results.append(self._list_namespaces(op))
-            else:
-                raise TypeError(f"unknown store operation {type(op).__name__}")
-        return results
+        return run_ops(ops, get=self._get, put=self._put, search=self._search, list_namespaces=self._list_namespaces)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         # The clients are thread-safe (per-user locks): run the batch off the event loop.

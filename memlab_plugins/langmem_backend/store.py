@@ -24,6 +24,7 @@ import numpy as np
 from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, Op, PutOp, Result, SearchItem, SearchOp
 
 from memlab.embedders import Embedder
+from memlab.integrations.store_ops import run_ops
 
 _SEP = "\x1f"  # joins a namespace tuple into one column (not a character a namespace label carries)
 
@@ -59,20 +60,7 @@ class SQLiteMemoryStore(BaseStore):
 
     # ------------------------------------------------------------------ LangGraph's store protocol
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        results: list[Result] = []
-        for op in ops:
-            if isinstance(op, GetOp):
-                results.append(self._get(op))
-            elif isinstance(op, PutOp):
-                self._put(op)
-                results.append(None)
-            elif isinstance(op, SearchOp):
-                results.append(self._search(op))
-            elif isinstance(op, ListNamespacesOp):
-                results.append(self._namespaces(op))
-            else:
-                raise TypeError(f"unsupported store operation {type(op).__name__}")
-        return results
+        return run_ops(ops, get=self._get, put=self._put, search=self._search, list_namespaces=self._namespaces)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         return self.batch(ops)
