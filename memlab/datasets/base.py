@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -166,3 +167,20 @@ def read_json_list(path: Path, what: str) -> list[Any]:
     if not isinstance(data, list):
         raise DataFormatError(f"{path}: expected a list of {what}, got {type(data).__name__}")
     return data
+
+
+def numbered_records(reader: csv.DictReader[str], what: str) -> Iterator[tuple[int, dict[Any, Any]]]:
+    """``reader``'s records numbered from 1 (data records, header not counted); a file that cannot be
+    read is a ``DataFormatError`` naming ``what`` and the last good record."""
+    from memlab.errors import DataFormatError
+
+    number = 0
+    while True:
+        try:
+            record = next(reader)
+        except StopIteration:
+            return
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise DataFormatError(f"cannot read {what} after data row {number}: {exc}") from exc
+        number += 1
+        yield number, record

@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memlab.datasets.base import DataIssue, Dataset, History, data_home, hub_download, split_at_system
+from memlab.datasets.base import DataIssue, Dataset, History, data_home, hub_download, numbered_records, split_at_system
 from memlab.datasets.question_types import KNOWN_TYPES
 from memlab.errors import DataFormatError, DatasetUnavailableError, MemlabError
 from memlab.types import OPTION_LETTERS, Message, Question
@@ -200,18 +200,7 @@ def _csv_records(path: Path) -> Iterator[tuple[int, dict[str | None, Any]]]:
             raise DataFormatError(
                 f"PersonaMem questions file {path} lacks column(s) {', '.join(missing)}; header is {header}"
             )
-        number = 0
-        while True:
-            try:
-                record = next(reader)
-            except StopIteration:
-                return
-            except (UnicodeDecodeError, csv.Error) as exc:
-                raise DataFormatError(
-                    f"cannot read PersonaMem questions file {path} after data row {number}: {exc}"
-                ) from exc
-            number += 1
-            yield number, record
+        yield from numbered_records(reader, f"PersonaMem questions file {path}")
 
 
 def _parse_int(text: str) -> int:

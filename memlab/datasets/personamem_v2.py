@@ -49,7 +49,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memlab.datasets.base import DataIssue, Dataset, History, RowIssues, data_home, hub_download
+from memlab.datasets.base import DataIssue, Dataset, History, RowIssues, data_home, hub_download, numbered_records
 from memlab.errors import DataFormatError, DatasetUnavailableError, MemlabError
 from memlab.types import Message, Question
 
@@ -240,17 +240,7 @@ def _records(path: Path, size: str) -> Iterator[tuple[int, dict[str, str]]]:
                 f"PersonaMem-v2 benchmark {path}: missing column(s) {', '.join(missing)}; "
                 f"header has {len(header)} columns: {', '.join(header)}"
             )
-        number = 0
-        while True:
-            try:
-                record = next(reader)
-            except StopIteration:
-                return
-            except (UnicodeDecodeError, csv.Error) as exc:
-                raise DataFormatError(
-                    f"cannot read PersonaMem-v2 benchmark {path} after data row {number}: {exc}"
-                ) from exc
-            number += 1
+        for number, record in numbered_records(reader, f"PersonaMem-v2 benchmark {path}"):
             if record.get(None):
                 raise DataFormatError(
                     f"{path}, row {number}: {len(record[None])} more field(s) than the header "
