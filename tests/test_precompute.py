@@ -210,3 +210,52 @@ def test_profile_retrieve_reads_the_store_once_per_change() -> None:
     memory.ingest(session("s2", ("user", "I started to love jazz")), user_id="u")
     after = memory.retrieve("jazz", user_id="u")
     assert reads and "jazz" in after.context
+
+
+def test_a_small_call_runs_between_the_batches_of_a_large_one() -> None:
+    # One user's bulk ingest embeds in batches; another user's query waiting for the model goes next.
+    import threading
+    import time
+
+    from memlab.embedders.sentence_transformer import ModelTurns
+
+    turns = ModelTurns(yield_s=5.0)
+    order: list[str] = []
+    first_batch_running = threading.Event()
+    release_first_batch = threading.Event()
+
+    def large_call() -> None:
+        for batch in range(3):
+            with turns.turn(small=False):
+                order.append(f"batch {batch}")
+                if batch == 0:
+                    first_batch_running.set()
+                    release_first_batch.wait(5)
+
+    def small_call() -> None:
+        with turns.turn(small=True):
+            order.append("query")
+
+    large = threading.Thread(target=large_call)
+    large.start()
+    assert first_batch_running.wait(5)
+    small = threading.Thread(target=small_call)
+    small.start()
+    time.sleep(0.2)  # the query is waiting for the model now
+    release_first_batch.set()
+    large.join(10)
+    small.join(10)
+    assert order == ["batch 0", "query", "batch 1", "batch 2"]
+
+
+def test_a_large_call_waits_for_small_ones_at_most_its_yield_time() -> None:
+    import time
+
+    from memlab.embedders.sentence_transformer import ModelTurns
+
+    turns = ModelTurns(yield_s=0.2)
+    turns._small_waiting = 1  # a query that never takes its turn (as under a constant query load)
+    start = time.monotonic()
+    with turns.turn(small=False):
+        waited = time.monotonic() - start
+    assert 0.15 <= waited < 2.0

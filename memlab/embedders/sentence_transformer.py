@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,6 +61,39 @@ def resolve_model(model: str) -> str:
 
 
 SMALL_CALL_TEXTS = 16  # calls with at most this many texts run on one torch thread
+
+
+class ModelTurns:
+    """One forward pass at a time, small calls first: between its batches a large call (a bulk
+    ingest) lets waiting small calls (another user's query) run, for at most ``yield_s`` per batch,
+    so one user's ingest holds nobody's query for longer than one batch."""
+
+    def __init__(self, yield_s: float = 1.0) -> None:
+        self._cond = threading.Condition()
+        self._busy = False
+        self._small_waiting = 0
+        self.yield_s = yield_s
+
+    @contextmanager
+    def turn(self, *, small: bool) -> Iterator[None]:
+        with self._cond:
+            if small:
+                self._small_waiting += 1
+                try:
+                    self._cond.wait_for(lambda: not self._busy)
+                finally:
+                    self._small_waiting -= 1
+            else:
+                deadline = time.monotonic() + self.yield_s
+                while self._busy or (self._small_waiting and time.monotonic() < deadline):
+                    self._cond.wait(timeout=max(0.0, deadline - time.monotonic()) or None)
+            self._busy = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
 
 
 @contextmanager
@@ -109,7 +143,7 @@ class SentenceTransformerEmbedder(Embedder):
         self.name = cache_name(model, self.model_ref)
         self.device = self.model.device
         self.model.eval()  # once; encode() would do this (and the move to the device) on every call
-        self._model_lock = threading.Lock()  # one forward pass at a time: the thread setting is per call
+        self._turns = ModelTurns()  # one forward pass at a time (the thread setting is per call), small calls first
         # Our own loop is encode()'s for plain text models; anything else (prompts, flattened
         # inputs, truncated dimensions) goes through encode() itself.
         flatten = getattr(self.model, "_can_flatten_inputs", None)
@@ -124,24 +158,26 @@ class SentenceTransformerEmbedder(Embedder):
         prefix = self.query_prefix if query else self.document_prefix
         if prefix:
             texts = [prefix + t for t in texts]
-        with self._model_lock, torch_threads(1 if len(texts) <= SMALL_CALL_TEXTS else None):
-            if self._own_loop:
-                return self._forward(texts)
+        small = len(texts) <= SMALL_CALL_TEXTS
+        if self._own_loop:
+            return self._forward(texts, small=small)
+        with self._turns.turn(small=small), torch_threads(1 if small else None):
             vectors: Any = self.model.encode(
                 texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
             )
         return np.asarray(vectors, dtype=np.float32)
 
-    def _forward(self, texts: list[str]) -> np.ndarray:
-        """encode()'s steps without its per-call device move: longest texts first, in batches."""
+    def _forward(self, texts: list[str], *, small: bool) -> np.ndarray:
+        """encode()'s steps without its per-call device move: longest texts first, in batches, each
+        batch its own turn on the model (waiting small calls go between them)."""
         import torch
         from sentence_transformers.util import batch_to_device
 
         order = np.argsort([-len(t) for t in texts])  # encode()'s order, so batches (and padding) match
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        with torch.inference_mode():
-            for start in range(0, len(texts), self.batch_size):
-                rows = order[start : start + self.batch_size]
+        for start in range(0, len(texts), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            with self._turns.turn(small=small), torch_threads(1 if small else None), torch.inference_mode():
                 features = batch_to_device(self.model.preprocess([texts[i] for i in rows]), self.device)
                 out[rows] = self.model(features)["sentence_embedding"].float().cpu().numpy()
         return out
