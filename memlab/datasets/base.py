@@ -6,6 +6,7 @@ import csv
 import json
 import os
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -169,9 +170,31 @@ def read_json_list(path: Path, what: str) -> list[Any]:
     return data
 
 
-def numbered_records(reader: csv.DictReader[str], what: str) -> Iterator[tuple[int, dict[Any, Any]]]:
-    """``reader``'s records numbered from 1 (data records, header not counted); a file that cannot be
-    read is a ``DataFormatError`` naming ``what`` and the last good record."""
+@contextmanager
+def csv_table(path: Path, what: str) -> Iterator[tuple[list[str], Iterator[tuple[int, dict[Any, Any]]]]]:
+    """The header and the records of CSV ``path``, numbered from 1 (data records, header not counted).
+    Cells may be long and span lines (whole option lists, multi-line JSON). A file that cannot be
+    opened, decoded or parsed, or has no header, is a ``DataFormatError`` naming ``what``."""
+    from memlab.errors import DataFormatError
+
+    if csv.field_size_limit() < 2**31 - 1:
+        csv.field_size_limit(2**31 - 1)
+    try:
+        handle = path.open(newline="", encoding="utf-8-sig")
+    except OSError as exc:
+        raise DataFormatError(f"cannot read {what}: {exc}") from exc
+    with handle:
+        reader = csv.DictReader(handle)
+        try:
+            header = reader.fieldnames
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise DataFormatError(f"cannot read {what}: {exc}") from exc
+        if not header:
+            raise DataFormatError(f"{what} is empty (no header row)")
+        yield list(header), _numbered(reader, what)
+
+
+def _numbered(reader: csv.DictReader[str], what: str) -> Iterator[tuple[int, dict[Any, Any]]]:
     from memlab.errors import DataFormatError
 
     number = 0

@@ -18,7 +18,6 @@ to make that an error instead.
 from __future__ import annotations
 
 import ast
-import csv
 import json
 import re
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memlab.datasets.base import DataIssue, Dataset, History, data_home, hub_download, numbered_records, split_at_system
+from memlab.datasets.base import DataIssue, Dataset, History, csv_table, data_home, hub_download, split_at_system
 from memlab.datasets.question_types import KNOWN_TYPES
 from memlab.errors import DataFormatError, DatasetUnavailableError, MemlabError
 from memlab.types import OPTION_LETTERS, Message, Question
@@ -178,29 +177,14 @@ class _Reader:
 
 
 def _csv_records(path: Path) -> Iterator[tuple[int, dict[str | None, Any]]]:
-    try:
-        handle = path.open(newline="", encoding="utf-8-sig")
-    except OSError as exc:
-        raise DataFormatError(f"cannot read PersonaMem questions file {path}: {exc}") from exc
-    # Release rows carry whole options lists and long messages in single fields.
-    if csv.field_size_limit() < 2**31 - 1:
-        csv.field_size_limit(2**31 - 1)
-    with handle:
-        reader = csv.DictReader(handle)
-        try:
-            header = reader.fieldnames
-        except (UnicodeDecodeError, csv.Error) as exc:
-            raise DataFormatError(f"cannot read PersonaMem questions file {path}: {exc}") from exc
-        if not header:
-            raise DataFormatError(f"PersonaMem questions file {path} is empty (no header row)")
+    what = f"PersonaMem questions file {path}"
+    with csv_table(path, what) as (header, records):
         missing = [c for c in REQUIRED_COLUMNS if c not in header]
         if not any(c in header for c in QUESTION_COLUMNS):
             missing.append(" or ".join(QUESTION_COLUMNS))
         if missing:
-            raise DataFormatError(
-                f"PersonaMem questions file {path} lacks column(s) {', '.join(missing)}; header is {header}"
-            )
-        yield from numbered_records(reader, f"PersonaMem questions file {path}")
+            raise DataFormatError(f"{what} lacks column(s) {', '.join(missing)}; header is {header}")
+        yield from records
 
 
 def _parse_int(text: str) -> int:

@@ -38,7 +38,6 @@ per process; memlab seeds the same shuffle with the first 8 bytes of the SHA-256
 from __future__ import annotations
 
 import ast
-import csv
 import hashlib
 import json
 import random
@@ -49,7 +48,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memlab.datasets.base import DataIssue, Dataset, History, RowIssues, data_home, hub_download, numbered_records
+from memlab.datasets.base import DataIssue, Dataset, History, RowIssues, csv_table, data_home, hub_download
 from memlab.errors import DataFormatError, DatasetUnavailableError, MemlabError
 from memlab.types import Message, Question
 
@@ -220,27 +219,14 @@ def _snapshot_root(spec: _Spec) -> Path:
 # --------------------------------------------------------------------------- the CSV
 def _records(path: Path, size: str) -> Iterator[tuple[int, dict[str, str]]]:
     """Data records numbered from 1 (a record may span several lines: multi-line JSON cells)."""
-    if csv.field_size_limit() < 2**31 - 1:
-        csv.field_size_limit(2**31 - 1)
-    try:
-        handle = path.open(newline="", encoding="utf-8-sig")
-    except OSError as exc:
-        raise DataFormatError(f"cannot read PersonaMem-v2 benchmark {path}: {exc}") from exc
-    with handle:
-        reader = csv.DictReader(handle)
-        try:
-            header = reader.fieldnames
-        except (UnicodeDecodeError, csv.Error) as exc:
-            raise DataFormatError(f"cannot read PersonaMem-v2 benchmark {path}: {exc}") from exc
-        if not header:
-            raise DataFormatError(f"PersonaMem-v2 benchmark {path} is empty (no header row)")
+    what = f"PersonaMem-v2 benchmark {path}"
+    with csv_table(path, what) as (header, records):
         missing = [c for c in (*REQUIRED_COLUMNS, link_column(size), distance_column(size)) if c not in header]
         if missing:
             raise DataFormatError(
-                f"PersonaMem-v2 benchmark {path}: missing column(s) {', '.join(missing)}; "
-                f"header has {len(header)} columns: {', '.join(header)}"
+                f"{what}: missing column(s) {', '.join(missing)}; header has {len(header)} columns: {', '.join(header)}"
             )
-        for number, record in numbered_records(reader, f"PersonaMem-v2 benchmark {path}"):
+        for number, record in records:
             if record.get(None):
                 raise DataFormatError(
                     f"{path}, row {number}: {len(record[None])} more field(s) than the header "
