@@ -46,6 +46,13 @@ def _assert_same_as_qdrant(memory: Mem0Memory) -> None:
                 assert len(ours) == len(theirs)
                 assert [round(p.score, 5) for p in ours] == [round(p.score, 5) for p in theirs]
                 assert _ranked(ours) == _ranked(theirs)
+        for top_k in (1, 3, 100):
+            ours_page, ours_next = store.list(filters={"user_id": user}, top_k=top_k)
+            theirs_page, theirs_next = inner.list(filters={"user_id": user}, top_k=top_k)
+            assert [(str(p.id), p.payload) for p in ours_page] == [(str(p.id), p.payload) for p in theirs_page]
+            assert (None if ours_next is None else str(ours_next)) == (
+                None if theirs_next is None else str(theirs_next)
+            )
 
 
 def test_search_gives_qdrants_results_after_every_kind_of_write(tmp_path: Path) -> None:
@@ -86,9 +93,11 @@ def test_other_filters_go_to_qdrant_unchanged(tmp_path: Path) -> None:
         memory.close()
 
 
-def test_a_search_no_longer_scans_every_users_payload(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """qdrant's local mode checks every point's payload in Python for a filtered search; the per-user
-    search must not call it (it fails on the unwrapped store)."""
+def test_a_search_or_a_list_no_longer_scans_every_users_payload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """qdrant's local mode checks every point's payload in Python for a filtered search or scroll; the
+    per-user search and list must not call it (it fails on the unwrapped store)."""
     from qdrant_client.local import local_collection
 
     memory = Mem0Memory(CONFIG, data_dir=tmp_path)
@@ -106,6 +115,7 @@ def test_a_search_no_longer_scans_every_users_payload(tmp_path: Path, monkeypatc
         memory.retrieve("tea", user_id="ann", k=5)  # builds ann's partition (reads by id, no scan)
         memory.retrieve("what do I like?", user_id="ann", k=5)
         assert memory.retrieve("tea", user_id="ann", k=5).items
+        assert len(memory.list_memories(user_id="ann")) == 12
         assert scans == []
     finally:
         memory.close()

@@ -9,7 +9,8 @@ the number of users (1,600 points of 200 users: ~60 % of a search's time went to
 answered from that user's points only, kept in RAM as one matrix, with the scores and order qdrant
 gives (cosine: stored vectors are unit-normalised at upsert, the query is normalised here the same
 way). Every other call goes to qdrant unchanged. Writes go to qdrant first, then drop the cached
-partition of each user they touch; qdrant stays the only durable copy.
+partition of each user they touch; qdrant stays the only durable copy. A user's ``list`` (mem0's
+``get_all``) is answered from the same partition.
 """
 
 from __future__ import annotations
@@ -77,6 +78,20 @@ class UserPartitionedStore:
             )
             for i in order
         ]
+
+    def list(self, filters: dict[str, Any] | None = None, top_k: int = 100) -> Any:
+        """qdrant's ``scroll`` answer (points by id, the next id or None) for one user's points."""
+        user = _user_only(filters)
+        if user is None:
+            return self._inner.list(filters=filters, top_k=top_k)
+        from qdrant_client.http import models
+
+        part = self._partition(user)
+        ordered = sorted(range(len(part.ids)), key=lambda i: part.ids[i])
+        page = [
+            models.Record(id=part.ids[i], payload=copy.deepcopy(part.payloads[i]), vector=None) for i in ordered[:top_k]
+        ]
+        return page, (part.ids[ordered[top_k]] if len(ordered) > top_k else None)
 
     def _partition(self, user: str) -> _Partition:
         with self._guard:
