@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,7 +144,7 @@ class UserPartitionedStore:
 
     # ------------------------------------------------------------------ writes
     def insert(
-        self, vectors: list[Any], payloads: list[dict[str, Any]] | None = None, ids: list[Any] | None = None
+        self, vectors: Sequence[Any], payloads: Sequence[dict[str, Any]] | None = None, ids: Sequence[Any] | None = None
     ) -> None:
         try:
             self._inner.insert(vectors=vectors, payloads=payloads, ids=ids)
@@ -155,7 +156,9 @@ class UserPartitionedStore:
                         payload = payloads[index] if payloads else {}
                         self._own(point_id, payload.get("user_id"))
 
-    def update(self, vector_id: Any, vector: list[float] | None = None, payload: dict[str, Any] | None = None) -> None:
+    def update(
+        self, vector_id: Any, vector: Sequence[float] | None = None, payload: dict[str, Any] | None = None
+    ) -> None:
         try:
             self._inner.update(vector_id=vector_id, vector=vector, payload=payload)
         finally:
