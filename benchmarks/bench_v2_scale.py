@@ -84,9 +84,6 @@ def main() -> int:
     parser.add_argument("--backends", default="full_context,rag,profile,mem0")
     parser.add_argument("--executors", default="local,process")
     parser.add_argument("--json", type=Path, default=None, help="also write the table's result file here")
-    parser.add_argument(
-        "--append", action="store_true", help="add this run's rows to those already in --json (a second command)"
-    )
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("MEM0_TELEMETRY", "False")
@@ -120,10 +117,7 @@ def main() -> int:
                     f"{per * 200 / 3600:>11.2f} {per * 4 * 200 / 3600:>12.2f}"
                 )
     if args.json:
-        result = ScaleResult(dataset=dataset, cpu_cores=os.cpu_count(), rows=rows)
-        if args.append and args.json.exists():
-            result = ScaleResult.load(args.json).merged(result)
-        result.save(args.json)
+        ScaleResult(dataset=dataset, cpu_cores=os.cpu_count(), rows=rows).save(args.json)
     return 1 if failures else 0
 
 

@@ -223,12 +223,6 @@ class ScaleResult(ResultFile):
         ]
         return _md(headers, body, set(range(2, len(headers))))
 
-    def merged(self, other: ScaleResult) -> ScaleResult:
-        """This result's rows and ``other``'s (two runs of the script, e.g. mem0 on fewer histories)."""
-        dataset = self.dataset if other.dataset == self.dataset else f"{self.dataset}; {other.dataset}"
-        update = {"command": f"{self.command}; {other.command}", "dataset": dataset, "rows": self.rows + other.rows}
-        return self.model_copy(update=update)
-
 
 # --------------------------------------------------------------------------- local_llm.py
 class LocalLLMRow(BaseModel):
