@@ -64,7 +64,7 @@ def _sources(repo: Path) -> dict[str, str]:
     files = _result_files()
     results = repo / "docs" / "results"
     shutil.copytree(ROOT / "docs" / "results" / "pm128k-embedding", results / "run")
-    shutil.copytree(ROOT / "docs" / "results" / "locomo-strat40", results / "locomo")  # a run with metrics
+    shutil.copytree(ROOT / "docs" / "results" / "locomo-dev", results / "locomo")  # a run with metrics
     score = files.score([True, False, True])
     sweep = files.SweepResult(
         setting="seeds [1]",
