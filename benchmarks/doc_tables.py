@@ -140,6 +140,7 @@ KINDS: dict[str, Kind] = {
     "resources": Kind(lambda summary, _: resources_table(summary)),
     # a benchmark script's --json result file
     "sweep": Kind(lambda result, _: result.markdown(), SweepResult.load),
+    "sweep-blind": Kind(lambda result, _: result.markdown(blind_only=True), SweepResult.load),
     "sweep-checks": Kind(lambda result, _: result.checks_markdown(), SweepResult.load),
     "systems-cost": Kind(lambda result, _: result.markdown(), SystemsCostResult.load),
     "v2-scale": Kind(lambda result, _: result.markdown(), ScaleResult.load),

@@ -86,6 +86,9 @@ class PairedCheck(BaseModel):
     passed: bool
 
 
+BLIND_SUFFIX = "(blind)"  # how the sweeps label their blind controls (no memory, or the longest-option reader)
+
+
 class SweepResult(ResultFile):
     """benchmarks/synthetic_sweep.py and synthetic_sweep_v2.py: accuracy per question type and row."""
 
@@ -95,10 +98,12 @@ class SweepResult(ResultFile):
     checks: list[PairedCheck] = Field(default_factory=list)
     seconds: dict[str, float] = Field(default_factory=dict)
 
-    def markdown(self) -> str:
-        """Accuracy % per row, overall and per column, and a last line with the questions of each."""
+    def markdown(self, blind_only: bool = False) -> str:
+        """Accuracy % per row, overall and per column, and a last line with the questions of each;
+        ``blind_only``: the blind controls alone (the rows the sweeps label ``(blind)``)."""
         headers = ["row", "overall", *self.headers.values()]
-        body = [[r.name, pct(r.overall), *(pct(r.columns.get(key)) for key in self.headers)] for r in self.rows]
+        rows = [r for r in self.rows if r.name.endswith(BLIND_SUFFIX)] if blind_only else self.rows
+        body = [[r.name, pct(r.overall), *(pct(r.columns.get(key)) for key in self.headers)] for r in rows]
         first = self.rows[0]
         body.append(["questions", str(first.overall.n), *(str(first.columns[k].n) for k in self.headers)])
         return _md(headers, body, set(range(1, len(headers))))

@@ -69,7 +69,10 @@ def _sources(repo: Path) -> dict[str, str]:
     sweep = files.SweepResult(
         setting="seeds [1]",
         headers={"a": "type a", "b": "type b"},
-        rows=[files.SweepRow(name="rag", overall=score, columns={"a": score, "b": files.score([False])})],
+        rows=[
+            files.SweepRow(name="rag", overall=score, columns={"a": score, "b": files.score([False])}),
+            files.SweepRow(name="none (blind)", overall=score, columns={"a": score, "b": files.score([True])}),
+        ],
         checks=[
             files.PairedCheck(
                 label="rag > none", accuracy=0.75, against=0.25, wins=9, losses=1, p_value=0.02, passed=True
@@ -102,11 +105,11 @@ def _sources(repo: Path) -> dict[str, str]:
             rows=[files.LocalLLMRow(name="rag / llm", correct=3, questions=14, seconds=31.6, counted={"x": 2})],
         ),
     }
-    sources = {kind: "docs/results/run" for kind in tables_kinds() if kind not in written and kind != "sweep-checks"}
+    sources = {kind: "docs/results/run" for kind in tables_kinds() if kind not in written}
     for kind, result in written.items():
         result.save(results / kind / "result.json")
         sources[kind] = f"docs/results/{kind}/result.json"
-    sources["sweep-checks"] = sources["sweep"]
+    sources["sweep-checks"] = sources["sweep-blind"] = sources["sweep"]
     sources["metrics"] = sources["retrieval"] = "docs/results/locomo"
     return sources
 
@@ -153,3 +156,11 @@ def test_an_unknown_kind_is_named(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("<!-- memlab:table docs/results/demo nonsense -->\n<!-- memlab:end -->\n")
     with pytest.raises(tables.TableSourceError, match="unknown table kind 'nonsense'"):
         tables.check(tmp_path)
+
+
+def test_the_blind_kind_keeps_only_the_blind_controls(tmp_path: Path) -> None:
+    tables = _doc_tables()
+    source = _sources(tmp_path)["sweep-blind"]
+    body = tables.render_block(source, "sweep-blind", tmp_path)
+    assert "| none (blind) | 66.7 |" in body and "| rag |" not in body
+    assert "| rag | 66.7 |" in tables.render_block(source, "sweep", tmp_path)
