@@ -6,10 +6,11 @@ directory, gives ``--users`` users a few sessions through the HTTP API, then mea
 (client-side latency, request sent to response read):
 
 1. search req/s and p50/p90/p99 with 1 and with 8 concurrent clients (``--clients``);
-2. another user's search latency while one user ingests 300 messages in one request
-   (``--ingest-messages``): a client searches user B back to back for as long as user A's ingest runs.
+2. another user's search latency while one user ingests 300 messages per request
+   (``--ingest-messages``), one request after another for ``--ingest-window`` seconds (default 10): a
+   client searches other users back to back for as long as user A's ingests run.
 
-It ends with the issue-15 targets: that search's p99 <= 200 ms, and search req/s with 8 clients
+It ends with the issue-15/25 targets: that search's p99 <= 200 ms, and search req/s with 8 clients
 >= 1.5x one client.
 
     python benchmarks/bench_service.py                                  # profile, rag and mem0, MiniLM
@@ -148,27 +149,36 @@ async def searches(
 async def search_during_ingest(
     client: httpx.AsyncClient, args: argparse.Namespace, users: list[str], rng: random.Random
 ) -> list[dict[str, Any]]:
-    """User A ingests ``--ingest-messages`` messages in one request; user B searches meanwhile."""
+    """User A ingests ``--ingest-messages`` messages per request, one request after another (each a new
+    session) for at least ``--ingest-window`` seconds; user B searches back to back meanwhile. Only
+    searches that start and end while an ingest is in flight count, so the sample does not shrink
+    when an ingest gets faster."""
     messages = []
     while len(messages) < args.ingest_messages:
         for session in user_sessions(rng, 1):
             messages.extend(session["messages"])
-    body = {"session_id": "big", "messages": messages[: args.ingest_messages]}
+    messages = messages[: args.ingest_messages]
+    ingests: list[float] = []
     latencies: list[float] = []
     errors = 0
     done = asyncio.Event()
 
-    async def ingest() -> float:
-        start = time.perf_counter()
-        response = await client.post("/v1/users/ingesting-user/messages", json=body)
-        if response.status_code != 201:
-            print(f"  ingest error {response.status_code}: {response.text[:200]}", file=sys.stderr)
+    async def ingest() -> None:
+        first = time.perf_counter()
+        while not ingests or time.perf_counter() - first < args.ingest_window:
+            start = time.perf_counter()
+            response = await client.post(
+                "/v1/users/ingesting-user/messages",
+                json={"session_id": f"big-{len(ingests)}", "messages": messages},
+            )
+            if response.status_code != 201:
+                print(f"  ingest error {response.status_code}: {response.text[:200]}", file=sys.stderr)
+            ingests.append(time.perf_counter() - start)
         done.set()
-        return time.perf_counter() - start
 
     async def searcher() -> None:
         nonlocal errors
-        await asyncio.sleep(0.05)  # let the ingest reach the server first
+        await asyncio.sleep(0.05)  # let the first ingest reach the server
         while not done.is_set():
             start = time.perf_counter()
             response = await client.post(
@@ -178,11 +188,13 @@ async def search_during_ingest(
                 latencies.append(time.perf_counter() - start)
             errors += response.status_code >= 400
 
-    ingest_seconds, _ = await asyncio.gather(ingest(), searcher())
-    meanwhile = summary("other user's search meanwhile", latencies or [float("nan")], errors, ingest_seconds)
+    start = time.perf_counter()
+    await asyncio.gather(ingest(), searcher())
+    wall = time.perf_counter() - start
+    meanwhile = summary("other user's search meanwhile", latencies or [float("nan")], errors, wall)
     meanwhile["requests"] = len(latencies)
-    big = summary(f"ingest {args.ingest_messages} msgs (1 req)", [ingest_seconds], 0, ingest_seconds)
-    big["rps"] = round(args.ingest_messages / ingest_seconds, 1)  # messages per second, for this row
+    big = summary(f"ingest {args.ingest_messages} msgs (1 req)", ingests, 0, wall)
+    big["rps"] = round(args.ingest_messages * len(ingests) / wall, 1)  # messages per second, for this row
     return [big, meanwhile]
 
 
@@ -249,7 +261,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--requests", type=int, default=400, help="timed search requests per client setting")
     p.add_argument("--warmup", type=int, default=40)
     p.add_argument("--clients", default="1,8", help="concurrent search clients to compare (default 1,8)")
-    p.add_argument("--ingest-messages", type=int, default=300, help="messages of the big ingest")
+    p.add_argument("--ingest-messages", type=int, default=300, help="messages of each big ingest")
+    p.add_argument(
+        "--ingest-window", type=float, default=10.0, help="seconds of back-to-back big ingests to search during"
+    )
     p.add_argument("--k", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="also write the results here")
@@ -296,8 +311,9 @@ def report(args: argparse.Namespace, backend: str, backend_args: list[str], resu
     by_phase = {r["phase"]: r for r in results}
     meanwhile = by_phase["other user's search meanwhile"]
     print(
-        f"target: other user's search p99 during the {args.ingest_messages}-message ingest <= 200 ms: "
-        f"{meanwhile['p99_ms']} ms ({meanwhile['requests']} searches) -> "
+        f"target: other user's search p99 during {args.ingest_messages}-message ingests <= 200 ms: "
+        f"{meanwhile['p99_ms']} ms ({meanwhile['requests']} searches during "
+        f"{by_phase[f'ingest {args.ingest_messages} msgs (1 req)']['requests']} ingests) -> "
         f"{'PASS' if meanwhile['p99_ms'] <= 200 else 'FAIL'}"
     )
     one, most = by_phase.get("search, 1 client"), by_phase.get(f"search, {max(args.clients)} clients")

@@ -42,6 +42,7 @@ The contract (docs/plugins.md walks through it with a complete example):
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -628,3 +629,9 @@ def render_turns(items: list[MemoryItem]) -> str:
         role = item.source.get("role")
         lines.append(f"{role}: {item.text}" if role else item.text)
     return "\n".join(lines)
+
+
+def message_json(role: str, content: str) -> str:
+    """A message as PersonaMem's reference data loader hands it on, ``json.dumps`` of ``{"role",
+    "content"}`` (ASCII-escaped): the text its RAG baseline embeds and its baseline prompt shows."""
+    return json.dumps({"role": role, "content": content})

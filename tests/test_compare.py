@@ -273,10 +273,44 @@ def test_rag_personamem_baseline_preset() -> None:
     config = RagConfig.model_validate({"preset": "personamem-baseline"})
     assert (config.embedder, config.scoring, config.lexical, config.top_k) == ("bge-m3", "dense", "none", 5)
     assert config.roles == ["user", "assistant", "system"] and config.max_chunk_chars is None
-    assert config.max_length == 8192 and config.chunking == "turn"
+    assert config.max_length == 8192 and config.chunking == "turn" and config.embed_text == "message_json"
     offline = RagConfig.model_validate({"preset": "personamem-baseline", "embedder": "minilm"})
     assert offline.embedder == "minilm" and offline.max_length == 512 and offline.lexical == "none"
     assert "preset" not in json.loads(offline.model_dump_json())  # the values it filled are the record
+
+
+def test_rag_embeds_each_message_as_its_json_like_the_reference(tmp_path: Path) -> None:
+    """The reference RAG embeds ``json.dumps(message)`` (baselines/run.py over data_loader's dumps);
+    with ``embed_text: message_json`` rag embeds exactly that string, the chunk keeps its text."""
+    from memlab.embedders.hashing import HashingEmbedder
+    from memlab.testing import session
+    from memlab_plugins.rag.backend import RagConfig, RagMemory
+
+    seen: list[str] = []
+
+    class Recording(HashingEmbedder):
+        def _embed(self, texts: list[str], *, query: bool = False) -> Any:
+            seen.extend(texts)
+            return super()._embed(texts, query=query)
+
+    with pytest.raises(ValueError, match="chunking 'turn'"):
+        RagConfig.model_validate({"embed_text": "message_json", "chunking": "session"})
+    for embed_text, expected in (
+        (
+            "message_json",
+            ['{"role": "system", "content": "Persona: caf\\u00e9 owner"}', '{"role": "user", "content": "I like tea"}'],
+        ),
+        ("content", ["I like tea"]),
+    ):
+        seen.clear()
+        extra = {"roles": ["user", "assistant", "system"]} if embed_text == "message_json" else {}
+        config = {"embedder": "hashing", "lexical": "none", "embed_text": embed_text, **extra}
+        memory = RagMemory(config, data_dir=tmp_path / embed_text, embedder=Recording())
+        memory.ingest(session("s", ("system", "Persona: café owner"), ("user", "I like tea")), user_id="u")
+        assert seen == expected
+        found = memory.retrieve("tea", user_id="u", k=1)
+        assert found.items[0].text == "I like tea"
+        memory.close()
 
 
 def test_mem0_personamem_baseline_preset() -> None:

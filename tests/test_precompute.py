@@ -259,3 +259,55 @@ def test_a_large_call_waits_for_small_ones_at_most_its_yield_time() -> None:
     with turns.turn(small=False):
         waited = time.monotonic() - start
     assert 0.15 <= waited < 2.0
+
+
+@pytest.mark.parametrize("pinned", [True, False])
+def test_with_pinned_threads_a_query_runs_beside_a_large_calls_batch(
+    monkeypatch: pytest.MonkeyPatch, pinned: bool
+) -> None:
+    """``memlab serve`` pins torch's thread count (pin_compute_threads): no call changes it, so another
+    user's query runs on the idle core while a bulk ingest's batch is in the model; otherwise it waits
+    for that batch (one forward pass at a time)."""
+    import threading
+
+    from memlab.embedders import sentence_transformer
+    from memlab.embedders.sentence_transformer import SentenceTransformerEmbedder
+
+    monkeypatch.setattr(sentence_transformer, "_threads_pinned", pinned)
+    embedder = SentenceTransformerEmbedder(batch_size=8)
+    alone = embedder.embed(["what is my pet called?"], query=True)
+    in_batch, release = threading.Event(), threading.Event()
+    forward = embedder.model.forward
+
+    def held_forward(features: Any, *args: Any, **kwargs: Any) -> Any:
+        if features["input_ids"].shape[0] == 8 and not release.is_set():  # the large call's batches
+            in_batch.set()
+            release.wait(10)
+        return forward(features, *args, **kwargs)
+
+    monkeypatch.setattr(embedder.model, "forward", held_forward)
+    large = threading.Thread(target=lambda: embedder.embed([f"message number {i} about tea" for i in range(24)]))
+    large.start()
+    assert in_batch.wait(10)
+    result: list[np.ndarray] = []
+    query = threading.Thread(target=lambda: result.append(embedder.embed(["what is my pet called?"], query=True)))
+    query.start()
+    query.join(3)
+    ran_beside = not query.is_alive()
+    release.set()
+    query.join(10)
+    large.join(10)
+    assert ran_beside is pinned
+    assert np.array_equal(result[0], alone)  # the same vector either way
+
+
+def test_the_own_loop_gives_encodes_vectors() -> None:
+    """``_forward`` runs encode()'s steps without its per-call device move: the same vectors, up to
+    float32 rounding (1.5e-8 here with sentence-transformers 5)."""
+    from memlab.embedders.sentence_transformer import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder(batch_size=4)
+    assert embedder._own_loop
+    texts = [f"message {i}: " + "tea " * (i % 7) for i in range(11)]
+    expected = embedder.model.encode(texts, batch_size=4, convert_to_numpy=True, show_progress_bar=False)
+    assert np.allclose(embedder.embed(texts), np.asarray(expected, dtype=np.float32), rtol=0, atol=1e-6)

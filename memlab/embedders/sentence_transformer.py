@@ -7,11 +7,17 @@ benchmarks/bench_floor.py):
 - ``SentenceTransformer.encode`` moves the model to its device and sets eval mode on every call
   (4 ms a call here). The model is moved once, at load; ``_embed`` runs the same steps as
   ``encode`` (length-sorted batches of ``batch_size``, the model's own preprocessing, inference
-  mode), so the vectors are encode()'s to the bit (tests/test_embedders_speed.py checks).
+  mode), so the vectors are encode()'s up to float32 rounding (tests/test_precompute.py checks).
 - A call with a few texts is a small forward pass that torch splits across its intra-op threads;
   when another process holds a core, the threads wait for each other: one query took 100-350 ms
   (median) with torch's default 2 threads and 12-17 ms with 1. Calls with at most
   ``SMALL_CALL_TEXTS`` texts run on one thread; large batches keep torch's setting.
+
+One forward pass at a time, small calls first (``ModelTurns``): the per-call thread setting is
+process-wide, so two calls must not overlap while one changes it. ``memlab serve`` pins one
+setting for the whole process (``pin_compute_threads``); then no call changes it, and forward passes
+overlap: another user's query runs on the idle core beside a bulk ingest's batch instead of waiting
+for it (only the tokenizer, which is not thread-safe, is used one call at a time).
 """
 
 from __future__ import annotations
@@ -61,6 +67,18 @@ def resolve_model(model: str) -> str:
 
 
 SMALL_CALL_TEXTS = 16  # calls with at most this many texts run on one torch thread
+_threads_pinned = False  # set by pin_compute_threads: calls keep the process's torch thread count
+
+
+def pin_compute_threads(threads: int) -> None:
+    """Every model call in this process runs with ``threads`` torch threads from now on (the service
+    pins ``--compute-threads``): no call changes the setting, so forward passes may run side by side."""
+    global _threads_pinned
+    import sys
+
+    if "torch" in sys.modules:  # otherwise torch reads OMP_NUM_THREADS, which the caller set, at import
+        sys.modules["torch"].set_num_threads(threads)
+    _threads_pinned = True
 
 
 class ModelTurns:
@@ -75,7 +93,11 @@ class ModelTurns:
         self.yield_s = yield_s
 
     @contextmanager
-    def turn(self, *, small: bool) -> Iterator[None]:
+    def turn(self, *, small: bool, overlap: bool = False) -> Iterator[None]:
+        """``overlap``: the call changes no process-wide setting, so it runs at once, beside others."""
+        if overlap:
+            yield
+            return
         with self._cond:
             if small:
                 self._small_waiting += 1
@@ -102,7 +124,7 @@ def torch_threads(n: int | None) -> Iterator[None]:
     import torch
 
     previous = torch.get_num_threads()
-    if n is None or n == previous:
+    if _threads_pinned or n is None or n == previous:
         yield
         return
     torch.set_num_threads(n)
@@ -144,6 +166,7 @@ class SentenceTransformerEmbedder(Embedder):
         self.device = self.model.device
         self.model.eval()  # once; encode() would do this (and the move to the device) on every call
         self._turns = ModelTurns()  # one forward pass at a time (the thread setting is per call), small calls first
+        self._tokenizer = threading.Lock()  # a fast tokenizer fails when two threads use it at once
         # Our own loop is encode()'s for plain text models; anything else (prompts, flattened
         # inputs, truncated dimensions) goes through encode() itself.
         flatten = getattr(self.model, "_can_flatten_inputs", None)
@@ -175,9 +198,16 @@ class SentenceTransformerEmbedder(Embedder):
 
         order = np.argsort([-len(t) for t in texts])  # encode()'s order, so batches (and padding) match
         out = np.empty((len(texts), self.dim), dtype=np.float32)
+        overlap = _threads_pinned
         for start in range(0, len(texts), self.batch_size):
             rows = order[start : start + self.batch_size]
-            with self._turns.turn(small=small), torch_threads(1 if small else None), torch.inference_mode():
-                features = batch_to_device(self.model.preprocess([texts[i] for i in rows]), self.device)
+            with (
+                self._turns.turn(small=small, overlap=overlap),
+                torch_threads(1 if small else None),
+                torch.inference_mode(),
+            ):
+                with self._tokenizer:
+                    batch = self.model.preprocess([texts[i] for i in rows])
+                features = batch_to_device(batch, self.device)
                 out[rows] = self.model(features)["sentence_embedding"].float().cpu().numpy()
         return out

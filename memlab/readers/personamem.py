@@ -29,6 +29,7 @@ from memlab.errors import ConfigurationError
 from memlab.eval.personamem_extract import extract_official
 from memlab.llm.base import ChatMessage
 from memlab.llm.config import LLMConfig
+from memlab.memory import message_json
 from memlab.readers.llm import lenient_only
 from memlab.readers.llm_backed import LLMBackedReader, LLMReaderSettings, choice_answer
 from memlab.types import OPTION_LETTERS, Answer, MemoryItem, Question, Retrieval
@@ -234,7 +235,7 @@ def render_context(item: MemoryItem) -> str:
     """A retrieved message as the reference's data loader gives it to the prompt: the message's
     JSON (``json.dumps``, ASCII-escaped); any other item as its text."""
     if _is_message(item):
-        return json.dumps({"role": item.source["role"], "content": item.text})
+        return message_json(item.source["role"], item.text)
     return item.text
 
 

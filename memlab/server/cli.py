@@ -195,10 +195,11 @@ def limit_compute_threads(threads: int) -> None:
     """One request's tensor work gets ``threads`` threads. The service runs requests in parallel
     threads; letting each one's intra-op pool take every core oversubscribes the CPU (a 2-core
     machine under load answered a one-sentence MiniLM query in ~500 ms with 2 threads, ~60 ms with 1)."""
+    from memlab.embedders.sentence_transformer import pin_compute_threads
+
     for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[variable] = str(threads)  # read by torch / faiss / numpy when they load
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(threads)
+        os.environ[variable] = str(threads)  # read by torch / faiss / numpy when they load (worker processes too)
+    pin_compute_threads(threads)  # and no model call changes it: their forward passes may overlap
     if "faiss" in sys.modules:
         sys.modules["faiss"].omp_set_num_threads(threads)
 

@@ -63,4 +63,8 @@ def app() -> Any:
     raw = os.environ.get(SETTINGS_ENV)
     if not raw:
         raise RuntimeError(f"{SETTINGS_ENV} is not set: start workers through `memlab serve --workers N`")
-    return create_app(ServerSettings.model_validate(json.loads(raw)))
+    from memlab.server.cli import limit_compute_threads
+
+    settings = ServerSettings.model_validate(json.loads(raw))
+    limit_compute_threads(settings.compute_threads)  # as the parent did for itself
+    return create_app(settings)

@@ -41,6 +41,7 @@ from . import erasure
 from .config import Mem0Config
 from .ingest import CALLER_METADATA, ExtractionStats, IngestMixin
 from .ledger import LEDGER_FILE, Ledger
+from .user_index import UserPartitionedStore
 from .wiring import (
     UNUSED_LLM,
     UsageRecordingModel,
@@ -263,6 +264,10 @@ class Mem0Memory(IngestMixin, Memory):
         except Exception as exc:
             raise Mem0StoreError(f"cannot open the mem0 store in {self.root}: {type(exc).__name__}: {exc}") from exc
         self._check_store(memory)
+        from mem0.vector_stores.qdrant import Qdrant
+
+        if isinstance(memory.vector_store, Qdrant) and memory.vector_store.is_local:
+            memory.vector_store = UserPartitionedStore(memory.vector_store)  # embedded qdrant: see user_index.py
         if self.infer:
             # mem0 reads only the reply text; the recorder hands each reply's tokens and cost to memlab.
             memory.llm.langchain_model = UsageRecordingModel(memory.llm.langchain_model, self.record_llm_usage)

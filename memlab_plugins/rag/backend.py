@@ -39,6 +39,7 @@ from memlab.memory import (
     Memory,
     MemoryFilter,
     format_date,
+    message_json,
     render_turns,
     turn_source,
 )
@@ -77,8 +78,8 @@ class HybridWeights(BaseModel):
 # baselines/run.py, context_mode "rag", with encoder_flattened.py): every message of the history up to
 # the question (system persona turns included) embedded whole with BGE-M3 dense vectors
 # (BGEM3FlagModel.encode, max_length 8192), ranked by inner product alone, top 5. Keys the user sets
-# explicitly still win. What it cannot reproduce (docs/rag.md): the reference embeds each message as
-# its JSON text {"role": ..., "content": ...}; rag embeds the content. Offline, BAAI/bge-m3 must be a
+# explicitly still win. Each message is embedded as the reference's data loader hands it on, its JSON
+# text {"role": ..., "content": ...} (embed_text "message_json"). Offline, BAAI/bge-m3 must be a
 # local copy (--rag.model DIR), or swap the embedder (--rag.embedder minilm) and say so.
 PERSONAMEM_BASELINE = {
     "embedder": "bge-m3",
@@ -88,6 +89,7 @@ PERSONAMEM_BASELINE = {
     "chunking": "turn",
     "roles": ["user", "assistant", "system"],
     "max_chunk_chars": None,
+    "embed_text": "message_json",
     "max_length": 8192,
     "top_k": 5,
 }
@@ -144,6 +146,11 @@ class RagConfig(BackendConfig):
     max_chunk_chars: int | None = Field(
         default=2000, ge=50, description="turn chunking: longer turns are cut (None: never)"
     )
+    embed_text: Literal["content", "message_json"] = Field(
+        default="content",
+        description="turn chunking: what is embedded for a turn, its text, or its message as JSON "
+        '({"role": ..., "content": ...}, as the PersonaMem reference RAG embeds it); the chunk keeps its text',
+    )
     device: str = Field(default="cpu", description="cpu (fp32) or a torch device such as cuda:0 (fp16)")
     batch_size: int = Field(default=32, ge=1, description="texts per model forward pass (bge-m3)")
     max_length: int = Field(default=512, ge=8, description="model tokens per text; longer texts are truncated (bge-m3)")
@@ -196,6 +203,8 @@ class RagConfig(BackendConfig):
             )
         if self.semantic_weight == 0 and (self.lexical == "none" or self.lexical_weight == 0):
             raise ValueError("semantic_weight 0 needs lexical 'bm25' with a lexical_weight above 0: nothing would rank")
+        if self.embed_text != "content" and self.chunking != "turn":
+            raise ValueError(f"embed_text={self.embed_text!r} embeds single messages: it needs chunking 'turn'")
         if self.scoring != "dense" and self.embedder != "bge-m3":
             raise ValueError(
                 f"scoring={self.scoring!r} needs BGE-M3's sparse and ColBERT heads: set embedder to 'bge-m3' "
@@ -389,6 +398,8 @@ class RagMemory(Memory):
         chunking: dict[str, Any] = {"chunking": c.chunking, "roles": sorted(c.roles)}
         if c.chunking == "turn":
             chunking["max_chunk_chars"] = c.max_chunk_chars
+            if c.embed_text != "content":  # only when set, so stores written before the option still match
+                chunking["embed_text"] = c.embed_text
         if c.chunking == "window":
             chunking.update(window_tokens=c.window_tokens, window_overlap=c.window_overlap)
         if c.chunking != "turn" and self._m3 is not None:
@@ -401,11 +412,16 @@ class RagMemory(Memory):
             positions = store.missing(output) if needed else []  # type: ignore[arg-type]
             if positions:
                 encoded = self._m3.encode(
-                    [store.chunks[i].text for i in positions],
+                    [self._embedded_text(store.chunks[i]) for i in positions],
                     sparse=output == "sparse",
                     colbert=output == "colbert",
                 )
                 store.fill(output, positions, encoded.sparse if output == "sparse" else encoded.colbert)  # type: ignore[arg-type]
+
+    def _embedded_text(self, chunk: MemoryItem) -> str:
+        if self.config.embed_text == "message_json" and "role" in chunk.source:
+            return message_json(chunk.source["role"], chunk.text)
+        return chunk.text
 
     def _next_turn_index(self, user_id: str, session_id: str) -> int:
         return self.store.next_turn(user_id, session_id)
@@ -429,7 +445,7 @@ class RagMemory(Memory):
         """Chunk each part on its own, embed all chunks in one call, store them in one ``add_many``;
         the first turn the store numbered each part from."""
         chunked = [chunk_session(session, first_turn, self.config) for session, first_turn in parts]
-        texts = [c.text for chunks in chunked for c in chunks]
+        texts = [self._embedded_text(c) for chunks in chunked for c in chunks]
         # Embed before touching the store: a failed model call must not count the sessions' turns.
         if self._needs_sparse or self._needs_colbert:
             out = self._m3.encode(texts, sparse=self._needs_sparse, colbert=self._needs_colbert)
