@@ -32,6 +32,8 @@ def command_line() -> str:
 
 
 class ResultFile(BaseModel):
+    """What every result file has: its version, the command that wrote it and when."""
+
     version: int = RESULT_VERSION
     command: str = Field(default_factory=command_line, description="the command that wrote this file")
     created: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
@@ -59,6 +61,7 @@ class ResultFile(BaseModel):
             raise ResultsFileError(f"{path}: not a valid {cls.__name__}:\n{exc}") from exc
 
     def markdown(self) -> str:
+        """The docs' table of this result (each kind of result file defines its own)."""
         raise NotImplementedError
 
 
