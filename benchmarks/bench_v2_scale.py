@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from result_files import ScaleResult, ScaleRow  # benchmarks/ is on sys.path as a script
+
 HASHING = {"rag": "hashing", "profile": "hashing", "mem0": "hashing"}
 
 
@@ -81,6 +83,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--backends", default="full_context,rag,profile,mem0")
     parser.add_argument("--executors", default="local,process")
+    parser.add_argument("--json", type=Path, default=None, help="also write the table's result file here")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("MEM0_TELEMETRY", "False")
@@ -90,6 +93,7 @@ def main() -> int:
     print(header)
     print("-" * len(header))
     failures = 0
+    rows: list[ScaleRow] = []
     with tempfile.TemporaryDirectory(prefix="memlab-v2-scale-") as work:
         for backend in [b for b in args.backends.split(",") if b]:
             for executor in [e for e in args.executors.split(",") if e]:
@@ -97,11 +101,23 @@ def main() -> int:
                 out = Path(work) / f"{backend}-{executor}"
                 seconds, peak, status = run(backend, executor, args.workers, dataset, out)
                 failures += status != 0
+                rows.append(
+                    ScaleRow(
+                        backend=backend,
+                        executor="local" if executor == "local" else f"{executor} x{args.workers}",
+                        histories=args.histories,
+                        seconds=seconds,
+                        peak_mib=peak,
+                        exit_status=status,
+                    )
+                )
                 per = seconds / args.histories
                 print(
                     f"{backend:<13} {label:<12} {seconds:>8.1f} {per:>10.2f} {peak:>9.0f} "
                     f"{per * 200 / 3600:>11.2f} {per * 4 * 200 / 3600:>12.2f}"
                 )
+    if args.json:
+        ScaleResult(dataset=dataset, cpu_cores=os.cpu_count(), rows=rows).save(args.json)
     return 1 if failures else 0
 
 

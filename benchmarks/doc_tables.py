@@ -6,15 +6,17 @@ Each measured table sits between two markers naming its source and its kind::
     | ... generated ... |
     <!-- memlab:end -->
 
-The source is a folder under the repository holding a run's ``summary.json`` (and, for the
-``pairwise`` kind, the ``comparison.json`` that ``memlab compare RUN --out FILE.json`` writes).
+The source of a run's table is a folder under the repository holding the run's ``summary.json``
+(and, for the ``pairwise`` kind, the ``comparison.json`` that ``memlab compare RUN --out FILE.json``
+writes); the source of a benchmark script's table is the result file its ``--json FILE`` wrote
+(``benchmarks/result_files.py``).
 ``python benchmarks/doc_tables.py`` rewrites every block from its source; ``--check`` changes
 nothing and exits 1 naming each block whose text differs from what its source gives
 (tests/test_doc_tables.py runs the check, so an edited number fails the tests).
 
 To refresh a table: rerun the command noted above it, copy the run's ``summary.json`` (and
-``memlab compare RUN --out docs/results/NAME/comparison.json``) into ``docs/results/NAME/``, then
-run this script.
+``memlab compare RUN --out docs/results/NAME/comparison.json``) into ``docs/results/NAME/`` (a
+script's ``--json`` names its file itself), then run this script.
 """
 
 from __future__ import annotations
@@ -25,10 +27,25 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from memlab.report.compare import Comparison, pairwise_grid
-from memlab.report.tables import _md, pct, pct_ci, question_types, type_labels
-from memlab.results import RowSummary, RunSummary
+if str(Path(__file__).resolve().parent) not in sys.path:  # as when run as a script (tests load it by path)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from result_files import LocalLLMResult, ScaleResult, SweepResult, SystemsCostResult  # noqa: E402
+
+from memlab.report.compare import Comparison, pairwise_grid  # noqa: E402
+from memlab.report.tables import (  # noqa: E402
+    _md,
+    markdown_table,
+    metrics_table,
+    pct,
+    pct_ci,
+    question_types,
+    resources_table,
+    type_labels,
+)
+from memlab.results import RowSummary, RunSummary  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = ("README.md", "docs")
@@ -106,14 +123,28 @@ def pairwise(summary: RunSummary, root: Path) -> str:
 
 @dataclass(frozen=True)
 class Kind:
-    render: Callable[[RunSummary, Path], str]
+    """How a kind of table reads its source (a run folder or a result file) and renders it."""
+
+    render: Callable[[Any, Path], str]
+    load: Callable[[Path], Any] = RunSummary.load
 
 
 KINDS: dict[str, Kind] = {
+    # a run's summary.json
     "personamem-types": Kind(personamem_types),
     "accuracy": Kind(accuracy),
     "retrieval": Kind(retrieval),
     "pairwise": Kind(pairwise),
+    "summary": Kind(lambda summary, _: markdown_table(summary)),  # the table memlab run prints and reports
+    "metrics": Kind(lambda summary, _: metrics_table(summary, per_type=False)),
+    "resources": Kind(lambda summary, _: resources_table(summary)),
+    # a benchmark script's --json result file
+    "sweep": Kind(lambda result, _: result.markdown(), SweepResult.load),
+    "sweep-blind": Kind(lambda result, _: result.markdown(blind_only=True), SweepResult.load),
+    "sweep-checks": Kind(lambda result, _: result.checks_markdown(), SweepResult.load),
+    "systems-cost": Kind(lambda result, _: result.markdown(), SystemsCostResult.load),
+    "v2-scale": Kind(lambda result, _: result.markdown(), ScaleResult.load),
+    "local-llm": Kind(lambda result, _: result.markdown(), LocalLLMResult.load),
 }
 
 
@@ -124,12 +155,12 @@ class TableSourceError(ValueError):
 def render_block(source: str, kind: str, repo: Path = ROOT) -> str:
     if kind not in KINDS:
         raise TableSourceError(f"unknown table kind {kind!r} (known: {', '.join(KINDS)})")
-    folder = repo / source
+    path = repo / source
     try:
-        summary = RunSummary.load(folder)
+        loaded = KINDS[kind].load(path)
     except Exception as exc:  # noqa: BLE001 - named in one line for the docs' author
         raise TableSourceError(f"{source}: {exc}") from exc
-    return KINDS[kind].render(summary, folder).rstrip("\n") + "\n"
+    return KINDS[kind].render(loaded, path).rstrip("\n") + "\n"
 
 
 def documents(repo: Path = ROOT) -> list[Path]:

@@ -37,6 +37,8 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 
+from result_files import LocalLLMResult, LocalLLMRow  # noqa: E402  (benchmarks/ is on sys.path as a script)
+
 from memlab.datasets import load_dataset  # noqa: E402
 from memlab.datasets.base import Dataset  # noqa: E402
 from memlab.readers.base import Reader  # noqa: E402
@@ -229,18 +231,21 @@ def evaluate(
     return rows
 
 
+def result(rows: list[Row], dataset: Dataset, models: str = "SmolLM2-135M-Instruct Q4_1") -> LocalLLMResult:
+    """The rows as the typed result file (``--json``) that docs/llm.md's tables are generated from."""
+    return LocalLLMResult(
+        dataset=dataset.source,
+        models=models,
+        rows=[
+            LocalLLMRow(name=r.name, correct=sum(r.hits), questions=len(r.hits), seconds=r.seconds, counted=r.counters)
+            for r in rows
+        ],
+    )
+
+
 def render(rows: list[Row], dataset: Dataset, models: str = "SmolLM2-135M-Instruct Q4_1") -> str:
-    lines = [
-        f"dataset {dataset.source}: {len(dataset.questions)} questions; model {models} via memlab.llm.server",
-        "| row | accuracy | seconds | counted |",
-        "|---|---:|---:|---|",
-    ]
-    for row in rows:
-        counted = ", ".join(f"{k} {v}" for k, v in row.counters.items()) or "-"
-        lines.append(
-            f"| {row.name} | {row.accuracy:.1%} ({sum(row.hits)}/{len(row.hits)}) | {row.seconds:.0f} | {counted} |"
-        )
-    return "\n".join(lines)
+    heading = f"dataset {dataset.source}: {len(dataset.questions)} questions; model {models} via memlab.llm.server"
+    return heading + "\n" + result(rows, dataset, models).markdown()
 
 
 def main() -> int:
@@ -263,6 +268,7 @@ def main() -> int:
         help="LLM response and embedding cache (reruns cost nothing)",
     )
     parser.add_argument("--no-cache", action="store_true", help="send every request to the server")
+    parser.add_argument("--json", type=Path, default=None, help="also write the table's result file here")
     args = parser.parse_args()
     dataset = load_dataset(args.dataset)
     with tempfile.TemporaryDirectory(prefix="memlab-local-llm-") as tmp:
@@ -279,6 +285,8 @@ def main() -> int:
     if args.mem0_model:
         models += f" (mem0: {Path(args.mem0_model).name})"
     print(render(rows, dataset, models))
+    if args.json:
+        result(rows, dataset, models).save(args.json)
     for row in rows:
         for note in row.notes:
             print(f"\n{row.name}: {note}")

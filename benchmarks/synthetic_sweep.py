@@ -26,6 +26,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 
+from result_files import PairedCheck, SweepResult, SweepRow, score  # noqa: E402  (benchmarks/ on sys.path)
+
 from memlab.datasets.question_types import (  # noqa: E402
     ACKNOWLEDGE_LATEST,
     CANONICAL_TYPES,
@@ -116,14 +118,33 @@ def table(rows: dict[str, dict[str, tuple[str, bool]]]) -> str:
     )
 
 
-def check(label: str, a: dict, b: dict, qtype: str, *, better: bool, alpha: float = 0.05) -> bool:  # type: ignore[type-arg]
+def check(
+    label: str,
+    a: dict[str, tuple[str, bool]],
+    b: dict[str, tuple[str, bool]],
+    qtype: str,
+    *,
+    better: bool,
+    alpha: float = 0.05,
+) -> PairedCheck:
     acc_a, acc_b, wins, losses, p = paired(a, b, qtype)
     ok = (acc_a > acc_b and p < alpha) if better else acc_a >= acc_b
     print(
         f"  [{'PASS' if ok else 'FAIL'}] {label}: {acc_a:.1%} vs {acc_b:.1%} "
         f"(wins {wins}, losses {losses}, McNemar p={p:.3g})"
     )
-    return ok
+    return PairedCheck(label=label, accuracy=acc_a, against=acc_b, wins=wins, losses=losses, p_value=p, passed=ok)
+
+
+def sweep_row(
+    name: str, hits: dict[str, tuple[str, bool]], columns: dict[str, dict[str, tuple[str, bool]]]
+) -> SweepRow:
+    """A row of the result file: accuracy overall (``hits``) and per column (its own hits, by type)."""
+    return SweepRow(
+        name=name,
+        overall=score([c for _, c in hits.values()]),
+        columns={key: score([c for t, c in column.values() if t == key]) for key, column in columns.items()},
+    )
 
 
 def main() -> int:
@@ -132,6 +153,7 @@ def main() -> int:
     parser.add_argument("--personas", type=int, default=8)
     parser.add_argument("--backends", default="rag,full_context,profile,mem0")
     parser.add_argument("--cache-dir", default=".memlab_cache", help="embedding cache (reruns cost nothing)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the table's result file here")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     backends = [b for b in args.backends.split(",") if b]
@@ -148,7 +170,8 @@ def main() -> int:
             seconds[name] = time.perf_counter() - started
     labels = {BLIND: "none (blind)", LONGEST: "none / longest_option (blind)"}
     shown = {labels.get(name, name): hits for name, hits in rows.items()}
-    print(f"synthetic seeds {seeds}, {args.personas} personas each; reader: embedding[minilm]")
+    setting = f"synthetic seeds {seeds}, {args.personas} personas each; reader: embedding[minilm]"
+    print(setting)
     print(table(shown))
     print("seconds: " + ", ".join(f"{name} {s:.0f}" for name, s in seconds.items()))
     print("checks (exact McNemar, paired on the same questions):")
@@ -159,10 +182,19 @@ def main() -> int:
     claims += [(f"{name} >= {labels[BLIND]}", name, BLIND, SUGGEST_NEW, False) for name in backends]
     if "profile" in rows and "rag" in rows:
         claims += [("profile > rag", "profile", "rag", qtype, True) for qtype in (ACKNOWLEDGE_LATEST, TRACK_EVOLUTION)]
-    ok = True
-    for label, name, against, qtype, better in claims:
-        ok &= check(f"{label} on {short_label(qtype)}", rows[name], rows[against], qtype, better=better)
-    return 0 if ok else 1
+    checks = [
+        check(f"{label} on {short_label(qtype)}", rows[name], rows[against], qtype, better=better)
+        for label, name, against, qtype, better in claims
+    ]
+    if args.json:
+        SweepResult(
+            setting=setting,
+            headers={t: short_label(t) for t in CANONICAL_TYPES},
+            rows=[sweep_row(name, hits, dict.fromkeys(CANONICAL_TYPES, hits)) for name, hits in shown.items()],
+            checks=checks,
+            seconds=seconds,
+        ).save(args.json)
+    return 0 if all(c.passed for c in checks) else 1
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 
-from synthetic_sweep import check  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from result_files import SweepResult  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from synthetic_sweep import check, sweep_row  # noqa: E402
 
 from memlab.datasets.personamem_v2 import PREF_TYPES  # noqa: E402
 from memlab.datasets.synthetic.v2 import generate_v2  # noqa: E402
@@ -124,6 +125,7 @@ def main() -> int:
     parser.add_argument("--embedder", default="hashing", help="the backends' embedder (rag, profile, mem0)")
     parser.add_argument("--reader-embedder", default="minilm", help="the embedding reader's embedder")
     parser.add_argument("--cache-dir", default=".memlab_cache", help="embedding cache (reruns cost nothing)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the table's result file here")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     backends = [b for b in args.backends.split(",") if b]
@@ -140,30 +142,46 @@ def main() -> int:
             seconds[name] = time.perf_counter() - started
     labels = {BLIND: "none (blind)", LONGEST: "none / longest_option (blind)"}
     shown = {labels.get(name, name): hits for name, hits in rows.items()}
-    print(
+    setting = (
         f"synthetic style=v2, seeds {seeds}, {args.personas} personas each, {args.tokens} tokens per history; "
         f"backends' embedder {args.embedder}; reader: embedding[{args.reader_embedder}]"
     )
+    print(setting)
     print(table(shown))
     print("seconds: " + ", ".join(f"{name} {s:.0f}" for name, s in seconds.items()))
     print("checks (exact McNemar, paired on the same questions):")
-    ok = True
-    for name in backends:
-        for qtype in SELF_TYPES:
-            ok &= check(f"{name} > none (blind) on {SHORT[qtype]}", rows[name][0], rows[BLIND][0], qtype, better=True)
-    for name in backends:
-        ok &= check(
-            f"{name}{FORGET} > {name} on forget", rows[name + FORGET][0], rows[name][0], "ask_to_forget", better=True
-        )
+    checks = [
+        check(f"{name} > none (blind) on {SHORT[qtype]}", rows[name][0], rows[BLIND][0], qtype, better=True)
+        for name in backends
+        for qtype in SELF_TYPES
+    ]
+    checks += [
+        check(f"{name}{FORGET} > {name} on forget", rows[name + FORGET][0], rows[name][0], "ask_to_forget", better=True)
+        for name in backends
+    ]
     if "full_context" in rows:
-        ok &= check(
-            "full_context >= none (blind) on who=others",
-            rows["full_context"][1],
-            rows[BLIND][1],
-            "others",
-            better=False,
+        checks.append(
+            check(
+                "full_context >= none (blind) on who=others",
+                rows["full_context"][1],
+                rows[BLIND][1],
+                "others",
+                better=False,
+            )
         )
-    return 0 if ok else 1
+    if args.json:
+        columns = [*TYPES, "others"]
+        SweepResult(
+            setting=setting,
+            headers={t: SHORT[t] for t in columns},
+            rows=[
+                sweep_row(name, hits, {t: others if t == "others" else hits for t in columns})
+                for name, (hits, others) in shown.items()
+            ],
+            checks=checks,
+            seconds=seconds,
+        ).save(args.json)
+    return 0 if all(c.passed for c in checks) else 1
 
 
 if __name__ == "__main__":

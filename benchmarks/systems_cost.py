@@ -25,6 +25,8 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 
+from result_files import SystemCost, SystemsCostResult  # noqa: E402  (benchmarks/ is on sys.path as a script)
+
 from memlab.datasets import load_dataset  # noqa: E402
 from memlab.registry import create_backend  # noqa: E402
 from memlab.testing.scripted_llm import ScriptedLLMServer  # noqa: E402
@@ -37,7 +39,7 @@ SYSTEMS: dict[str, dict[str, Any]] = {
 }
 
 
-def measure(name: str, extra: dict[str, Any], dataset: Any, embedder: str, work: Path) -> dict[str, Any]:
+def measure(name: str, extra: dict[str, Any], dataset: Any, embedder: str, work: Path) -> SystemCost:
     with ScriptedLLMServer() as server:
         llm = server.llm_settings()
         embedder_key = {"embedder": "minilm" if embedder == "minilm" else "hashing"}
@@ -56,34 +58,23 @@ def measure(name: str, extra: dict[str, Any], dataset: Any, embedder: str, work:
             finally:
                 memory.close()
         seconds = time.perf_counter() - started
-        calls = len(server.requests)
         assert server.prompt_tokens == prompt, (name, server.prompt_tokens, prompt)  # ingest reports every call
-        return {
-            "system": name,
-            "messages": messages,
-            "calls": calls,
-            "prompt": prompt,
-            "completion": completion,
-            "seconds": seconds,
-            "kinds": server.calls_by_kind(),
-        }
-
-
-def render(rows: list[dict[str, Any]], source: str) -> str:
-    lines = [
-        f"dataset {source}; scripted server (memlab.testing.scripted_llm), tokens by memlab's count_tokens",
-        "| system | messages | LLM calls | calls / message | prompt tokens / message | completion tokens / message "
-        "| seconds / message | requests |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for row in rows:
-        n = max(row["messages"], 1)
-        kinds = ", ".join(f"{k} {v}" for k, v in sorted(row["kinds"].items()))
-        lines.append(
-            f"| {row['system']} | {row['messages']} | {row['calls']} | {row['calls'] / n:.2f} | {row['prompt'] / n:,.0f} "
-            f"| {row['completion'] / n:,.1f} | {row['seconds'] / n:.3f} | {kinds} |"
+        return SystemCost(
+            system=name,
+            messages=messages,
+            calls=len(server.requests),
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            seconds=seconds,
+            requests=server.calls_by_kind(),
         )
-    return "\n".join(lines)
+
+
+def render(result: SystemsCostResult) -> str:
+    heading = (
+        f"dataset {result.dataset}; scripted server (memlab.testing.scripted_llm), tokens by memlab's count_tokens"
+    )
+    return heading + "\n" + result.markdown()
 
 
 def main() -> int:
@@ -91,13 +82,17 @@ def main() -> int:
     parser.add_argument("--dataset", default=DEFAULT_DATASET)
     parser.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm")
     parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--json", type=Path, default=None, help="also write the table's result file here")
     args = parser.parse_args()
     dataset = load_dataset(args.dataset)
     rows = []
     with tempfile.TemporaryDirectory(prefix="memlab-systems-cost-") as tmp:
         for name in args.systems.split(","):
             rows.append(measure(name, SYSTEMS[name], dataset, args.embedder, Path(tmp)))
-    print(render(rows, dataset.source))
+    result = SystemsCostResult(dataset=dataset.source, systems=rows)
+    print(render(result))
+    if args.json:
+        result.save(args.json)
     return 0
 
 

@@ -50,3 +50,117 @@ def test_a_missing_source_is_named(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("<!-- memlab:table docs/results/nope accuracy -->\n<!-- memlab:end -->\n")
     with pytest.raises(tables.TableSourceError, match="docs/results/nope"):
         tables.check(tmp_path)
+
+
+def _result_files() -> ModuleType:
+    _doc_tables()  # puts benchmarks/ on sys.path, as when the scripts run
+    import result_files
+
+    return result_files
+
+
+def _sources(repo: Path) -> dict[str, str]:
+    """kind -> a small source of that kind written under ``repo`` (run kinds: a kept run summary)."""
+    files = _result_files()
+    results = repo / "docs" / "results"
+    shutil.copytree(ROOT / "docs" / "results" / "pm128k-embedding", results / "run")
+    shutil.copytree(ROOT / "docs" / "results" / "locomo-dev", results / "locomo")  # a run with metrics
+    score = files.score([True, False, True])
+    sweep = files.SweepResult(
+        setting="seeds [1]",
+        headers={"a": "type a", "b": "type b"},
+        rows=[
+            files.SweepRow(name="rag", overall=score, columns={"a": score, "b": files.score([False])}),
+            files.SweepRow(name="none (blind)", overall=score, columns={"a": score, "b": files.score([True])}),
+        ],
+        checks=[
+            files.PairedCheck(
+                label="rag > none", accuracy=0.75, against=0.25, wins=9, losses=1, p_value=0.02, passed=True
+            )
+        ],
+    )
+    written = {
+        "sweep": sweep,
+        "systems-cost": files.SystemsCostResult(
+            dataset="synthetic",
+            systems=[
+                files.SystemCost(
+                    system="mem0",
+                    messages=122,
+                    calls=69,
+                    prompt_tokens=697_840,
+                    completion_tokens=3_636,
+                    seconds=26.2,
+                    requests={"mem0": 69},
+                )
+            ],
+        ),
+        "v2-scale": files.ScaleResult(
+            dataset="synthetic:style=v2",
+            rows=[files.ScaleRow(backend="rag", executor="local", histories=4, seconds=12.5, peak_mib=321.7)],
+        ),
+        "local-llm": files.LocalLLMResult(
+            dataset="synthetic",
+            models="SmolLM2",
+            rows=[files.LocalLLMRow(name="rag / llm", correct=3, questions=14, seconds=31.6, counted={"x": 2})],
+        ),
+    }
+    sources = {kind: "docs/results/run" for kind in tables_kinds() if kind not in written}
+    for kind, result in written.items():
+        result.save(results / kind / "result.json")
+        sources[kind] = f"docs/results/{kind}/result.json"
+    sources["sweep-checks"] = sources["sweep-blind"] = sources["sweep"]
+    sources["metrics"] = sources["retrieval"] = "docs/results/locomo"
+    return sources
+
+
+def tables_kinds() -> list[str]:
+    return list(_doc_tables().KINDS)
+
+
+@pytest.mark.parametrize("kind", tables_kinds())
+def test_every_kind_renders_and_an_edited_number_fails(tmp_path: Path, kind: str) -> None:
+    tables = _doc_tables()
+    source = _sources(tmp_path)[kind]
+    empty = f"intro\n\n<!-- memlab:table {source} {kind} -->\n<!-- memlab:end -->\n"
+    text, changed = tables.regenerate(empty, tmp_path)
+    assert changed == [f"{source} {kind}"]
+    doc = tmp_path / "docs" / "page.md"
+    doc.write_text(text, encoding="utf-8")
+    assert tables.check(tmp_path) == []
+    body = text[text.index("-->\n") + 4 : text.index("<!-- memlab:end -->")]
+    digit = next(i for i, c in enumerate(body) if c.isdigit() and i > body.index("\n|---"))
+    edited = body[:digit] + str((int(body[digit]) + 1) % 10) + body[digit + 1 :]
+    doc.write_text(text.replace(body, edited), encoding="utf-8")
+    assert tables.check(tmp_path) == [f"docs/page.md: {source} {kind}"]
+
+
+@pytest.mark.parametrize("kind", ["sweep", "systems-cost", "v2-scale", "local-llm"])
+def test_a_missing_or_invalid_result_file_is_named(tmp_path: Path, kind: str) -> None:
+    tables = _doc_tables()
+    source = f"docs/results/{kind}/result.json"
+    (tmp_path / "README.md").write_text(f"<!-- memlab:table {source} {kind} -->\n<!-- memlab:end -->\n")
+    with pytest.raises(tables.TableSourceError, match=f"{source}: .*cannot read"):
+        tables.check(tmp_path)
+    (tmp_path / source).parent.mkdir(parents=True)
+    (tmp_path / source).write_text('{"version": 1, "rows": "none"}')
+    with pytest.raises(tables.TableSourceError, match=f"{source}: .*not a valid"):
+        tables.check(tmp_path)
+    (tmp_path / source).write_text('{"version": 99}')
+    with pytest.raises(tables.TableSourceError, match=f"{source}: .*version 99"):
+        tables.check(tmp_path)
+
+
+def test_an_unknown_kind_is_named(tmp_path: Path) -> None:
+    tables = _doc_tables()
+    (tmp_path / "README.md").write_text("<!-- memlab:table docs/results/demo nonsense -->\n<!-- memlab:end -->\n")
+    with pytest.raises(tables.TableSourceError, match="unknown table kind 'nonsense'"):
+        tables.check(tmp_path)
+
+
+def test_the_blind_kind_keeps_only_the_blind_controls(tmp_path: Path) -> None:
+    tables = _doc_tables()
+    source = _sources(tmp_path)["sweep-blind"]
+    body = tables.render_block(source, "sweep-blind", tmp_path)
+    assert "| none (blind) | 66.7 |" in body and "| rag |" not in body
+    assert "| rag | 66.7 |" in tables.render_block(source, "sweep", tmp_path)

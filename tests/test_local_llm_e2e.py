@@ -26,6 +26,8 @@ SMALL = "synthetic:personas=1,seed=3,sessions=3,turns=4,aspects=4,questions=7"
 
 
 def harness():  # type: ignore[no-untyped-def]
+    if str(HARNESS.parent) not in sys.path:  # as when run as a script: it imports benchmarks/result_files.py
+        sys.path.insert(0, str(HARNESS.parent))
     spec = importlib.util.spec_from_file_location("local_llm_harness", HARNESS)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -154,3 +154,16 @@ def test_judged_report_with_runs(locomo_dev: Path, asked: list[Question], tmp_pa
         for q, r in zip(asked, sorted(rows, key=lambda r: [q.id for q in asked].index(r["question_id"])))
     }
     print(f"\njudge (mem0-accuracy-v1, 3 runs): {mean:.3f} +- {std:.3f}; F1 by question: {json.dumps(f1)}")
+
+
+def record(locomo_dev: Path, out: Path) -> None:
+    """The run docs/locomo.md's table is generated from: ``full_context`` read by the ``locomo`` reader
+    and judged by mem0's judge (3 runs), every request answered by ``reply`` above."""
+    with RecordingServer(reply) as server:
+        _run(locomo_dev, out, server, "full_context", "--judge", "mem0", "--judge-runs", "3")
+
+
+if __name__ == "__main__":  # python tests/test_locomo_e2e.py LOCOMO_DEV_FILE OUT_DIR
+    import sys
+
+    record(Path(sys.argv[1]), Path(sys.argv[2]))
