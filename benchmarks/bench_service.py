@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from result_files import ServicePhase, ServiceResult  # benchmarks/ is on sys.path as a script
 
 from memlab.testing.server_process import ServerStartError, start_memlab_serve
 
@@ -267,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--k", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", help="also write the results here")
+    p.add_argument("--json", help="also write the results here (result_files.ServiceResult, for the docs' table)")
     p.add_argument("--store", help="the backends' PostgreSQL URL (rag, profile); default: the file store")
     p.add_argument("--workers", type=int, default=1, help="service worker processes (N > 1 needs --store)")
     args, backend_args = p.parse_known_args(argv)
@@ -285,8 +286,18 @@ def main(argv: list[str] | None = None) -> int:
         everything[backend] = results
         failed |= any(r["errors"] for r in results)
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"args": vars(args), "results": everything}, indent=2))
+        ServiceResult(
+            cpu_cores=os.cpu_count(),
+            load_average=list(load) if load else None,
+            users=args.users,
+            clients=args.clients,
+            ingest_messages=args.ingest_messages,
+            ingest_window=args.ingest_window,
+            backends={
+                backend: [ServicePhase(**{k: (None if v != v else v) for k, v in r.items()}) for r in rows]
+                for backend, rows in everything.items()
+            },  # v != v: NaN, a phase that timed nothing
+        ).save(args.json)
     return 1 if failed else 0
 
 

@@ -32,7 +32,7 @@ from typing import Any
 if str(Path(__file__).resolve().parent) not in sys.path:  # as when run as a script (tests load it by path)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from result_files import LocalLLMResult, ScaleResult, SweepResult, SystemsCostResult  # noqa: E402
+from result_files import LocalLLMResult, ScaleResult, ServiceResult, SweepResult, SystemsCostResult  # noqa: E402
 
 from memlab.report.compare import Comparison, pairwise_grid  # noqa: E402
 from memlab.report.tables import (  # noqa: E402
@@ -145,6 +145,7 @@ KINDS: dict[str, Kind] = {
     "systems-cost": Kind(lambda result, _: result.markdown(), SystemsCostResult.load),
     "v2-scale": Kind(lambda result, _: result.markdown(), ScaleResult.load),
     "local-llm": Kind(lambda result, _: result.markdown(), LocalLLMResult.load),
+    "service": Kind(lambda result, _: result.markdown(), ServiceResult.load),
 }
 
 

@@ -259,3 +259,55 @@ class LocalLLMResult(ResultFile):
             for r in self.rows
         ]
         return _md(["row", "accuracy", "seconds", "counted"], body, {1, 2})
+
+
+# --------------------------------------------------------------------------- bench_service.py
+class ServicePhase(BaseModel):
+    phase: str
+    requests: int
+    errors: int
+    seconds: float
+    rps: float = Field(description="requests per second (the big ingest's row: messages per second)")
+    p50_ms: float | None = None  # None: no request was timed in this phase
+    p90_ms: float | None = None
+    p99_ms: float | None = None
+    mean_ms: float | None = None
+
+
+class ServiceResult(ResultFile):
+    """benchmarks/bench_service.py: search throughput with 1 and N clients, and another user's search
+    latency while one user ingests, per backend."""
+
+    cpu_cores: int | None = None
+    load_average: list[float] | None = Field(default=None, description="1, 5, 15 min, before the run")
+    users: int
+    clients: list[int]
+    ingest_messages: int
+    ingest_window: float
+    backends: dict[str, list[ServicePhase]]
+
+    def phase(self, backend: str, name: str) -> ServicePhase | None:
+        return next((p for p in self.backends[backend] if p.phase == name), None)
+
+    def markdown(self) -> str:
+        most = max(self.clients)
+        headers = [
+            "backend",
+            "search req/s, 1 client",
+            f"{most} clients",
+            "ratio",
+            f"other user's search p99 during {self.ingest_messages}-message ingests",
+            "searches / ingests",
+        ]
+        body = []
+        for backend in self.backends:
+            one, many = self.phase(backend, "search, 1 client"), self.phase(backend, f"search, {most} clients")
+            meanwhile = self.phase(backend, "other user's search meanwhile")
+            ingests = self.phase(backend, f"ingest {self.ingest_messages} msgs (1 req)")
+            ratio = f"{many.rps / one.rps:.2f}x" if one and many and one.rps else "–"
+            p99 = "–" if meanwhile is None or meanwhile.p99_ms is None else f"{meanwhile.p99_ms:.1f} ms"
+            counts = f"{meanwhile.requests if meanwhile else 0} / {ingests.requests if ingests else 0}"
+            body.append(
+                [backend, f"{one.rps:.1f}" if one else "–", f"{many.rps:.1f}" if many else "–", ratio, p99, counts]
+            )
+        return _md(headers, body, set(range(1, len(headers))))

@@ -104,6 +104,7 @@ def _sources(repo: Path) -> dict[str, str]:
             models="SmolLM2",
             rows=[files.LocalLLMRow(name="rag / llm", correct=3, questions=14, seconds=31.6, counted={"x": 2})],
         ),
+        "service": files.ServiceResult.load(ROOT / "docs" / "results" / "bench-service" / "result.json"),
     }
     sources = {kind: "docs/results/run" for kind in tables_kinds() if kind not in written}
     for kind, result in written.items():
@@ -135,7 +136,7 @@ def test_every_kind_renders_and_an_edited_number_fails(tmp_path: Path, kind: str
     assert tables.check(tmp_path) == [f"docs/page.md: {source} {kind}"]
 
 
-@pytest.mark.parametrize("kind", ["sweep", "systems-cost", "v2-scale", "local-llm"])
+@pytest.mark.parametrize("kind", ["sweep", "systems-cost", "v2-scale", "local-llm", "service"])
 def test_a_missing_or_invalid_result_file_is_named(tmp_path: Path, kind: str) -> None:
     tables = _doc_tables()
     source = f"docs/results/{kind}/result.json"
@@ -149,6 +150,26 @@ def test_a_missing_or_invalid_result_file_is_named(tmp_path: Path, kind: str) ->
     (tmp_path / source).write_text('{"version": 99}')
     with pytest.raises(tables.TableSourceError, match=f"{source}: .*version 99"):
         tables.check(tmp_path)
+
+
+def test_the_service_table_reads_the_benchmarks_phases(tmp_path: Path) -> None:
+    files = _result_files()
+    phase = files.ServicePhase
+    result = files.ServiceResult(
+        users=2,
+        clients=[1, 8],
+        ingest_messages=300,
+        ingest_window=10.0,
+        backends={
+            "mem0": [
+                phase(phase="search, 1 client", requests=4, errors=0, seconds=1.0, rps=100.0, p99_ms=9.0),
+                phase(phase="search, 8 clients", requests=4, errors=0, seconds=1.0, rps=150.0, p99_ms=40.0),
+                phase(phase="ingest 300 msgs (1 req)", requests=3, errors=0, seconds=10.0, rps=90.0),
+                phase(phase="other user's search meanwhile", requests=7, errors=0, seconds=10.0, rps=0.7, p99_ms=None),
+            ]
+        },
+    )
+    assert "| mem0 | 100.0 | 150.0 | 1.50x | – | 7 / 3 |" in result.markdown()  # no timed search: a dash
 
 
 def test_an_unknown_kind_is_named(tmp_path: Path) -> None:
