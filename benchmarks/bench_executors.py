@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from result_files import ExecutorRow, ExecutorsResult  # benchmarks/ is on sys.path as a script
+
 
 def run_once(out: Path, dataset: str, embedder: str, executor: Any) -> tuple[float, dict]:
     from memlab.results import read_predictions
@@ -62,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", default="minilm", choices=["minilm", "hashing"])
     parser.add_argument("--workers", type=int, default=None, help="process/ray workers (default: usable cores)")
     parser.add_argument("--skip-ray", action="store_true", help="only local and process")
+    parser.add_argument("--json", type=Path, default=None, help="also write the table's result file here")
     args = parser.parse_args(argv)
     if args.personas < 8:
         parser.error("--personas must be at least 8")
@@ -112,14 +115,28 @@ def main(argv: list[str] | None = None) -> int:
         f"{'predictions':>13}{'same chosen':>13}{'max |score diff|':>18}"
     )
     same_everywhere = True
+    table: list[ExecutorRow] = []
     for name, count, seconds, startup, result in rows:
         same = result.keys() == local.keys() and all(result[k][0] == local[k][0] for k in local)
         same_everywhere &= same
+        table.append(
+            ExecutorRow(
+                executor=name,
+                workers=count,
+                seconds=seconds,
+                ray_start_seconds=startup,
+                predictions=len(result),
+                same_chosen=same,
+                max_score_diff=score_gap(local, result),
+            )
+        )
         start = f"{startup:.1f}" if startup is not None else "-"
         print(
             f"{name:<10}{count:>8}{seconds:>10.1f}{base / seconds:>9.2f}x{start:>13}{len(result):>13}"
             f"{'yes' if same else 'NO':>13}{score_gap(local, result):>18.1e}"
         )
+    if args.json:
+        ExecutorsResult(dataset=dataset, embedder=args.embedder, rows=table).save(args.json)
     return 0 if same_everywhere else 1
 
 

@@ -24,6 +24,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 
+from result_files import RetrieveScalingResult, ScalingPoint  # noqa: E402 - benchmarks/ is on sys.path as a script
+
 from memlab.datasets import load_dataset  # noqa: E402
 from memlab.registry import create_backend  # noqa: E402
 from memlab.types import Session  # noqa: E402
@@ -77,6 +79,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="5000,20000", help="history sizes in messages")
     parser.add_argument("--checkpoints", type=int, default=21, help="question points over the history")
     parser.add_argument("--queries", type=int, default=7, help="retrieves at each point")
+    parser.add_argument("--json", type=Path, default=None, help="also write the table's result file here")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     from memlab.registry import backends
@@ -84,6 +87,7 @@ def main() -> int:
     fields = backends.get(args.backend).Config.model_fields
     config = {"embedder": args.embedder} if "embedder" in fields else {}  # full_context and none embed nothing
     results = {}
+    points: list[ScalingPoint] = []
     for size in sizes:
         sessions, queries = long_history(args.dataset, size)
         before = os.getloadavg()
@@ -91,6 +95,16 @@ def main() -> int:
         flat = [t for point in times for t in point]
         mean, last = statistics.mean(flat), statistics.median(times[-1])
         results[size] = (mean, last)
+        points.append(
+            ScalingPoint(
+                messages=size,
+                queries=len(flat),
+                mean_ms=1000 * mean,
+                full_history_ms=1000 * last,
+                load_before=before[0],
+                load_after=os.getloadavg()[0],
+            )
+        )
         print(
             f"{args.backend} ({args.embedder}) at {size:,} messages: mean retrieve {1000 * mean:.1f} ms over "
             f"{len(flat)} queries, median at the full history {1000 * last:.1f} ms "
@@ -102,6 +116,8 @@ def main() -> int:
         f"ratio {large:,} / {small:,} messages: mean {results[large][0] / results[small][0]:.2f}x, "
         f"at the full history {results[large][1] / results[small][1]:.2f}x"
     )
+    if args.json:
+        RetrieveScalingResult(backend=args.backend, embedder=args.embedder, points=points).save(args.json)
     return 0
 
 

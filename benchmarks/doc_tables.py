@@ -32,7 +32,16 @@ from typing import Any
 if str(Path(__file__).resolve().parent) not in sys.path:  # as when run as a script (tests load it by path)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from result_files import LocalLLMResult, ScaleResult, ServiceResult, SweepResult, SystemsCostResult  # noqa: E402
+from result_files import (  # noqa: E402
+    ExecutorsResult,
+    ExtractorResult,
+    LocalLLMResult,
+    RetrieveScalingResult,
+    ScaleResult,
+    ServiceResult,
+    SweepResult,
+    SystemsCostResult,
+)
 
 from memlab.report.compare import Comparison, pairwise_grid  # noqa: E402
 from memlab.report.tables import (  # noqa: E402
@@ -146,6 +155,9 @@ KINDS: dict[str, Kind] = {
     "v2-scale": Kind(lambda result, _: result.markdown(), ScaleResult.load),
     "local-llm": Kind(lambda result, _: result.markdown(), LocalLLMResult.load),
     "service": Kind(lambda result, _: result.markdown(), ServiceResult.load),
+    "extractor": Kind(lambda result, _: result.markdown(), ExtractorResult.load),
+    "retrieve-scaling": Kind(lambda result, _: result.markdown(), RetrieveScalingResult.load),
+    "executors": Kind(lambda result, _: result.markdown(), ExecutorsResult.load),
 }
 
 

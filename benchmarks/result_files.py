@@ -311,3 +311,112 @@ class ServiceResult(ResultFile):
                 [backend, f"{one.rps:.1f}" if one else "–", f"{many.rps:.1f}" if many else "–", ratio, p99, counts]
             )
         return _md(headers, body, set(range(1, len(headers))))
+
+
+# --------------------------------------------------------------------------- bench_profile_extractor.py
+class ExtractorResult(ResultFile):
+    """benchmarks/bench_profile_extractor.py: the profile extractor's operations against the labelled set."""
+
+    labelled_set: str
+    conversations: int
+    statements: int
+    expected: int
+    predicted: int
+    matched: int
+    precision: float
+    recall: float
+
+    def markdown(self) -> str:
+        headers = ["conversations", "user statements", "expected ops", "predicted", "matched", "precision", "recall"]
+        row = [self.conversations, self.statements, self.expected, self.predicted, self.matched]
+        body = [[*(str(v) for v in row), f"{self.precision:.3f}", f"{self.recall:.3f}"]]
+        return _md(headers, body, set(range(len(headers))))
+
+
+# --------------------------------------------------------------------------- bench_retrieve_scaling.py
+class ScalingPoint(BaseModel):
+    messages: int
+    queries: int
+    mean_ms: float = Field(description="mean retrieve over the replay's question points")
+    full_history_ms: float = Field(description="median retrieve at the last point (the whole history)")
+    load_before: float
+    load_after: float
+
+
+class RetrieveScalingResult(ResultFile):
+    """benchmarks/bench_retrieve_scaling.py: retrieve time per query at two history sizes."""
+
+    backend: str
+    embedder: str
+    points: list[ScalingPoint]
+
+    def markdown(self) -> str:
+        headers = ["messages", "queries", "mean retrieve ms", "median at the full history, ms", "load average"]
+        body = [
+            [
+                f"{p.messages:,}",
+                str(p.queries),
+                f"{p.mean_ms:.1f}",
+                f"{p.full_history_ms:.1f}",
+                f"{p.load_before:.2f} -> {p.load_after:.2f}",
+            ]
+            for p in self.points
+        ]
+        if len(self.points) > 1:
+            small, large = min(self.points, key=lambda p: p.messages), max(self.points, key=lambda p: p.messages)
+            body.append(
+                [
+                    f"ratio {large.messages:,} / {small.messages:,}",
+                    "",
+                    f"{large.mean_ms / small.mean_ms:.2f}x",
+                    f"{large.full_history_ms / small.full_history_ms:.2f}x",
+                    "",
+                ]
+            )
+        return _md(headers, body, {1, 2, 3})
+
+
+# --------------------------------------------------------------------------- bench_executors.py
+class ExecutorRow(BaseModel):
+    executor: str
+    workers: int
+    seconds: float
+    ray_start_seconds: float | None = None
+    predictions: int
+    same_chosen: bool = Field(description="every chosen answer equals the local executor's")
+    max_score_diff: float
+
+
+class ExecutorsResult(ResultFile):
+    """benchmarks/bench_executors.py: one evaluation under the local, process and Ray executors."""
+
+    dataset: str
+    embedder: str
+    rows: list[ExecutorRow]
+
+    def markdown(self) -> str:
+        headers = [
+            "executor",
+            "workers",
+            "wall s",
+            "speed-up",
+            "ray start s",
+            "predictions",
+            "same chosen",
+            "max |score diff|",
+        ]
+        base = self.rows[0].seconds if self.rows else 0.0
+        body = [
+            [
+                r.executor,
+                str(r.workers),
+                f"{r.seconds:.1f}",
+                f"{base / r.seconds:.2f}x" if r.seconds else "–",
+                "–" if r.ray_start_seconds is None else f"{r.ray_start_seconds:.1f}",
+                str(r.predictions),
+                "yes" if r.same_chosen else "NO",
+                f"{r.max_score_diff:.1e}",
+            ]
+            for r in self.rows
+        ]
+        return _md(headers, body, {1, 2, 3, 4, 5})

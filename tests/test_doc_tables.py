@@ -105,6 +105,44 @@ def _sources(repo: Path) -> dict[str, str]:
             rows=[files.LocalLLMRow(name="rag / llm", correct=3, questions=14, seconds=31.6, counted={"x": 2})],
         ),
         "service": files.ServiceResult.load(ROOT / "docs" / "results" / "bench-service" / "result.json"),
+        "extractor": files.ExtractorResult(
+            labelled_set="ops.jsonl",
+            conversations=9,
+            statements=17,
+            expected=15,
+            predicted=14,
+            matched=13,
+            precision=0.929,
+            recall=0.867,
+        ),
+        "retrieve-scaling": files.RetrieveScalingResult(
+            backend="rag",
+            embedder="hashing",
+            points=[
+                files.ScalingPoint(
+                    messages=m, queries=147, mean_ms=t, full_history_ms=2 * t, load_before=1.2, load_after=1.3
+                )
+                for m, t in ((5000, 1.5), (20000, 2.7))
+            ],
+        ),
+        "executors": files.ExecutorsResult(
+            dataset="synthetic:personas=8",
+            embedder="minilm",
+            rows=[
+                files.ExecutorRow(
+                    executor="local", workers=1, seconds=29.5, predictions=576, same_chosen=True, max_score_diff=0.0
+                ),
+                files.ExecutorRow(
+                    executor="ray",
+                    workers=2,
+                    seconds=19.6,
+                    ray_start_seconds=3.8,
+                    predictions=576,
+                    same_chosen=True,
+                    max_score_diff=1.8e-7,
+                ),
+            ],
+        ),
     }
     sources = {kind: "docs/results/run" for kind in tables_kinds() if kind not in written}
     for kind, result in written.items():
@@ -136,7 +174,9 @@ def test_every_kind_renders_and_an_edited_number_fails(tmp_path: Path, kind: str
     assert tables.check(tmp_path) == [f"docs/page.md: {source} {kind}"]
 
 
-@pytest.mark.parametrize("kind", ["sweep", "systems-cost", "v2-scale", "local-llm", "service"])
+@pytest.mark.parametrize(
+    "kind", ["sweep", "systems-cost", "v2-scale", "local-llm", "service", "extractor", "retrieve-scaling", "executors"]
+)
 def test_a_missing_or_invalid_result_file_is_named(tmp_path: Path, kind: str) -> None:
     tables = _doc_tables()
     source = f"docs/results/{kind}/result.json"
@@ -170,6 +210,16 @@ def test_the_service_table_reads_the_benchmarks_phases(tmp_path: Path) -> None:
         },
     )
     assert "| mem0 | 100.0 | 150.0 | 1.50x | – | 7 / 3 |" in result.markdown()  # no timed search: a dash
+
+
+def test_the_scaling_table_ends_with_the_ratio_of_the_sizes(tmp_path: Path) -> None:
+    files = _result_files()
+    points = [
+        files.ScalingPoint(messages=m, queries=7, mean_ms=t, full_history_ms=t, load_before=1, load_after=1)
+        for m, t in ((5000, 2.0), (20000, 3.0))
+    ]
+    table = files.RetrieveScalingResult(backend="rag", embedder="hashing", points=points).markdown()
+    assert table.splitlines()[-1].startswith("| ratio 20,000 / 5,000 |  | 1.50x | 1.50x |")
 
 
 def test_an_unknown_kind_is_named(tmp_path: Path) -> None:
