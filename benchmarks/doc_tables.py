@@ -36,6 +36,7 @@ from result_files import (  # noqa: E402
     ExecutorsResult,
     ExtractorResult,
     LocalLLMResult,
+    ResultFile,
     RetrieveScalingResult,
     ScaleResult,
     ServiceResult,
@@ -138,6 +139,11 @@ class Kind:
     load: Callable[[Path], Any] = RunSummary.load
 
 
+def result_table(result_type: type[ResultFile]) -> Kind:
+    """The table a script's result file draws of itself (its ``markdown``)."""
+    return Kind(lambda result, _: result.markdown(), result_type.load)
+
+
 KINDS: dict[str, Kind] = {
     # a run's summary.json
     "personamem-types": Kind(personamem_types),
@@ -148,16 +154,16 @@ KINDS: dict[str, Kind] = {
     "metrics": Kind(lambda summary, _: metrics_table(summary, per_type=False)),
     "resources": Kind(lambda summary, _: resources_table(summary)),
     # a benchmark script's --json result file
-    "sweep": Kind(lambda result, _: result.markdown(), SweepResult.load),
+    "sweep": result_table(SweepResult),
     "sweep-blind": Kind(lambda result, _: result.markdown(blind_only=True), SweepResult.load),
     "sweep-checks": Kind(lambda result, _: result.checks_markdown(), SweepResult.load),
-    "systems-cost": Kind(lambda result, _: result.markdown(), SystemsCostResult.load),
-    "v2-scale": Kind(lambda result, _: result.markdown(), ScaleResult.load),
-    "local-llm": Kind(lambda result, _: result.markdown(), LocalLLMResult.load),
-    "service": Kind(lambda result, _: result.markdown(), ServiceResult.load),
-    "extractor": Kind(lambda result, _: result.markdown(), ExtractorResult.load),
-    "retrieve-scaling": Kind(lambda result, _: result.markdown(), RetrieveScalingResult.load),
-    "executors": Kind(lambda result, _: result.markdown(), ExecutorsResult.load),
+    "systems-cost": result_table(SystemsCostResult),
+    "v2-scale": result_table(ScaleResult),
+    "local-llm": result_table(LocalLLMResult),
+    "service": result_table(ServiceResult),
+    "extractor": result_table(ExtractorResult),
+    "retrieve-scaling": result_table(RetrieveScalingResult),
+    "executors": result_table(ExecutorsResult),
 }
 
 

@@ -23,6 +23,7 @@ for it (only the tokenizer, which is not thread-safe, is used one call at a time
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -74,8 +75,6 @@ def pin_compute_threads(threads: int) -> None:
     """Every model call in this process runs with ``threads`` torch threads from now on (the service
     pins ``--compute-threads``): no call changes the setting, so forward passes may run side by side."""
     global _threads_pinned
-    import sys
-
     if "torch" in sys.modules:  # otherwise torch reads OMP_NUM_THREADS, which the caller set, at import
         sys.modules["torch"].set_num_threads(threads)
     _threads_pinned = True

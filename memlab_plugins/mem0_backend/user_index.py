@@ -46,10 +46,11 @@ class UserPartitionedStore:
     def __init__(self, inner: Any) -> None:
         self._inner = inner
         self._guard = threading.Lock()
-        self._user_of: dict[str, str | None] | None = None  # point id -> user id; None until first needed
+        self._user_of: dict[str, str] | None = None  # point id -> user id; None until first needed
         self._ids_of: dict[str, set[str]] = {}
         self._partitions: dict[str, _Partition] = {}
         self._versions: dict[str, int] = {}  # bumped by every write touching the user
+        self._generation = 0  # bumped when the whole collection is reset
 
     def __getattr__(self, name: str) -> Any:  # everything not overridden is qdrant's own
         return getattr(self._inner, name)
@@ -99,7 +100,7 @@ class UserPartitionedStore:
             self._load_owners()
             if (cached := self._partitions.get(user)) is not None:
                 return cached
-            version = self._versions.get(user, 0)
+            version = (self._generation, self._versions.get(user, 0))
             ids = sorted(self._ids_of.get(user, ()))
         points = self._inner.client.retrieve(
             collection_name=self._inner.collection_name, ids=ids, with_payload=True, with_vectors=True
@@ -116,7 +117,7 @@ class UserPartitionedStore:
             payloads=[p.payload or {} for p in points],
         )
         with self._guard:
-            if self._versions.get(user, 0) == version:  # no write landed while it was read
+            if (self._generation, self._versions.get(user, 0)) == version:  # no write landed while it was read
                 self._partitions[user] = part
         return part
 
@@ -206,8 +207,7 @@ class UserPartitionedStore:
 
     def _forget_all(self) -> None:
         with self._guard:
-            for user in list(self._versions) + list(self._ids_of):
-                self._versions[user] = self._versions.get(user, 0) + 1
+            self._generation += 1  # a partition read before the reset is not kept
             self._user_of = None
             self._ids_of.clear()
             self._partitions.clear()
