@@ -43,6 +43,7 @@ The contract (docs/plugins.md walks through it with a complete example):
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import threading
@@ -413,25 +414,52 @@ class Memory(ABC):
                 # Only backends declaring FILTER take the argument (third-party _retrieve may not).
                 result = self._retrieve(query, user_id=user_id, k=k, filters=selected)  # type: ignore[call-arg]
         seconds = time.perf_counter() - start
-        if not isinstance(result, Retrieval):
-            raise PluginValidationError(
-                f"backend {self.name or type(self).__name__!r} ({type(self).__module__}.{type(self).__qualname__}): "
-                f"_retrieve returned {type(result).__name__}, expected memlab.Retrieval"
-            )
-        if len(result.items) > k:
-            # Refused, not trimmed: the context was rendered from all of them, so dropping items
-            # here would leave the reader text the metrics never saw.
-            raise PluginValidationError(
-                f"backend {self.name or type(self).__name__!r} ({type(self).__module__}.{type(self).__qualname__}): "
-                f"_retrieve returned {len(result.items)} items for k={k}; a retrieval holds at most k items "
-                "(k is the caller's bound for this call)"
-            )
+        self._check_retrieval(result, k)
         if selected is not None and not all(selected.matches(item) for item in result.items):
             raise PluginValidationError(
                 f"backend {self.name!r}: a filtered _retrieve returned items the filter does not select"
             )
         tokens = result.tokens or count_tokens(result.context)
         return result.model_copy(update={"seconds": seconds, "tokens": tokens})
+
+    def _plugin(self) -> str:
+        """How a validation error names this plugin: its name and where its class lives."""
+        return f"backend {self.name or type(self).__name__!r} ({type(self).__module__}.{type(self).__qualname__})"
+
+    def _check_retrieval(self, result: Any, k: int) -> None:
+        """Refuse what ``_retrieve`` must never return, naming the plugin (a ``model_construct`` skips
+        pydantic, so the items' types are checked here too, before metrics read them)."""
+        if not isinstance(result, Retrieval):
+            raise PluginValidationError(
+                f"{self._plugin()}: _retrieve returned {type(result).__name__}, expected memlab.Retrieval"
+            )
+        if not isinstance(result.items, list) or not isinstance(result.context, str):
+            raise PluginValidationError(
+                f"{self._plugin()}: _retrieve returned a Retrieval whose items are {type(result.items).__name__} "
+                f"and context {type(result.context).__name__}, expected a list of memlab.MemoryItem and a str"
+            )
+        if len(result.items) > k:
+            # Refused, not trimmed: the context was rendered from all of them, so dropping items
+            # here would leave the reader text the metrics never saw.
+            raise PluginValidationError(
+                f"{self._plugin()}: _retrieve returned {len(result.items)} items for k={k}; a retrieval holds at "
+                "most k items (k is the caller's bound for this call)"
+            )
+        for position, item in enumerate(result.items):
+            if not isinstance(item, MemoryItem):
+                raise PluginValidationError(
+                    f"{self._plugin()}: _retrieve returned item {position} as {type(item).__name__} "
+                    f"({str(item)[:60]!r}), expected memlab.MemoryItem"
+                )
+            score = item.score
+            if score is not None and (
+                isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)
+            ):
+                # A NaN sorts anywhere: the ranking and every metric computed from it would be noise.
+                raise PluginValidationError(
+                    f"{self._plugin()}: _retrieve returned item {item.id!r} with score {score!r}; a score is a "
+                    "finite number (higher is better) or None"
+                )
 
     def reset(self, user_id: str) -> None:
         """Forget everything about ``user_id``."""

@@ -1,0 +1,38 @@
+"""The conformance suite catches the 14 data-loss bugs of issue 35, each planted alone in a small
+SQLite backend (tests/planted_bugs.py), and its failure message names the rule that broke."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from planted_bugs import BUGS, SqliteTurns, run_suite
+
+from memlab.registry import validate_backend
+from memlab.testing import MemoryConformance
+
+
+def test_the_reference_backend_passes_every_check(tmp_path: Path) -> None:
+    """The backend the bugs are planted in conforms: every failure below is the planted bug's."""
+    validate_backend("sqlite_turns", SqliteTurns)
+    assert run_suite(lambda data_dir: SqliteTurns(data_dir=data_dir), tmp_path) == {}
+
+
+def test_fourteen_kinds_are_planted() -> None:
+    assert len(BUGS) == 14
+    assert len({bug.backend for bug in BUGS.values()}) == 14
+
+
+@pytest.mark.parametrize("kind", sorted(BUGS))
+def test_the_suite_catches_the_planted_bug_naming_the_rule(kind: str, tmp_path: Path) -> None:
+    bug = BUGS[kind]
+    failures = run_suite(lambda data_dir: bug.backend(data_dir=data_dir), tmp_path)
+    assert bug.check in failures, f"{kind}: {bug.check} passed; failures: {failures}"
+    assert re.search(bug.message, failures[bug.check]), failures[bug.check]
+
+
+def test_the_suite_runs_every_check_it_documents() -> None:
+    """run_suite sees the checks pytest collects: the methods named test_ of MemoryConformance."""
+    checks = [name for name in dir(MemoryConformance) if name.startswith("test_")]
+    assert len(checks) == 30, checks
