@@ -277,6 +277,15 @@ class Memory(ABC):
         """
         return False
 
+    @classmethod
+    def llm_problem(cls, config: BackendConfig) -> str | None:
+        """Why ``config`` cannot run without an LLM object passed in Python, in one line; None when it can.
+
+        A backend that extracts with an LLM says so here when its config names none: ``memlab run``
+        (which passes no LLM objects) refuses the row in preflight instead of failing the job.
+        """
+        return None
+
     def __init__(
         self,
         config: BackendConfig | Mapping[str, Any] | None = None,

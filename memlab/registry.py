@@ -18,6 +18,7 @@ import difflib
 import hashlib
 import importlib.util
 import inspect
+import json
 import pkgutil
 import re
 import sys
@@ -44,6 +45,46 @@ LOCAL_PLUGIN_PREFIX = "memlab_local_plugin_"  # module names of --plugin files (
 READERS_GROUP = "memlab.readers"
 
 
+@dataclass(frozen=True)
+class PluginSource:
+    """The code an in-process plugin runs: the file defining its class and the local modules it
+    imports (those beside it, in its folder or below), each with the sha256 of its content as imported."""
+
+    file: Path
+    hashes: tuple[tuple[str, str], ...]  # (path relative to the file's folder, sha256), the file first
+
+    @property
+    def digest(self) -> str:
+        """One sha256 over every file's name and hash: what a result row's fingerprint records."""
+        return hashlib.sha256(json.dumps(self.hashes).encode("utf-8")).hexdigest()
+
+    def describe(self) -> str:
+        helpers = [name for name, _ in self.hashes[1:]]
+        more = f" with {', '.join(helpers)}" if helpers else ""
+        return f"file {self.file.name}{more} sha256:{self.digest[:16]}"
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def local_source(file: Path, modules: Iterable[Any] = ()) -> PluginSource:
+    """The ``PluginSource`` of ``file`` and of those ``modules`` whose files lie in its folder or below."""
+    folder = file.resolve().parent
+    hashes = [(file.name, _sha256(file))]
+    seen = {file.resolve()}
+    for module in modules:
+        path = getattr(module, "__file__", None)
+        if not path:
+            continue
+        resolved = Path(path).resolve()
+        if resolved in seen or not resolved.is_file() or not resolved.is_relative_to(folder):
+            continue
+        seen.add(resolved)
+        hashes.append((str(resolved.relative_to(folder)), _sha256(resolved)))
+    return PluginSource(file=file.resolve(), hashes=(hashes[0], *sorted(hashes[1:])))
+
+
 @dataclass
 class PluginEntry:
     """One registered plugin: its name, where it lives, and (once imported) its class."""
@@ -54,26 +95,31 @@ class PluginEntry:
     loader: Callable[[], Any] | None = None
     _loaded: Any = field(default=None, repr=False)
     in_process: bool = False  # registered by ``register`` (a notebook, a test, ``--plugin``), not an entry point
-    _source: tuple[str, str] | None = field(default=None, repr=False)
+    _source: PluginSource | None = field(default=None, repr=False)
 
     def load(self) -> Any:
         if self._loaded is None:
             self._loaded = self.loader() if self.loader is not None else pkgutil.resolve_name(self.target)
         return self._loaded
 
-    def source(self) -> tuple[str, str] | None:
-        """(file name, sha256 of its content) of the file defining an in-process plugin's class.
+    def source(self) -> PluginSource | None:
+        """The code of an in-process plugin: its file and the local modules it imports.
 
         Part of a result row's fingerprint where no distribution version names the code: an edited
-        ``--plugin`` file must not resume the rows its old version made. Hashed once, at first use
-        (``load_plugin`` hashes a file as it imports it).
+        ``--plugin`` file, or an edited helper module beside it, must not resume the rows its old
+        version made. ``load_plugin`` records it as it imports the file; for a class registered
+        otherwise (a notebook, a test) it is the file defining the class, hashed at first use.
         """
         if self._source is None and self._loaded is not None:
             module = sys.modules.get(getattr(self._loaded, "__module__", ""), None)
             path = getattr(module, "__file__", None)
             if path and Path(path).is_file():
-                self._source = (Path(path).name, hashlib.sha256(Path(path).read_bytes()).hexdigest())
+                self._source = local_source(Path(path), _imported_modules(module))
         return self._source
+
+    def where(self) -> str:
+        """Where the plugin comes from, for people: a --plugin class's file, else its entry point target."""
+        return f"{self._source.file}:{self.target.rpartition(':')[2]}" if self._source is not None else self.target
 
     @property
     def version(self) -> str | None:
@@ -133,15 +179,20 @@ class Registry(Generic[T]):
             self._entries = entries
         return self._entries
 
-    def register(self, name: str, obj: Any) -> None:
-        """Register a class in-process (notebooks, tests). Same duplicate rule as entry points."""
+    def register(self, name: str, obj: Any, *, source: PluginSource | None = None) -> None:
+        """Register a class in-process (notebooks, tests, ``--plugin``). Same duplicate rule as entry
+        points. ``source``: the code it runs, when it was imported from a file (``load_plugin``)."""
         entries = self._discover()
+        target = f"{obj.__module__}:{obj.__qualname__}"
         if name in entries:
             if entries[name]._loaded is obj:
                 return  # the same class registered again (a re-run notebook cell, --plugin given twice)
-            raise DuplicateNameError(f"{self.group}: name {name!r} is already registered ({entries[name].target})")
+            holder = entries[name]
+            held = holder.where() + (f" (from {holder.distribution})" if holder.distribution else "")
+            new = f"{source.file}:{obj.__qualname__}" if source is not None else target
+            raise DuplicateNameError(f"{self.group}: name {name!r} is registered twice: {held} and {new}")
         self._validate(name, obj)
-        entries[name] = PluginEntry(name, f"{obj.__module__}:{obj.__qualname__}", None, _loaded=obj, in_process=True)
+        entries[name] = PluginEntry(name, target, None, _loaded=obj, in_process=True, _source=source)
 
     def unregister(self, name: str) -> None:
         self._discover().pop(name, None)
@@ -234,7 +285,7 @@ class Registry(Generic[T]):
         return {
             "name": name,
             "kind": self._kind(),
-            "target": entry.target,
+            "target": entry.where(),
             "description": getattr(obj, "description", "") or (obj.__doc__ or "").strip().split("\n")[0],
             "capabilities": sorted(c.value for c in getattr(obj, "capabilities", ())),
             "package": entry.distribution,
@@ -342,7 +393,7 @@ def load_plugin(reference: str) -> tuple[str, str]:
     from memlab.memory import Memory
     from memlab.readers.base import Reader
 
-    source: tuple[str, str] | None = None  # (file name, content sha256) of a plugin file
+    source: PluginSource | None = None  # the plugin file and the local modules it imported
     target, sep, attr = reference.rpartition(":")
     if not sep or not target or not attr:
         raise PluginValidationError(f"--plugin {reference!r}: expected module:Class or path/to/file.py:Class")
@@ -359,7 +410,11 @@ def load_plugin(reference: str) -> tuple[str, str]:
             if spec is None or spec.loader is None:
                 raise PluginValidationError(f"--plugin {reference!r}: cannot import {path}")
             module = importlib.util.module_from_spec(spec)
-            source = (path.name, hashlib.sha256(path.read_bytes()).hexdigest())  # the content it imports
+            # The file's folder is importable, as for ``python file.py``: a helper module beside it imports.
+            folder = str(path.resolve().parent)
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
+            before = set(sys.modules)
             sys.modules[module_name] = module  # dataclasses, pickling and pydantic look modules up by name
             try:
                 spec.loader.exec_module(module)
@@ -368,6 +423,11 @@ def load_plugin(reference: str) -> tuple[str, str]:
                 raise PluginValidationError(
                     f"--plugin {reference!r}: importing {path} failed: {type(exc).__name__}: {exc}"
                 ) from exc
+            imported = [sys.modules[n] for n in set(sys.modules) - before if n in sys.modules]
+            source = local_source(path, [*imported, *_imported_modules(module)])
+        else:
+            entry = _file_plugin_entry(module_name)
+            source = entry.source() if entry is not None else None
         obj = getattr(module, attr, None)
     else:
         try:
@@ -385,7 +445,28 @@ def load_plugin(reference: str) -> tuple[str, str]:
     name = getattr(obj, "name", "")
     if not name:
         raise PluginValidationError(f"--plugin {reference!r}: the class sets no `name`")
-    registry.register(name, obj)
-    if source is not None:
-        registry.entry(name)._source = source
+    registry.register(name, obj, source=source)
     return registry._kind(), name
+
+
+def _file_plugin_entry(module_name: str) -> PluginEntry | None:
+    """An entry registered from the file plugin module ``module_name`` (loading the file again: its
+    code was recorded when it was first imported)."""
+    for registry in (backends, readers):
+        for entry in registry._discover().values():
+            if entry.target.startswith(f"{module_name}:"):
+                return entry
+    return None
+
+
+def _imported_modules(module: Any) -> list[Any]:
+    """Modules a module's namespace refers to: those it imported, and those its imported names live in."""
+    found = []
+    for value in list(vars(module).values()) if module is not None else []:
+        if inspect.ismodule(value):
+            found.append(value)
+        else:
+            owner = sys.modules.get(getattr(value, "__module__", None) or "")
+            if owner is not None and owner is not module:
+                found.append(owner)
+    return found

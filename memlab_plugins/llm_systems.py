@@ -51,14 +51,19 @@ class ExtractingConfig(BackendConfig):
     on_extraction_error: Literal["skip", "raise"] = Field(default="skip", description=ON_ERROR_HELP)
 
 
+def no_llm_message(backend: str) -> str:
+    """The one line saying that ``backend`` extracts with an LLM and its config names none."""
+    return (
+        f"the {backend} backend extracts memories with an LLM and none is configured: "
+        f"pass --{backend}.llm.base-url URL --{backend}.llm.model NAME (any OpenAI-compatible endpoint), "
+        f"or set 'llm' in its config (docs/systems.md)"
+    )
+
+
 def require_llm(backend: str, llm: Mapping[str, Any] | None, chat_model: Any | None = None) -> None:
     """The one-line refusal of a backend that cannot exist without an LLM (never a silent fallback)."""
     if llm is None and chat_model is None:
-        raise ConfigurationError(
-            f"the {backend} backend extracts memories with an LLM and none is configured: "
-            f"pass --{backend}.llm.base-url URL --{backend}.llm.model NAME (any OpenAI-compatible endpoint), "
-            f"or set 'llm' in its config (docs/systems.md)"
-        )
+        raise ConfigurationError(no_llm_message(backend))
 
 
 def transcript(messages: list[Message]) -> str:
@@ -210,6 +215,11 @@ class ExtractingMemory(Memory):
     concurrent_users = True  # every call runs under the backend's own lock
     config: ExtractingConfig
     ledger_file: ClassVar[str] = ""
+
+    @classmethod
+    def llm_problem(cls, config: BackendConfig) -> str | None:
+        """No ``llm`` in the config: a run (which passes no chat model) cannot build this backend."""
+        return no_llm_message(cls.name) if getattr(config, "llm", None) is None else None
 
     def __init__(
         self,

@@ -354,7 +354,9 @@ BUGS: dict[str, PlantedBug] = {
         r"delete cannot cross users: alice's delete of bob's item 'b1#0' did not raise NotFoundError",
     ),
     "delete not durable": PlantedBug(
-        DeleteNotDurable, "test_delete_survives_reopen", r"delete survives a reopen: deleted item 's1#1' is still listed"
+        DeleteNotDurable,
+        "test_delete_survives_reopen",
+        r"delete survives a reopen: deleted item 's1#1' is still listed",
     ),
     "numbering restarts after reopen": PlantedBug(
         NumberingRestartsAfterReopen,

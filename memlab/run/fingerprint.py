@@ -3,17 +3,21 @@
 It covers the backend (name and fully resolved config), the reader (name, resolved config, and for
 LLM readers the provider, endpoint, model and decoding parameters), the dataset (spec and a hash of
 its content), the replay mode, and the versions of memlab and of the package providing each plugin.
-Settings that change how fast answers come but not what they are (concurrency, timeouts, retries,
+For a plugin that is an editable install or an unpackaged ``--plugin`` file, a hash of its code
+stands in for the version that does not change when the code does. Settings that change how fast answers come but not what they are (concurrency, timeouts, retries,
 caches, prices, API keys) are left out, so a rerun with ``--llm.max-concurrency 16`` resumes a run
 made with 4. Every prediction carries its row's fingerprint; a run resumes a row only when it matches.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import json
 import os
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from memlab.datasets import Dataset
@@ -48,20 +52,60 @@ def memlab_version() -> str:
 def plugin_package(kind: str, name: str) -> str:
     """'distribution version' of the package that provides a plugin, or where an in-process one lives.
 
-    An in-process plugin (``--plugin file.py:Class``, a notebook's class) has no version: the
-    name and content hash of the file defining it stand in, so an edited plugin file makes a new row.
+    An editable install (``pip install -e``) adds a hash of its package's files, since its code
+    changes without its version. An in-process plugin (``--plugin file.py:Class``, a notebook's
+    class) has no version: the file's name and a hash of it and of the local modules it imports
+    (those beside it) stand in, so an edited plugin file or helper module makes a new row.
     """
     registry = backends if kind == "backend" else readers
     entry = registry.entry(name)
     if entry.distribution:
         try:
-            return f"{entry.distribution} {metadata.version(entry.distribution)}"
+            version = metadata.version(entry.distribution)
         except metadata.PackageNotFoundError:
             return f"{entry.distribution} (version unknown)"
+        edited = editable_code_hash(entry.distribution, entry.target.partition(":")[0])
+        return f"{entry.distribution} {version}" + (f" (editable, {edited})" if edited else "")
     source = entry.source()
     if source is None:
         return f"in-process {entry.target}"
-    return f"in-process {entry.target}, file {source[0]} sha256:{source[1][:16]}"
+    return f"in-process {entry.target}, {source.describe()}"
+
+
+@functools.lru_cache(maxsize=64)
+def editable_code_hash(distribution: str, module: str) -> str | None:
+    """``<package> sha256:<hash>`` over the source files of the top-level package ``module`` lives in,
+    when ``distribution`` is an editable install (PEP 610 ``direct_url.json``); None otherwise.
+
+    Hashed once per process: the code a process runs is the code it imported.
+    """
+    try:
+        direct = metadata.distribution(distribution).read_text("direct_url.json")
+        editable = bool(json.loads(direct or "{}").get("dir_info", {}).get("editable"))
+    except (metadata.PackageNotFoundError, json.JSONDecodeError, AttributeError):
+        return None
+    top = module.split(".")[0]
+    spec = importlib.util.find_spec(top) if editable and top else None
+    if spec is None:
+        return None
+    roots = [Path(p) for p in (spec.submodule_search_locations or [])] or ([Path(spec.origin)] if spec.origin else [])
+    digest = hashlib.sha256()
+    for root in roots:
+        files = sorted(root.rglob("*.py")) if root.is_dir() else [root]
+        for path in files:
+            if "__pycache__" in path.parts:
+                continue
+            digest.update(str(path.relative_to(root.parent)).encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+    return f"{top} sha256:{digest.hexdigest()[:16]}"
+
+
+def plugin_code(kind: str, name: str) -> dict[str, str] | None:
+    """File -> sha256 (16 hex digits) of an in-process plugin's file and the local modules it imports;
+    None for a packaged plugin. In a row's settings, so a refused resume names the file that changed."""
+    registry = backends if kind == "backend" else readers
+    entry = registry.entry(name)
+    source = None if entry.distribution else entry.source()
+    return None if source is None else {file: digest[:16] for file, digest in source.hashes}
 
 
 def _operational_removed(value: Any) -> Any:
@@ -132,12 +176,17 @@ def row_settings(
     endpoint = _llm_endpoint(reader_config)
     if endpoint is not None:
         reader_part["llm_endpoint"] = endpoint
+    backend_part: dict[str, Any] = {
+        "name": backend.name,
+        "config": _operational_removed(redact(resolved_backend_config(backend))),
+        "package": plugin_package("backend", backend.name),
+    }
+    for part, kind, name in ((backend_part, "backend", backend.name), (reader_part, "reader", reader.name)):
+        code = plugin_code(kind, name)
+        if code is not None:
+            part["code"] = code
     settings: dict[str, Any] = {
-        "backend": {
-            "name": backend.name,
-            "config": _operational_removed(redact(resolved_backend_config(backend))),
-            "package": plugin_package("backend", backend.name),
-        },
+        "backend": backend_part,
         "reader": reader_part,
         "dataset": {"spec": dataset_spec, "content_sha256": dataset_hash},
         "replay": replay,

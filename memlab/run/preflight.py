@@ -5,6 +5,9 @@ replayed history.
   or a new parent inside an existing one, as ``runs/NAME`` in a fresh checkout); a mistyped absolute
   path is refused instead of silently created;
 - the cache directory (default ``<out>/../.memlab_cache``): it must be creatable and writable;
+- backends that need an LLM they were not given (``Memory.llm_problem``: graphiti and langmem
+  without ``llm``, mem0 with ``infer`` true or preset ``personamem-baseline`` and no ``llm``): a run
+  passes no chat model objects, so such a row could only fail its job;
 - reader and backend compatibility: each reader may refuse a backend (``Reader.backend_problem``,
   e.g. ``personamem`` needs ``full_context`` with every turn) and a backend config may need a replay
   mode (``required_replay``, e.g. ``--mem0.preset personamem-baseline`` needs ``--replay rebuild``);
@@ -89,13 +92,16 @@ def check_rows(config: RunConfig, pairs: list[tuple[BackendSpec, ReaderSpec]]) -
         problem = reader_cls.backend_problem(reader.config, backend.name, parsed) if reader_cls.uses_memory else None
         if problem:
             problems.append(f"{row}: {problem}")
+        missing_llm = backends.get(backend.name).llm_problem(parsed)
+        if missing_llm:
+            problems.append(f"backend {backend.display}: {missing_llm}")
         required = getattr(parsed, "required_replay", None)
         if required and required != config.replay:
             problems.append(
                 f"{row}: backend {backend.name!r} with preset {getattr(parsed, 'preset', None)!r} needs "
                 f"--replay {required} (the run has --replay {config.replay})"
             )
-    return problems
+    return list(dict.fromkeys(problems))  # a backend row paired with several readers is one problem
 
 
 # --------------------------------------------------------------------------- model files
@@ -250,6 +256,8 @@ def preflight(config: RunConfig) -> dict[str, ServedModel]:
     problems = check_directories(config) + check_rows(config, pairs) + check_model_files(config, pairs)
     endpoint_problems, served = check_endpoints(config, pairs) if not problems else ([], {})
     problems += endpoint_problems
+    if len(problems) == 1:  # one line, as every other refusal
+        raise PreflightError(f"preflight found 1 problem(s), nothing was run: {problems[0]}")
     if problems:
         raise PreflightError(
             f"preflight found {len(problems)} problem(s), nothing was run:\n" + "\n".join(f"  - {p}" for p in problems)

@@ -108,6 +108,20 @@ class Mem0Memory(IngestMixin, Memory):
         return f"{label} [{parsed.preset}]" if parsed.preset else label
 
     @classmethod
+    def llm_problem(cls, config: BackendConfig) -> str | None:
+        """infer true (preset personamem-baseline included) with no ``llm``: only a Python chat_model could serve it."""
+        parsed = cls.parse_config(config)
+        assert isinstance(parsed, Mem0Config)
+        if not parsed.infer or parsed.llm is not None:
+            return None
+        preset = f" (preset {parsed.preset})" if parsed.preset else ""
+        return (
+            f"mem0 with infer true{preset} extracts facts with an LLM and none is configured: pass "
+            "--mem0.llm.base-url URL --mem0.llm.model NAME (any OpenAI-compatible endpoint), or set 'llm' in its "
+            "config; without an LLM leave infer unset and messages are stored verbatim (docs/mem0.md)"
+        )
+
+    @classmethod
     def memory_depends_only_on_turns(cls, config: BackendConfig) -> bool:
         """True without inference: each stored message is one memory, whatever ingest call brought it.
 
