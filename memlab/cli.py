@@ -152,6 +152,7 @@ def _print_report(run_dir: Path, plots: bool) -> None:
         report.distance_table(summary),
         report.field_tables(summary),
         report.metrics_table(summary, per_type=False),
+        report.traceability_text(summary),
         report.failed_jobs_text(summary),
     )
     print("\n\n".join(block for block in blocks if block))

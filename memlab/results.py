@@ -93,6 +93,9 @@ class Prediction(Costs):
     predicted_text: str | None = None
     context_tokens: int = 0
     retrieved_items: int = 0
+    untraceable_items: int = Field(
+        default=0, description="retrieved items whose source names no turn of the history (not traceable)"
+    )
     retrieved_messages: list[int] | None = Field(
         default=None, description="history message indexes behind the retrieved items; None if unknown"
     )
@@ -156,6 +159,13 @@ class RowSummary(Costs):
     open_questions: int = Field(default=0, description="questions without options (answered in free text)")
     errors: int = 0
     mean_context_tokens: float = 0.0
+    retrieved_items: int = Field(default=0, description="items retrieved over all questions")
+    untraceable_items: int = Field(
+        default=0,
+        description="retrieved items not traceable to turns (no session_id + turn_index source): the questions "
+        "they were retrieved for have no retrieval metrics",
+    )
+    untraceable_questions: int = Field(default=0, description="questions with at least one untraceable item")
     metrics: dict[str, float] = Field(default_factory=dict)
     metrics_per_type: dict[str, dict[str, float]] = Field(default_factory=dict)
     vs_controls: list[PairedComparison] = Field(default_factory=list)
@@ -506,6 +516,9 @@ def summarize_rows(predictions: list[Prediction]) -> list[RowSummary]:
                 open_questions=sum(p.answer is None for p in preds),
                 errors=sum(p.error is not None for p in preds),
                 mean_context_tokens=sum(p.context_tokens for p in preds) / len(preds),
+                retrieved_items=sum(p.retrieved_items for p in preds),
+                untraceable_items=sum(p.untraceable_items for p in preds),
+                untraceable_questions=sum(p.untraceable_items > 0 for p in preds),
                 **{name: sum(getattr(p, name) for p in preds) for name in Costs.model_fields},
                 fingerprint=preds[-1].fingerprint,
                 metrics=_row_metrics(preds),

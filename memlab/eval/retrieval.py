@@ -100,6 +100,13 @@ def item_message_indexes(history: History, item: MemoryItem) -> list[int] | None
     return indexes
 
 
+def untraceable_items(history: History, retrieval: Retrieval) -> int:
+    """How many retrieved items cannot be traced to turns of ``history`` (no ``session_id`` +
+    ``turn_index`` source naming one of its messages): one is enough for a question to get no
+    retrieval metrics, so rows count and report them ("not traceable") instead of a silent ``{}``."""
+    return sum(item_message_indexes(history, item) is None for item in retrieval.items)
+
+
 def _session_number(history: History, session_id: str) -> int | None:
     # the ids the runner gave the sessions it replayed (History.session_id), not a parsed guess
     numbers = _session_cache.get(id(history))

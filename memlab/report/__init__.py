@@ -29,6 +29,7 @@ from memlab.report.tables import (
     row_label,
     settings_table,
     terminal_table,
+    traceability_text,
     type_labels,
 )
 
@@ -61,6 +62,7 @@ __all__ = [
     "row_label",
     "settings_table",
     "terminal_table",
+    "traceability_text",
     "type_labels",
     "write_report",
 ]

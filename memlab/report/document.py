@@ -15,6 +15,7 @@ from memlab.report.tables import (
     paired_table,
     resources_table,
     settings_table,
+    traceability_text,
 )
 from memlab.results import RunSummary, write_atomically
 
@@ -67,6 +68,8 @@ def render_report(summary: RunSummary, images: Sequence[Path] = ()) -> str:
         else "",
     )
     out += _section("Metrics (retrieval, answer scores, judge)", metrics_table(summary))
+    traceability = traceability_text(summary)
+    out += _section("Not traceable", "\n".join(f"- {line}" for line in traceability.splitlines()))
     out += _section("Time, tokens and cost", resources_table(summary))
     out += _section(
         "Row settings",

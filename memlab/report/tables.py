@@ -138,6 +138,22 @@ def terminal_table(summary: RunSummary) -> str:
     return _plain(headers, body, right) + ("\n\n" + "\n".join(notes) if notes else "")
 
 
+def traceability_text(summary: RunSummary) -> str:
+    """One line per row whose retrieved items could not all be traced to turns; empty when every item could.
+
+    Such items carry no ``session_id`` + ``turn_index`` source, so the questions they came back for
+    have no retrieval metrics (recall@k, MRR): said here rather than left as a blank in the tables.
+    """
+    lines = [
+        f"not traceable: row {row.backend} / {row.reader}: {row.untraceable_items} of {row.retrieved_items} retrieved "
+        f"items carry no turn source (session_id + turn_index), so {row.untraceable_questions} of {row.questions} "
+        "questions have no retrieval metrics"
+        for row in ordered_rows(summary)
+        if row.untraceable_items
+    ]
+    return "\n".join(lines)
+
+
 def distance_table(summary: RunSummary) -> str:
     """Markdown: accuracy % (and n) per distance-to-evidence bucket per row; empty when no row has
     distances (e.g. LoCoMo)."""

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memlab.datasets import Dataset, History, load_dataset
 from memlab.errors import ConfigurationError, MemlabError
-from memlab.eval.retrieval import evidence_to_indexes, retrieval_metrics, retrieval_ranking
+from memlab.eval.retrieval import evidence_to_indexes, retrieval_metrics, retrieval_ranking, untraceable_items
 from memlab.llm.config import LLMConfig
 from memlab.llm.managed import ManagedLLM
 from memlab.memory import IngestReport, Memory
@@ -519,6 +519,7 @@ def _prediction(
         predicted_text=answer.text,
         context_tokens=retrieval.tokens,
         retrieved_items=len(retrieval.items),
+        untraceable_items=untraceable_items(history, retrieval) if uses_memory else 0,
         retrieved_messages=retrieved,
         evidence_messages=evidence,
         ingest_seconds=cost.seconds,
