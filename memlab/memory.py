@@ -22,7 +22,13 @@ The contract (docs/plugins.md walks through it with a complete example):
   ``turn_index``, ``role``, ``timestamp``): retrieval metrics and date rendering read these keys.
 - Item ids are unique per user, not globally: two users (or two users' sessions with one id)
   may hold items with the same id, so any state keyed by item id must be keyed by user too.
-  ``delete`` removes exactly the named item of that user, for good (after a reopen too).
+  ``delete`` removes exactly the named item of that user, for good (after a reopen too);
+  ``_update(item_id, text, *, user_id) -> MemoryItem`` changes that user's item only, visibly to
+  list and search at once. An item keeps its id across a reopen, and ``list_memories`` gives a
+  user's items in a stable order (the same order on two calls with no write in between).
+- Scores are finite numbers or None; ``retrieve`` refuses NaN/inf scores and items that are not
+  ``MemoryItem`` with ``PluginValidationError`` naming the plugin.
+- ``_reset`` leaves none of the user's text in any file under ``data_dir``.
 - Turns carry the caller's ``Message.metadata``; ``turn_source`` puts it in ``source["metadata"]``.
   ``MemoryFilter`` (session id, time range, metadata keys) is the one definition of which items a
   filtered search, list or export may return; the base class applies it to lists and exports. A

@@ -32,7 +32,11 @@ def test_the_suite_catches_the_planted_bug_naming_the_rule(kind: str, tmp_path: 
     assert re.search(bug.message, failures[bug.check]), failures[bug.check]
 
 
-def test_the_suite_runs_every_check_it_documents() -> None:
-    """run_suite sees the checks pytest collects: the methods named test_ of MemoryConformance."""
+def test_the_guide_states_the_numbers_the_suite_has() -> None:
+    """docs/plugins.md's count of checks and of planted bugs are these, not a guess."""
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "plugins.md").read_text(encoding="utf-8")
     checks = [name for name in dir(MemoryConformance) if name.startswith("test_")]
-    assert len(checks) == 30, checks
+    stated = re.search(r"`pytest test_keyword_memory.py` runs (\d+) checks", guide)
+    assert stated and int(stated.group(1)) == len(checks), (stated and stated.group(0), len(checks))
+    planted = re.search(r"plants (\d+) data-loss bugs", guide.replace("\n", " "))
+    assert planted and int(planted.group(1)) == len(BUGS)
