@@ -193,7 +193,7 @@ def test_profile_on_postgres_update_history_and_a_changed_embedder(pg_server, tm
         assert len(memory.history(entry.id, user_id="alice")) == 2
     finally:
         memory.close()
-    # Another embedder: the stored vectors are recomputed (rowid -> ctid in the dialect layer).
+    # Another embedder: the stored vectors are recomputed (rows addressed by their keys).
     reopened = create_backend("profile", config, embedder=HashingEmbedder(128))
     try:
         assert "Porto" in reopened.retrieve("where did I move?", user_id="alice").context

@@ -1,25 +1,25 @@
-"""The profile store on PostgreSQL: the same store, the same SQL, one database for N workers.
+"""The profile store on PostgreSQL: the same queries, one database for N workers.
 
-Chosen by ``store: postgresql://...`` in the profile config (``--profile.store``; ``ProfileMemory._make_store``). The tables are
-the SQLite store's (``schema``: entries with versions, the operation log, sessions, raw turns and
-``meta``), created in the PostgreSQL schema ``memlab_profile`` from the same DDL and the same
-migrations, and the queries are ``store.ProfileStore``'s: ``PgProfileStore`` only swaps the
-connection for ``_PgDb``, a small dialect layer that rewrites the few SQLite-only spellings
-(``?`` placeholders, ``INSERT OR REPLACE``, ``AUTOINCREMENT``/``lastrowid``, ``BLOB``, ``rowid``).
+Chosen by ``store: postgresql://...`` in the profile config (``--profile.store``; ``ProfileMemory._make_store``).
+``PgProfileStore`` is ``store.ProfileStore`` with the PostgreSQL statements (``statements.POSTGRES``:
+``%s`` parameters, ``ON CONFLICT`` upserts, ``RETURNING seq``, rows addressed by their keys and
+locked ``FOR UPDATE`` where every user's rows are rewritten) and the schema below, written in
+PostgreSQL (``BIGSERIAL``, ``BYTEA``) in the PostgreSQL schema ``memlab_profile``, with its own
+migrations from stores an older memlab created. Nothing rewrites SQL at run time.
 
 Concurrency: every write of one user (an ingest, ``update``, ``delete``, ``apply``, ``reset``,
 ``import``) runs inside ``user_scope`` (the backend wraps each one): one transaction holding a transaction-scoped advisory
 lock on a hash of the user id, taken *before* the profile is read, so an ingest's read-resolve-write
 (and its turn numbering) is serialised per user across all workers and hosts; other users never
 wait. Reads (``retrieve``, ``list``, ``export``, ``history``) run in one REPEATABLE READ snapshot.
+A rewrite of every user's vectors (``revectorize``, after the embedder changed) locks the rows it
+reads, so a concurrent write to another user's rows waits for it instead of being overwritten or missed.
 Deleted text leaves the live rows at once; PostgreSQL frees the dead tuples at the next (auto)vacuum
 (``VACUUM`` forces it), there is no write-ahead-log truncation to do as for SQLite.
 """
 
 from __future__ import annotations
 
-import functools
-import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -27,40 +27,52 @@ from typing import Any
 
 from memlab.pg import ensure_schema, lock_key, open_pool
 from memlab_plugins.profile import schema
+from memlab_plugins.profile.statements import POSTGRES
 from memlab_plugins.profile.store import ProfileStore
 
 NAMESPACE = "memlab_profile"
-# Conflict targets of the tables SQLite writes with INSERT OR REPLACE (their primary keys).
-_REPLACE_KEYS = {
-    "meta": ("key",),
-    "sessions": ("user_id", "session_id"),
-    "turns": ("user_id", "session_id", "turn_index"),
+
+# The newest schema (version ``schema.SCHEMA_VERSION``), in PostgreSQL; ``meta`` is ensure_schema's.
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS entries ("
+    " entry_id TEXT NOT NULL, version INTEGER NOT NULL, user_id TEXT NOT NULL,"
+    " aspect TEXT NOT NULL, value TEXT NOT NULL, stance TEXT NOT NULL, evidence TEXT NOT NULL,"
+    " valid_from INTEGER NOT NULL, valid_from_time TEXT, valid_to INTEGER, valid_to_time TEXT,"
+    " reason TEXT, closed_reason TEXT, op TEXT NOT NULL, created_at TEXT NOT NULL,"
+    " aspect_vector BYTEA, text_vector BYTEA, erased_at TEXT, kind TEXT NOT NULL DEFAULT 'statement',"
+    " PRIMARY KEY (entry_id, version))",
+    "CREATE INDEX IF NOT EXISTS entries_user ON entries (user_id, valid_to)",
+    "CREATE TABLE IF NOT EXISTS operations ("
+    " seq BIGSERIAL PRIMARY KEY, user_id TEXT NOT NULL, session_id TEXT, session_order INTEGER,"
+    " op TEXT NOT NULL, entry_id TEXT, version INTEGER, reason TEXT, evidence TEXT NOT NULL,"
+    " source TEXT NOT NULL, created_at TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS operations_entry ON operations (user_id, entry_id)",
+    "CREATE TABLE IF NOT EXISTS sessions ("
+    " user_id TEXT NOT NULL, session_id TEXT NOT NULL, session_order INTEGER NOT NULL, turns INTEGER NOT NULL,"
+    " PRIMARY KEY (user_id, session_id))",
+    "CREATE TABLE IF NOT EXISTS turns ("
+    " user_id TEXT NOT NULL, session_id TEXT NOT NULL, turn_index INTEGER NOT NULL,"
+    " role TEXT NOT NULL, content TEXT NOT NULL, vector BYTEA, timestamp TEXT,"
+    " PRIMARY KEY (user_id, session_id, turn_index))",
+)
+
+# Upgrades of stores older memlab versions created: version -> the statements taking it one version up
+# (the same steps as ``schema.MIGRATIONS`` for SQLite, in PostgreSQL).
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        "ALTER TABLE entries ADD COLUMN aspect_vector BYTEA",
+        "ALTER TABLE entries ADD COLUMN text_vector BYTEA",
+        "CREATE TABLE IF NOT EXISTS turns (user_id TEXT NOT NULL, session_id TEXT NOT NULL,"
+        " turn_index INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, vector BYTEA,"
+        " PRIMARY KEY (user_id, session_id, turn_index))",
+    ),
+    2: (
+        "ALTER TABLE entries ADD COLUMN erased_at TEXT",
+        "ALTER TABLE entries ADD COLUMN kind TEXT NOT NULL DEFAULT 'statement'",
+        "ALTER TABLE turns ADD COLUMN timestamp TEXT",
+    ),
 }
-# Column order of the tables SQLite writes with ``INSERT OR REPLACE INTO t VALUES (...)`` (no column list).
-_COLUMNS = {"meta": ["key", "value"], "sessions": ["user_id", "session_id", "session_order", "turns"]}
-_RETURNING = {"operations": "seq"}  # tables whose inserts report ``lastrowid``
-
-
-@functools.lru_cache(maxsize=512)
-def translate(sql: str) -> tuple[str, bool]:
-    """SQLite SQL of the profile store -> PostgreSQL; and whether the statement returns its new id."""
-    out = sql.replace("INTEGER PRIMARY KEY AUTOINCREMENT", "BIGSERIAL PRIMARY KEY").replace(" BLOB", " BYTEA")
-    out = re.sub(r"\browid\b", "ctid", out)
-    out = out.replace("ctid=?", "ctid=?::tid")
-    returning = False
-    replace = re.match(r"\s*INSERT OR REPLACE INTO (\w+)\s*(\(([^)]*)\))?", out)
-    if replace:
-        table = replace.group(1)
-        keys = _REPLACE_KEYS[table]
-        columns = [c.strip() for c in replace.group(3).split(",")] if replace.group(3) else _COLUMNS[table]
-        updates = ", ".join(f"{c}=EXCLUDED.{c}" for c in columns if c not in keys)
-        out = out.replace("INSERT OR REPLACE INTO", "INSERT INTO", 1)
-        out += f" ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}"
-    insert = re.match(r"\s*INSERT INTO (\w+)", out)
-    if insert and insert.group(1) in _RETURNING:
-        out += f" RETURNING {_RETURNING[insert.group(1)]}"
-        returning = True
-    return out.replace("?", "%s"), returning
+assert set(_MIGRATIONS) == set(schema.MIGRATIONS), "a SQLite migration without its PostgreSQL twin"
 
 
 class Row(tuple):
@@ -88,10 +100,12 @@ def _rows(cursor: Any) -> Any:
 
 
 class _Result:
-    """What ``ProfileStore`` reads off a cursor: rows (fetched at once), ``rowcount``, ``lastrowid``."""
+    """What ``ProfileStore`` reads off a cursor: rows (fetched at once) and ``rowcount``."""
 
-    def __init__(self, rows: list[Row], rowcount: int, lastrowid: int | None) -> None:
-        self._rows, self.rowcount, self.lastrowid = rows, rowcount, lastrowid
+    lastrowid = None  # new ids come back as rows (RETURNING)
+
+    def __init__(self, rows: list[Row], rowcount: int) -> None:
+        self._rows, self.rowcount = rows, rowcount
 
     def fetchone(self) -> Row | None:
         return self._rows[0] if self._rows else None
@@ -103,9 +117,16 @@ class _Result:
         return iter(self._rows)
 
 
+def _run(conn: Any, statement: str, params: Sequence[Any]) -> _Result:
+    with conn.cursor(row_factory=_rows) as cur:
+        cur.execute(statement, tuple(params))
+        rows = cur.fetchall() if cur.description else []
+        return _Result(rows, cur.rowcount)
+
+
 class _PgDb:
-    """The ``db`` of a ``PgProfileStore``: runs the store's SQL on the connection bound to this thread
-    (inside a transaction or user scope), else on a pooled connection for one statement."""
+    """The ``db`` of a ``PgProfileStore``: runs the store's (PostgreSQL) statements on the connection
+    bound to this thread (inside a transaction or user scope), else on a pooled connection for one statement."""
 
     def __init__(self, url: str, pool_size: int) -> None:
         self.pool = open_pool(url, max_size=pool_size, search_path=NAMESPACE)
@@ -123,53 +144,35 @@ class _PgDb:
             self._local.conn = previous
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> _Result:
-        statement, returning = translate(sql)
         conn = self.current()
         if conn is not None:
-            return self._run(conn, statement, params, returning)
+            return _run(conn, sql, params)
         with self.pool.connection() as conn:
-            return self._run(conn, statement, params, returning)
-
-    @staticmethod
-    def _run(conn: Any, statement: str, params: Sequence[Any], returning: bool) -> _Result:
-        with conn.cursor(row_factory=_rows) as cur:
-            cur.execute(statement, tuple(params))
-            rows = cur.fetchall() if cur.description else []
-            return _Result(rows, cur.rowcount, int(rows[0][0]) if returning and rows else None)
+            return _run(conn, sql, params)
 
     def close(self) -> None:
         self.pool.close()
 
 
 def _create(conn: Any) -> None:
-    """The newest schema from nothing: SQLite's v1 DDL, then every migration, translated."""
-    db = _BoundDb(conn)
-    for statement in schema._SCHEMA_V1.split(";"):
-        if statement.strip() and "meta" not in statement.split("(")[0]:
-            db.execute(statement)
-    for version in range(1, schema.SCHEMA_VERSION):
-        schema.MIGRATIONS[version](db)
+    """The newest schema from nothing."""
+    for statement in _SCHEMA:
+        conn.execute(statement)
 
 
-class _BoundDb:
-    """A ``db`` over one given connection (schema creation and migrations)."""
+def _migration(version: int) -> Any:
+    def migrate(conn: Any) -> None:
+        for statement in _MIGRATIONS[version]:
+            conn.execute(statement)
 
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Result:
-        statement, returning = translate(sql)
-        return _PgDb._run(self.conn, statement, params, returning)
-
-
-def _migrations() -> dict[int, Any]:
-    return {v: (lambda conn, v=v: schema.MIGRATIONS[v](_BoundDb(conn))) for v in schema.MIGRATIONS}
+    return migrate
 
 
 class PgProfileStore(ProfileStore):
     """``ProfileStore`` on PostgreSQL (see the module doc): same queries, per-user advisory locks."""
 
     db: _PgDb
+    sql = POSTGRES
 
     def __init__(self, url: str, *, pool_size: int = 4) -> None:  # noqa: D107 - no super(): no SQLite file
         self.path = None  # no file: ``purge`` has nothing to truncate
@@ -182,7 +185,7 @@ class PgProfileStore(ProfileStore):
                 f"{NAMESPACE}.",
                 schema.SCHEMA_VERSION,
                 _create,
-                _migrations(),
+                {version: _migration(version) for version in _MIGRATIONS},
                 url=url,
                 namespace=NAMESPACE,
             )

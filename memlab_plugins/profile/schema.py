@@ -40,7 +40,7 @@ class Cursor(Protocol):
 
 
 class SqlRunner(Protocol):
-    """What runs the store's SQL: a ``sqlite3.Connection``, or pg_store's PostgreSQL dialect layer."""
+    """What runs the store's SQL: a ``sqlite3.Connection``, or pg_store's PostgreSQL connection wrapper."""
 
     def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor: ...
 
@@ -99,6 +99,10 @@ MIGRATIONS: dict[int, Callable[[SqlRunner], None]] = {1: _migrate_1_to_2, 2: _mi
 
 def connect(path: Path | None) -> sqlite3.Connection:
     """Open (creating or migrating) a store file; ``None`` opens a private in-memory store."""
+    if sqlite3.sqlite_version_info < (3, 35, 0):  # the store's statements use RETURNING (statements.py)
+        raise ProfileStoreError(
+            f"the profile store needs SQLite 3.35 or newer; this Python has {sqlite3.sqlite_version}"
+        )
     # Autocommit mode: every transaction in ``store`` is explicit (BEGIN IMMEDIATE ... COMMIT).
     db = sqlite3.connect(str(path) if path else ":memory:", check_same_thread=False, timeout=60, isolation_level=None)
     db.row_factory = sqlite3.Row

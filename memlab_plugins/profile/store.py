@@ -1,5 +1,8 @@
 """Queries on the profile store: versioned entries, the operation log, sessions and raw user turns.
 
+Every statement comes from ``self.sql`` (``statements``): the SQLite spelling here, the PostgreSQL
+one in ``pg_store.PgProfileStore``; the queries' logic is written once, here.
+
 The schema, its migrations and the connection settings are in ``schema``. ``apply_session`` writes
 a session's operations, its turns and its progress in one transaction, so a crash mid-session
 leaves the store exactly as it was after the previous session.
@@ -27,6 +30,7 @@ import numpy as np
 
 from memlab_plugins.profile.models import Evidence, Operation, OperationRecord, OpType, ProfileEntry, Stance
 from memlab_plugins.profile.schema import SCHEMA_VERSION, Database, ProfileStoreError, connect, schema_version
+from memlab_plugins.profile.statements import SQLITE, Statements
 
 __all__ = ["SCHEMA_VERSION", "ProfileStore", "ProfileStoreError"]
 
@@ -48,6 +52,8 @@ Vectorizer = Callable[[list[str]], np.ndarray]
 
 class ProfileStore:
     """All profile data of one backend instance. Thread-safe through one lock (SQLite serialises anyway)."""
+
+    sql: Statements = SQLITE  # the statements of this store's dialect (pg_store: POSTGRES)
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else None
@@ -85,12 +91,12 @@ class ProfileStore:
         return schema_version(self.db)
 
     def get_meta(self, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        row = self.db.execute(self.sql.get_meta, (key,)).fetchone()
         return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
         with self._transaction():
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+            self.db.execute(self.sql.set_meta, (key, value))
 
     def close(self) -> None:
         with self._lock:
@@ -120,37 +126,30 @@ class ProfileStore:
 
     def entries(self, user_id: str, *, current_only: bool = True) -> list[ProfileEntry]:
         """A user's entries (every version unless ``current_only``); erased entries are not among them."""
-        sql = "SELECT * FROM entries WHERE user_id=? AND erased_at IS NULL" + (
-            " AND valid_to IS NULL" if current_only else ""
-        )
-        rows = self.db.execute(sql + " ORDER BY valid_from, entry_id, version", (user_id,)).fetchall()
+        sql = self.sql.current_entries if current_only else self.sql.all_entries
+        rows = self.db.execute(sql, (user_id,)).fetchall()
         return [self._entry(r) for r in rows]
 
     def versions(self, user_id: str, entry_id: str) -> list[ProfileEntry]:
         """All versions of an entry, oldest first, erased ones included (empty when the user has no such entry)."""
-        rows = self.db.execute(
-            "SELECT * FROM entries WHERE user_id=? AND entry_id=? ORDER BY version", (user_id, entry_id)
-        ).fetchall()
+        rows = self.db.execute(self.sql.versions, (user_id, entry_id)).fetchall()
         return [self._entry(r) for r in rows]
 
     def vectors(self, user_id: str, column: str) -> tuple[list[tuple[str, int]], np.ndarray | None]:
         """(entry_id, version) keys and the stored vectors of ``column`` for all of a user's versions."""
-        if column not in ("aspect_vector", "text_vector"):
+        statements = {"aspect_vector": self.sql.aspect_vectors, "text_vector": self.sql.text_vectors}
+        if column not in statements:
             raise ValueError(column)
-        rows = self.db.execute(
-            f"SELECT entry_id, version, {column} FROM entries WHERE user_id=? AND erased_at IS NULL"
-            " ORDER BY valid_from, entry_id, version",
-            (user_id,),
-        ).fetchall()
+        rows = self.db.execute(statements[column], (user_id,)).fetchall()
         if not rows or any(r[2] is None for r in rows):
             return [(r[0], r[1]) for r in rows], None
         return [(r[0], r[1]) for r in rows], np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows])
 
     def operations(self, user_id: str, entry_id: str | None = None, *, since: int = 0) -> list[OperationRecord]:
-        sql, args = "SELECT * FROM operations WHERE user_id=? AND seq>=?", [user_id, since]
-        if entry_id is not None:
-            sql, args = sql + " AND entry_id=?", args + [entry_id]
-        rows = self.db.execute(sql + " ORDER BY seq", args).fetchall()
+        if entry_id is None:
+            rows = self.db.execute(self.sql.operations, (user_id, since)).fetchall()
+        else:
+            rows = self.db.execute(self.sql.entry_operations, (user_id, since, entry_id)).fetchall()
         return [
             OperationRecord(
                 seq=r["seq"],
@@ -169,28 +168,20 @@ class ProfileStore:
         ]
 
     def session_turns(self, user_id: str, session_id: str) -> int:
-        row = self.db.execute(
-            "SELECT turns FROM sessions WHERE user_id=? AND session_id=?", (user_id, session_id)
-        ).fetchone()
+        row = self.db.execute(self.sql.session_turns, (user_id, session_id)).fetchone()
         return int(row[0]) if row else 0
 
     def session_order(self, user_id: str, session_id: str) -> int:
         """Order of a session among the user's sessions (a new session gets the next number)."""
-        row = self.db.execute(
-            "SELECT session_order FROM sessions WHERE user_id=? AND session_id=?", (user_id, session_id)
-        ).fetchone()
+        row = self.db.execute(self.sql.session_order, (user_id, session_id)).fetchone()
         if row:
             return int(row[0])
-        row = self.db.execute("SELECT MAX(session_order) FROM sessions WHERE user_id=?", (user_id,)).fetchone()
+        row = self.db.execute(self.sql.last_session_order, (user_id,)).fetchone()
         return 0 if row[0] is None else int(row[0]) + 1
 
     def turns(self, user_id: str) -> tuple[list[dict[str, Any]], np.ndarray | None]:
         """The user's raw turns in session order (dicts with ``timestamp`` when the message had one) and their vectors."""
-        rows = self.db.execute(
-            "SELECT t.session_id, t.turn_index, t.role, t.content, t.timestamp, t.vector FROM turns t JOIN sessions s"
-            " ON s.user_id=t.user_id AND s.session_id=t.session_id WHERE t.user_id=? ORDER BY s.session_order, t.turn_index",
-            (user_id,),
-        ).fetchall()
+        rows = self.db.execute(self.sql.turns, (user_id,)).fetchall()
         items = [
             {
                 "session_id": r[0],
@@ -206,10 +197,7 @@ class ProfileStore:
         return items, np.stack([np.frombuffer(r[5], dtype=np.float32) for r in rows])
 
     def turn(self, user_id: str, session_id: str, turn_index: int) -> dict[str, Any] | None:
-        row = self.db.execute(
-            "SELECT session_id, turn_index, role, content, timestamp FROM turns WHERE user_id=? AND session_id=? AND turn_index=?",
-            (user_id, session_id, turn_index),
-        ).fetchone()
+        row = self.db.execute(self.sql.turn, (user_id, session_id, turn_index)).fetchone()
         if row is None:
             return None
         return {
@@ -261,8 +249,7 @@ class ProfileStore:
             ]
             for turn_index, role, content, timestamp, vector in new_turns:
                 self.db.execute(
-                    "INSERT OR REPLACE INTO turns (user_id, session_id, turn_index, role, content, vector, timestamp)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    self.sql.upsert_turn,
                     (
                         user_id,
                         session_id,
@@ -274,9 +261,7 @@ class ProfileStore:
                     ),
                 )
             if session_id is not None and turns_total is not None:
-                self.db.execute(
-                    "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?)", (user_id, session_id, order, turns_total)
-                )
+                self.db.execute(self.sql.upsert_session, (user_id, session_id, order, turns_total))
         return self.operations(user_id, since=min(seqs)) if seqs else []
 
     def _batched(self, user_id: str, ops: list[Operation], vectorize: Vectorizer) -> Vectorizer:
@@ -302,15 +287,12 @@ class ProfileStore:
 
     def _api_order(self, user_id: str) -> int:
         # Changes made through the API happen "now": after the latest session seen.
-        row = self.db.execute("SELECT MAX(session_order) FROM sessions WHERE user_id=?", (user_id,)).fetchone()
+        row = self.db.execute(self.sql.last_session_order, (user_id,)).fetchone()
         return 0 if row[0] is None else int(row[0])
 
     def _current(self, user_id: str, entry_id: str) -> sqlite3.Row | None:
         # An erased entry is gone for every operation but ``history``.
-        return self.db.execute(
-            "SELECT * FROM entries WHERE user_id=? AND entry_id=? AND erased_at IS NULL ORDER BY version DESC LIMIT 1",
-            (user_id, entry_id),
-        ).fetchone()
+        return self.db.execute(self.sql.current_version, (user_id, entry_id)).fetchone()
 
     def _apply(
         self,
@@ -361,7 +343,7 @@ class ProfileStore:
                 [e.model_dump() for e in op.evidence] if op.op is OpType.DELETE else []
             )
             self.db.execute(
-                "UPDATE entries SET valid_to=?, valid_to_time=?, closed_reason=?, evidence=? WHERE entry_id=? AND version=?",
+                self.sql.close_version,
                 (order, _iso(when), op.reason, json.dumps(evidence), entry_id, latest["version"]),
             )
             if op.op is OpType.UPDATE:
@@ -384,8 +366,7 @@ class ProfileStore:
         elif latest is not None:
             version = latest["version"]
         cursor = self.db.execute(
-            "INSERT INTO operations (user_id, session_id, session_order, op, entry_id, version, reason, evidence,"
-            " source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            self.sql.insert_operation,
             (
                 user_id,
                 session_id,
@@ -399,8 +380,7 @@ class ProfileStore:
                 _now(),
             ),
         )
-        assert cursor.lastrowid is not None  # sqlite3 sets it after the INSERT just run
-        return int(cursor.lastrowid)
+        return int(cursor.fetchall()[0][0])  # RETURNING seq
 
     def _insert(
         self,
@@ -419,9 +399,7 @@ class ProfileStore:
         assert aspect and value and stance
         vectors = vectorize([aspect, f"{aspect}: {value}"])
         self.db.execute(
-            "INSERT INTO entries (entry_id, version, user_id, aspect, value, stance, evidence, valid_from,"
-            " valid_from_time, valid_to, valid_to_time, reason, closed_reason, op, created_at, aspect_vector,"
-            " text_vector, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, NULL, ?, ?, ?, ?, ?)",
+            self.sql.insert_entry,
             (
                 entry_id,
                 version,
@@ -445,24 +423,25 @@ class ProfileStore:
         return "p_" + uuid.uuid4().hex[:12]
 
     def _id_taken(self, entry_id: str) -> bool:
-        return self.db.execute("SELECT 1 FROM entries WHERE entry_id=? LIMIT 1", (entry_id,)).fetchone() is not None
+        return self.db.execute(self.sql.id_taken, (entry_id,)).fetchone() is not None
 
     def revectorize(self, vectorize: Vectorizer) -> None:
-        """Recompute stored vectors of entries and turns (the embedder changed since they were written)."""
+        """Recompute stored vectors of entries and turns (the embedder changed since they were written).
+
+        Every user's rows, in one transaction: each row is read and written back by its key, locked
+        against other writers in between where the dialect has row locks (PostgreSQL's FOR UPDATE).
+        """
         with self._transaction():
-            rows = self.db.execute(
-                "SELECT entry_id, version, aspect, value FROM entries WHERE erased_at IS NULL"
-            ).fetchall()
+            rows = self.db.execute(self.sql.live_entry_texts).fetchall()
             for r in rows:
                 v = vectorize([r["aspect"], f"{r['aspect']}: {r['value']}"])
                 self.db.execute(
-                    "UPDATE entries SET aspect_vector=?, text_vector=? WHERE entry_id=? AND version=?",
-                    (v[0].tobytes(), v[1].tobytes(), r["entry_id"], r["version"]),
+                    self.sql.set_entry_vectors, (v[0].tobytes(), v[1].tobytes(), r["entry_id"], r["version"])
                 )
-            turns = self.db.execute("SELECT rowid, content FROM turns").fetchall()
+            turns = self.db.execute(self.sql.all_turn_texts).fetchall()
             if turns:
-                for t, v in zip(turns, vectorize([t[1] for t in turns])):
-                    self.db.execute("UPDATE turns SET vector=? WHERE rowid=?", (v.tobytes(), t[0]))
+                for t, v in zip(turns, vectorize([t[3] for t in turns])):
+                    self.db.execute(self.sql.set_turn_vector, (v.tobytes(), t[0], t[1], t[2]))
 
     # ------------------------------------------------------------------ deletion
     def erase_entry(self, user_id: str, entry_id: str, *, reason: str, vectorize: Vectorizer) -> None:
@@ -480,21 +459,11 @@ class ProfileStore:
             self._redact_turns(user_id, self.versions(user_id, entry_id), vectorize)
             order = self._api_order(user_id)
             if latest["valid_to"] is None:
-                self.db.execute(
-                    "UPDATE entries SET valid_to=? WHERE entry_id=? AND version=?", (order, entry_id, latest["version"])
-                )
+                self.db.execute(self.sql.end_version, (order, entry_id, latest["version"]))
+            self.db.execute(self.sql.erase_entry_texts, (_now(), user_id, entry_id))
+            self.db.execute(self.sql.redact_operations, (user_id, entry_id))
             self.db.execute(
-                "UPDATE entries SET aspect='', value='', evidence='[]', reason=NULL, closed_reason=NULL,"
-                " aspect_vector=NULL, text_vector=NULL, erased_at=? WHERE user_id=? AND entry_id=?",
-                (_now(), user_id, entry_id),
-            )
-            self.db.execute(
-                "UPDATE operations SET reason=NULL, evidence='[]' WHERE user_id=? AND entry_id=?", (user_id, entry_id)
-            )
-            self.db.execute(
-                "INSERT INTO operations (user_id, session_id, session_order, op, entry_id, version, reason, evidence,"
-                " source, created_at) VALUES (?, NULL, ?, 'DELETE', ?, ?, ?, '[]', 'api', ?)",
-                (user_id, order, entry_id, latest["version"], reason, _now()),
+                self.sql.insert_delete_operation, (user_id, order, entry_id, latest["version"], reason, _now())
             )
         self.purge()
 
@@ -510,7 +479,7 @@ class ProfileStore:
                 content = content.replace(quote, "[deleted]")
             if content != turn["content"]:
                 self.db.execute(
-                    "UPDATE turns SET content=?, vector=? WHERE user_id=? AND session_id=? AND turn_index=?",
+                    self.sql.set_turn_content,
                     (content, vectorize([content])[0].tobytes(), user_id, session_id, turn_index),
                 )
 
@@ -520,39 +489,43 @@ class ProfileStore:
         The session's turn count stays, so later parts of the session keep their numbering.
         """
         with self._transaction():
-            cursor = self.db.execute(
-                "DELETE FROM turns WHERE user_id=? AND session_id=? AND turn_index=?", (user_id, session_id, turn_index)
-            )
+            cursor = self.db.execute(self.sql.delete_turn, (user_id, session_id, turn_index))
             if cursor.rowcount == 0:
                 raise ProfileStoreError(f"user {user_id!r} has no turn {session_id}#{turn_index}")
-            for table, key in (("entries", "entry_id, version"), ("operations", "seq")):
-                where = " AND ".join(f"{k.strip()}=?" for k in key.split(","))
-                for row in self.db.execute(
-                    f"SELECT {key}, evidence FROM {table} WHERE user_id=?", (user_id,)
-                ).fetchall():
+            for select, update in (
+                (self.sql.entry_evidence, self.sql.set_entry_evidence),
+                (self.sql.operation_evidence, self.sql.set_operation_evidence),
+            ):
+                for row in self.db.execute(select, (user_id,)).fetchall():
                     evidence = json.loads(row["evidence"])
                     kept = [
                         {**e, "quote": ""} if (e["session_id"], e["turn_index"]) == (session_id, turn_index) else e
                         for e in evidence
                     ]
-                    if kept != evidence:
-                        self.db.execute(
-                            f"UPDATE {table} SET evidence=? WHERE {where}", (json.dumps(kept), *tuple(row)[:-1])
-                        )
+                    if kept != evidence:  # the row's key columns come first, its evidence last
+                        self.db.execute(update, (json.dumps(kept), *tuple(row)[:-1]))
         self.purge()
+
+    def _delete_user_rows(self, user_id: str) -> None:
+        for statement in (
+            self.sql.delete_user_entries,
+            self.sql.delete_user_operations,
+            self.sql.delete_user_sessions,
+            self.sql.delete_user_turns,
+        ):
+            self.db.execute(statement, (user_id,))
 
     def reset(self, user_id: str) -> None:
         with self._transaction():
-            for table in ("entries", "operations", "sessions", "turns"):
-                self.db.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
+            self._delete_user_rows(user_id)
         self.purge()
 
     def purge(self) -> None:
         """Leave no deleted text in the files: freed cells are zeroed (secure_delete), the WAL is emptied."""
-        if self.path is None:
+        if self.path is None or self.sql.purge is None:
             return
         with self._lock:
-            busy = self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            busy = self.db.execute(self.sql.purge).fetchone()[0]
             if busy:  # another connection still reads old pages; a later purge finishes the job
                 raise ProfileStoreError(f"{self.path}: could not empty the write-ahead log (store busy)")
 
@@ -567,23 +540,13 @@ class ProfileStore:
                 {"id": e.id, "versions": e.version, "erased_at": e.erased_at.isoformat() if e.erased_at else None}
                 for e in self._erased(user_id)
             ],
-            "sessions": [
-                dict(r)
-                for r in self.db.execute(
-                    "SELECT session_id, session_order, turns FROM sessions WHERE user_id=? ORDER BY session_order",
-                    (user_id,),
-                )
-            ],
+            "sessions": [dict(r) for r in self.db.execute(self.sql.user_sessions, (user_id,))],
             "turns": self.turns(user_id)[0],
         }
 
     def _erased(self, user_id: str) -> list[ProfileEntry]:
         """The latest version of each erased entry (no text left: ids, versions and dates only)."""
-        rows = self.db.execute(
-            "SELECT * FROM entries e WHERE user_id=? AND erased_at IS NOT NULL AND version="
-            "(SELECT MAX(version) FROM entries x WHERE x.entry_id=e.entry_id) ORDER BY valid_from, entry_id",
-            (user_id,),
-        ).fetchall()
+        rows = self.db.execute(self.sql.erased_entries, (user_id,)).fetchall()
         return [self._entry(r) for r in rows]
 
     def import_user(self, user_id: str, data: dict[str, Any], *, vectorize: Vectorizer) -> int:
@@ -597,8 +560,7 @@ class ProfileStore:
         entries = [ProfileEntry.model_validate({**e, "user_id": user_id}) for e in data.get("entries", [])]
         ops = [OperationRecord.model_validate({**o, "user_id": user_id}) for o in data.get("operations", [])]
         with self._transaction():
-            for table in ("entries", "operations", "sessions", "turns"):
-                self.db.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
+            self._delete_user_rows(user_id)
             renamed: dict[str, str] = {}
             for e in entries:
                 if e.id not in renamed and self._id_taken(e.id):
@@ -610,9 +572,7 @@ class ProfileStore:
             for e in entries:
                 v = vectorize([e.aspect, e.text])
                 self.db.execute(
-                    "INSERT INTO entries (entry_id, version, user_id, aspect, value, stance, evidence, valid_from,"
-                    " valid_from_time, valid_to, valid_to_time, reason, closed_reason, op, created_at,"
-                    " aspect_vector, text_vector, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    self.sql.import_entry,
                     (
                         e.id,
                         e.version,
@@ -636,8 +596,7 @@ class ProfileStore:
                 )
             for o in ops:
                 self.db.execute(
-                    "INSERT INTO operations (user_id, session_id, session_order, op, entry_id, version, reason,"
-                    " evidence, source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    self.sql.insert_operation,
                     (
                         user_id,
                         o.session_id,
@@ -653,15 +612,13 @@ class ProfileStore:
                 )
             for s in data.get("sessions", []):
                 self.db.execute(
-                    "INSERT INTO sessions VALUES (?, ?, ?, ?)",
-                    (user_id, s["session_id"], int(s["session_order"]), int(s["turns"])),
+                    self.sql.insert_session, (user_id, s["session_id"], int(s["session_order"]), int(s["turns"]))
                 )
             turns = list(data.get("turns", []))
             vectors: np.ndarray | list[np.ndarray] = vectorize([t["content"] for t in turns]) if turns else []
             for t, v in zip(turns, vectors):
                 self.db.execute(
-                    "INSERT OR REPLACE INTO turns (user_id, session_id, turn_index, role, content, vector, timestamp)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    self.sql.upsert_turn,
                     (
                         user_id,
                         t["session_id"],
