@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 import re
 import threading
@@ -468,7 +469,7 @@ class Memory(ABC):
                 )
             score = item.score
             if score is not None and (
-                isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)
+                isinstance(score, bool) or not isinstance(score, numbers.Real) or not math.isfinite(score)
             ):
                 # A NaN sorts anywhere: the ranking and every metric computed from it would be noise.
                 raise PluginValidationError(

@@ -60,7 +60,8 @@ class PluginSource:
 
     def describe(self) -> str:
         helpers = [name for name, _ in self.hashes[1:]]
-        more = f" with {', '.join(helpers)}" if helpers else ""
+        shown = ", ".join(helpers[:5]) + (f" and {len(helpers) - 5} more" if len(helpers) > 5 else "")
+        more = f" with {shown}" if helpers else ""
         return f"file {self.file.name}{more} sha256:{self.digest[:16]}"
 
 
@@ -80,6 +81,8 @@ def local_source(file: Path, modules: Iterable[Any] = ()) -> PluginSource:
         resolved = Path(path).resolve()
         if resolved in seen or not resolved.is_file() or not resolved.is_relative_to(folder):
             continue
+        if {"site-packages", "dist-packages"} & set(resolved.relative_to(folder).parts):
+            continue  # an installed library under the folder (a virtual environment): versioned, not local code
         seen.add(resolved)
         hashes.append((str(resolved.relative_to(folder)), _sha256(resolved)))
     return PluginSource(file=file.resolve(), hashes=(hashes[0], *sorted(hashes[1:])))

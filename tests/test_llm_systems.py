@@ -79,9 +79,9 @@ def test_the_cli_refuses_without_an_llm_in_one_line(name: str, tmp_path: Path) -
          "--backends", name, "--out", str(tmp_path / "out"), "--no-controls", "--no-progress"],
         capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)},
     )  # fmt: skip
-    assert done.returncode != 0
-    assert f"--{name}.llm.base-url" in done.stdout + done.stderr
-    assert "Traceback" not in done.stderr
+    assert done.returncode == 2, done.stderr  # refused by preflight, not a failed job (issue 35)
+    assert f"--{name}.llm.base-url" in done.stderr and "preflight found 1 problem(s)" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()
 
 
 # ----------------------------------------------------------------------------- contradiction
