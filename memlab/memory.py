@@ -433,7 +433,7 @@ class Memory(ABC):
         self._check_retrieval(result, k)
         if selected is not None and not all(selected.matches(item) for item in result.items):
             raise PluginValidationError(
-                f"backend {self.name!r}: a filtered _retrieve returned items the filter does not select"
+                f"{self._plugin()}: a filtered _retrieve returned items the filter does not select"
             )
         tokens = result.tokens or count_tokens(result.context)
         return result.model_copy(update={"seconds": seconds, "tokens": tokens})
