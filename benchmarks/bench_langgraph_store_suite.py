@@ -11,8 +11,9 @@ langgraph-checkpoint version, which ships its tests (``pip download --no-binary 
     python benchmarks/bench_langgraph_store_suite.py                 # rag and full_context
     python benchmarks/bench_langgraph_store_suite.py --backends rag --source /tmp/langgraph_checkpoint-4.3.2.tar.gz
 
-Prints ``langgraph store suite: rag P/N, full_context P/N`` (passed / collected tests) and the
-tests that failed. Needs pytest-asyncio and pytest-mock (the suite's own test dependencies).
+Prints ``langgraph store suite: rag P/N tests (p/n cases), full_context ...`` (test functions that
+passed, all their parametrized cases included / test functions; pytest's cases) and the cases that
+failed. Needs pytest-asyncio and pytest-mock (the suite's own test dependencies).
 """
 
 from __future__ import annotations
@@ -70,10 +71,28 @@ class SuiteUnavailable(Exception):
 
 @dataclass
 class SuiteResult:
+    """Cases are pytest's items (one per parametrization); a test (function) passes when all its cases do."""
+
     backend: str
     passed: int = 0
     total: int = 0
     failed: list[str] = field(default_factory=list)
+    case_names: list[str] = field(default_factory=list)
+
+    @property
+    def tests(self) -> int:
+        return len(self._functions(self.case_names))
+
+    @property
+    def tests_passed(self) -> int:
+        return self.tests - len(self._functions(self.failed))
+
+    @staticmethod
+    def _functions(names: list[str]) -> set[str]:
+        return {name.split("[", 1)[0] for name in names}
+
+    def line(self) -> str:
+        return f"{self.backend} {self.tests_passed}/{self.tests} tests ({self.passed}/{self.total} cases)"
 
 
 def _suite_from_sdist(archive: Path, into: Path) -> Path:
@@ -139,6 +158,7 @@ def run_suite(tests: Path, backend: str, work: Path, extra_args: list[str] | Non
         if case.find("skipped") is not None:
             continue
         result.total += 1
+        result.case_names.append(case.get("name", "?"))
         if case.find("failure") is None and case.find("error") is None:
             result.passed += 1
         else:
@@ -161,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         results = [run_suite(tests, backend.strip(), work) for backend in args.backends.split(",") if backend.strip()]
-    print("langgraph store suite: " + ", ".join(f"{r.backend} {r.passed}/{r.total}" for r in results))
+    print("langgraph store suite: " + ", ".join(r.line() for r in results))
     for r in results:
         for name in r.failed:
             print(f"  {r.backend} failed: {name}")

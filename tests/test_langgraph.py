@@ -241,7 +241,7 @@ def test_langgraphs_own_store_suite_passes_with_memlab_swapped_in(tmp_path: Path
         pytest.skip(str(exc))
     for backend in ("full_context", "rag"):
         result = bench.run_suite(tests, backend, tmp_path)
-        assert result.total > 0 and result.passed >= result.total - 1, (backend, result.failed)
+        assert result.tests > 0 and result.tests_passed >= result.tests - 1, (backend, result.failed)
 
 
 class State(TypedDict):
@@ -268,12 +268,12 @@ def test_a_graph_with_a_checkpointer_uses_the_store_for_long_term_memory(tmp_pat
     builder.add_edge("memory", END)
     with MemoryClient("rag", {"embedder": "hashing"}, data_dir=tmp_path) as client:
         graph = builder.compile(checkpointer=InMemorySaver(), store=MemlabStore(client))
-        first = {"configurable": {"thread_id": "t1", "user_id": "alice"}}
+        first: RunnableConfig = {"configurable": {"thread_id": "t1", "user_id": "alice"}}
         graph.invoke({"messages": ["remember: my cat is called Pixel"]}, first)
         graph.invoke({"messages": ["remember: I live in Lisbon"]}, first)
         assert len(graph.get_state(first).values["messages"]) == 4  # the checkpointer kept thread 1
-        second = {"configurable": {"thread_id": "t2", "user_id": "alice"}}
+        second: RunnableConfig = {"configurable": {"thread_id": "t2", "user_id": "alice"}}
         answer = graph.invoke({"messages": ["what is my cat called?"]}, second)["messages"][-1]
         assert answer == "my cat is called Pixel"
-        other = {"configurable": {"thread_id": "t3", "user_id": "bob"}}
+        other: RunnableConfig = {"configurable": {"thread_id": "t3", "user_id": "bob"}}
         assert graph.invoke({"messages": ["what is my cat called?"]}, other)["messages"][-1] == "I don't know"

@@ -492,18 +492,20 @@ class MemlabStore(BaseStore):
 
     def _retrieve(self, op: SearchOp, prefix: tuple[str, ...]) -> list[tuple[_Stored, float | None]]:
         """A query search through the backend's retrieval, merged across the users it spans."""
-        wanted = {**self._metadata_filter(prefix), INDEXED: True}
+        # index=False items are dropped here, not by the backend's filter: turns stored before the
+        # flag existed carry no INDEXED key, and a metadata filter would miss them.
+        wanted = self._metadata_filter(prefix)
         k = self.client.max_k if isinstance(self.client, MemoryClient) else None
         found: list[tuple[_Stored, float | None]] = []
         for user in self._users_under(prefix):
-            for rank, memory in enumerate(
-                self.client.recall(user, op.query or "", k=k, filters={"metadata": wanted}).items
-            ):
+            recalled = self.client.recall(user, op.query or "", k=k, filters={"metadata": wanted} if wanted else None)
+            for rank, memory in enumerate(recalled.items):
                 stored = self._parse(memory, user)
-                if stored is not None and stored.item.namespace[: len(prefix)] == prefix:
+                if stored is not None and stored.indexed and stored.item.namespace[: len(prefix)] == prefix:
                     found.append((stored, memory.score if memory.score is not None else -float(rank)))
-        found.sort(key=lambda pair: -(pair[1] or 0.0))
-        kept = [pair for pair in found if pair[0] in self._live([pair[0]]) and self._passes(pair[0], op)]
+        found.sort(key=lambda pair: -(pair[1] or 0.0))  # merged across users: best first
+        live = {id(s) for s in self._live([s for s, _ in found])}
+        kept = [(s, score) for s, score in found if id(s) in live and self._passes(s, op)]
         return kept[op.offset : op.offset + op.limit]
 
     def _vector_search(self, op: SearchOp, prefix: tuple[str, ...]) -> list[tuple[_Stored, float | None]]:

@@ -7,7 +7,7 @@ per-user keys of the REST service). ``user_namespace`` says which label names th
   ``(user_id, "memories")``);
 - a collection of labels (the default, ``DEFAULT_COLLECTION_LABELS``): the first label that is
   *not* one of them. So ``("user_123", "memories")`` and ``("memories", "user_123")`` both belong
-  to ``user_123``, and ``("a", "b")`` to ``a``.
+  to ``user_123``, ``("users", "123")`` to ``123``, and ``("a", "b")`` to ``a``.
 
 A namespace without such a label (shorter than the position, or made of collection labels only)
 belongs to the store's ``shared_user``. A label that is not a valid memlab user id (``a%b``,
@@ -23,7 +23,19 @@ from collections.abc import Collection, Sequence
 from memlab.memory import validate_user_id
 
 DEFAULT_COLLECTION_LABELS: frozenset[str] = frozenset(
-    {"memories", "memory", "profile", "profiles", "preferences", "episodes", "facts", "instructions", "procedures"}
+    {
+        "memories",
+        "memory",
+        "users",
+        "user",
+        "profile",
+        "profiles",
+        "preferences",
+        "episodes",
+        "facts",
+        "instructions",
+        "procedures",
+    }
 )
 _PLAIN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.@-")
 
@@ -71,8 +83,6 @@ class UserNamespace:
         the prefix does not decide it (the caller then looks through every user)."""
         position = self.user_position(prefix)
         if position is None or any(label == "*" for label in prefix[: position + 1]):
-            return None
-        if self.position is None and any(label == "*" for label in prefix[:position]):
             return None
         return user_id_for_label(prefix[position])
 
