@@ -62,6 +62,9 @@ langgraph.store.memory.InMemoryStore = InMemoryStore
 def pytest_sessionfinish(session, exitstatus):
     for client in _CLIENTS:
         client.close()
+    # The runner checks the swap took effect (a suite that never built a MemlabStore proves nothing).
+    with open(os.path.join(os.environ["MEMLAB_SUITE_TMP"], "stores-built"), "w") as out:
+        out.write(str(len(_CLIENTS)))
 '''
 
 
@@ -153,6 +156,9 @@ def run_suite(tests: Path, backend: str, work: Path, extra_args: list[str] | Non
     subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
     if not report.is_file():
         raise RuntimeError(f"pytest wrote no report for {backend} (run it by hand in {root} to see why)")
+    built = scratch / "stores-built"
+    if not built.is_file() or int(built.read_text() or 0) == 0:
+        raise RuntimeError(f"the suite in {root} built no MemlabStore: the InMemoryStore swap did not take effect")
     result = SuiteResult(backend)
     for case in ElementTree.parse(report).getroot().iter("testcase"):
         if case.find("skipped") is not None:
