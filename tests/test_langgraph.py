@@ -222,6 +222,22 @@ def test_ttl_expires_refreshes_and_sweeps(tmp_path: Path) -> None:
         assert after.source["metadata"][expiry] > before.source["metadata"][expiry]
 
 
+def test_a_left_over_version_is_shown_once(tmp_path: Path) -> None:
+    """An interrupted put (or two concurrent TTL refreshes) leaves two turns for a key: reads show the newest."""
+    with MemoryClient("full_context", data_dir=tmp_path) as client:
+        store = MemlabStore(client)
+        store.put(ALICE, "cat", {"v": 1})
+        (turn,) = client.memories("alice")
+        metadata = {**turn.source["metadata"], "langgraph_updated_at": "2099-01-01T00:00:00+00:00"}
+        client.remember("alice", [{"role": "user", "content": '{"v": 2}', "metadata": metadata}], session_id="x")
+        assert [(i.key, i.value) for i in store.search(ALICE)] == [("cat", {"v": 2})]
+        assert [(i.key, i.value) for i in store.search(ALICE, query="v")] == [("cat", {"v": 2})]
+        item = store.get(ALICE, "cat")
+        assert item is not None and item.value == {"v": 2}
+        store.put(ALICE, "cat", {"v": 3})  # a put replaces every version
+        assert len(client.memories("alice")) == 1
+
+
 @pytest.mark.slow
 def test_langgraphs_own_store_suite_passes_with_memlab_swapped_in(tmp_path: Path) -> None:
     """benchmarks/bench_langgraph_store_suite.py: LangGraph's test_store.py (from the langgraph-checkpoint

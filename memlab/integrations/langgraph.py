@@ -82,7 +82,7 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import Embeddings
 
 from memlab.client import MemoryClient
-from memlab.errors import MemlabError
+from memlab.errors import MemlabError, NotFoundError
 from memlab.integrations.store_ops import run_ops
 from memlab.integrations.store_users import DEFAULT_COLLECTION_LABELS, UserNamespace
 from memlab.integrations.store_values import text_to_value, value_to_text
@@ -344,6 +344,25 @@ class MemlabStore(BaseStore):
         versions = [s for s in self._stored(user, namespace, key) if s.item.namespace == namespace]
         return user, versions
 
+    def _discard(self, user: str, memory_id: str) -> None:
+        """Delete one turn; one already gone (a concurrent put or refresh took it) is no error."""
+        try:
+            self.client.delete(user, memory_id)
+        except NotFoundError:
+            pass
+
+    @staticmethod
+    def _latest(found: list[_Stored]) -> list[_Stored]:
+        """One version per (namespace, key), the newest: an interrupted put or two concurrent
+        refreshes may leave two turns for a moment."""
+        newest: dict[tuple[tuple[str, ...], str], _Stored] = {}
+        for stored in found:
+            known = newest.get((stored.item.namespace, stored.item.key))
+            if known is None or stored.item.updated_at >= known.item.updated_at:
+                newest[(stored.item.namespace, stored.item.key)] = stored
+        kept = set(map(id, newest.values()))
+        return [s for s in found if id(s) in kept]
+
     # ------------------------------------------------------------------ vectors
     def _texts(self, value: dict[str, Any], index: list[str] | None) -> list[str]:
         fields = self._fields if index is None else [(p, tokenize_path(p)) for p in index]
@@ -390,7 +409,7 @@ class MemlabStore(BaseStore):
         # The new value is stored before the old one goes: an interruption leaves two versions (the
         # newer one wins), never none.
         for stored in old:
-            self.client.delete(user, stored.memory_id)
+            self._discard(user, stored.memory_id)
 
     def _write(self, user: str, op: PutOp, old: list[_Stored]) -> None:
         joined = _joined(op.namespace)
@@ -437,20 +456,14 @@ class MemlabStore(BaseStore):
         """Restart an item's TTL (a read with ``refresh_ttl``): rewrite it with a later expiry."""
         if stored.ttl is None:
             return
-        memory = next(
-            (
-                m
-                for m in self.client.memories(stored.user, filters={"metadata": {KEY: stored.item.key}})
-                if m.id == stored.memory_id
-            ),
-            None,
-        )
-        if memory is None:
-            return
+        try:
+            memory = self.client.get(stored.user, stored.memory_id)
+        except NotFoundError:
+            return  # rewritten or deleted meanwhile
         now = datetime.now(timezone.utc)
         metadata = {**(memory.source.get("metadata") or {}), EXPIRES: (now + timedelta(minutes=stored.ttl)).isoformat()}
         self._remember(stored.user, memory.text, metadata, datetime.fromisoformat(metadata[UPDATED]))
-        self.client.delete(stored.user, stored.memory_id)
+        self._discard(stored.user, stored.memory_id)
 
     def _verify(self, user: str, op: PutOp, old: list[_Stored]) -> None:
         known = {s.memory_id for s in old}
@@ -466,7 +479,8 @@ class MemlabStore(BaseStore):
         found: list[_Stored] = []
         for user in self._users_under(prefix):
             found.extend(self._stored(user, prefix))
-        return self._live(sorted(found, key=lambda s: (s.item.created_at, s.item.namespace, s.item.key)))
+        found.sort(key=lambda s: (s.item.created_at, s.item.namespace, s.item.key))
+        return self._live(self._latest(found))
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
@@ -504,7 +518,7 @@ class MemlabStore(BaseStore):
                 if stored is not None and stored.indexed and stored.item.namespace[: len(prefix)] == prefix:
                     found.append((stored, memory.score if memory.score is not None else -float(rank)))
         found.sort(key=lambda pair: -(pair[1] or 0.0))  # merged across users: best first
-        live = {id(s) for s in self._live([s for s, _ in found])}
+        live = {id(s) for s in self._live(self._latest([s for s, _ in found]))}
         kept = [(s, score) for s, score in found if id(s) in live and self._passes(s, op)]
         return kept[op.offset : op.offset + op.limit]
 
@@ -552,7 +566,7 @@ class MemlabStore(BaseStore):
         for user in sorted(self._known_users()):
             for stored in self._stored(user, ()):
                 if stored.expired(now):
-                    self.client.delete(user, stored.memory_id)
+                    self._discard(user, stored.memory_id)
                     deleted += 1
         return deleted
 
