@@ -220,6 +220,14 @@ def test_ttl_expires_refreshes_and_sweeps(tmp_path: Path) -> None:
         after = next(m for m in client.memories("alice") if "refreshed" in str(m.source))
         expiry = "langgraph_expires_at"
         assert after.source["metadata"][expiry] > before.source["metadata"][expiry]
+        swept = MemlabStore(client, ttl={"default_ttl": 1 / 600, "sweep_interval_minutes": 1 / 600})
+        swept.put(("memories", "carol"), "gone", {"v": 4})
+        swept.start_ttl_sweeper()
+        deadline = time.monotonic() + 10
+        while client.memories("carol") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert swept.stop_ttl_sweeper(timeout=10)
+        assert client.memories("carol") == []  # the sweeper deleted the expired item
 
 
 def test_a_left_over_version_is_shown_once(tmp_path: Path) -> None:

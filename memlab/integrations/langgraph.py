@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
@@ -90,6 +91,8 @@ from memlab.memory import Capability
 from memlab.types import MAX_METADATA_LIST_ITEMS, MAX_METADATA_STRING_CHARS, MemoryItem
 
 __all__ = ["MemlabStore"]
+
+logger = logging.getLogger(__name__)
 
 NAMESPACE, PREFIXES, KEY = "langgraph_namespace", "langgraph_prefixes", "langgraph_key"
 CREATED, UPDATED = "langgraph_created_at", "langgraph_updated_at"
@@ -282,10 +285,12 @@ class MemlabStore(BaseStore):
         if user == self.users.shared_user or self._stored(user, ()):
             return
         for entry in self.client.memories(self.users.shared_user, filters={"metadata": {CATALOG: user}}):
-            self.client.delete(self.users.shared_user, entry.id)
+            self._discard(self.users.shared_user, entry.id)
         with self._catalog_lock:
             if self._catalog is not None:
                 self._catalog.discard(user)
+        if self._stored(user, ()):  # a put (here or in another process) raced the check: list the user again
+            self._register(user)
 
     def _users_under(self, prefix: Sequence[str]) -> list[str]:
         user = self.users.user_of_prefix(prefix)
@@ -582,7 +587,10 @@ class MemlabStore(BaseStore):
 
         def loop() -> None:
             while not self._sweeper_stop.wait(float(interval) * 60):
-                self.sweep_ttl()
+                try:
+                    self.sweep_ttl()
+                except Exception as exc:  # one failed sweep (backend busy, closed) must not end the sweeper
+                    logger.warning("MemlabStore TTL sweep failed: %s", exc)
 
         self._sweeper = threading.Thread(target=loop, name="memlab-langgraph-ttl-sweeper", daemon=True)
         self._sweeper.start()
