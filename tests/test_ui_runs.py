@@ -178,7 +178,14 @@ def test_a_run_in_progress_shows_new_predictions_on_reload(tmp_path: Path) -> No
     _, html = page(explorer, "/")
     assert "50 predictions so far" in html
     _, listing = page(explorer, "/questions")
-    assert "25 of 25 questions match" in listing
+    assert "25 of 25 questions match" in listing  # the question index takes new lines at once
+    assert "Rows, tests and plots as of" in html  # the summary follows within a few seconds
+    explorer.index.analysis_interval = 0.0
+    page(explorer, "/")  # starts recomputing them in the background; requests do not wait
+    explorer.index.wait_idle()
+    _, html = page(explorer, "/")
+    assert "Rows, tests and plots as of" not in html
+    assert explorer.index.snapshot().comparison.rows[0].questions == 25
 
     predictions.write_bytes(b"".join(lines[:10]) + b"not json\n")  # rewritten shorter (a repair): read again
     _, html = page(explorer, "/")
@@ -186,8 +193,10 @@ def test_a_run_in_progress_shows_new_predictions_on_reload(tmp_path: Path) -> No
 
     predictions.write_bytes(b"".join(lines))
     (live / SUMMARY_FILE).write_bytes((source / SUMMARY_FILE).read_bytes())
+    page(explorer, "/")
+    explorer.index.wait_idle()
     _, html = page(explorer, "/")
-    assert "Complete: 60 predictions" in html
+    assert "Complete: 60 predictions" in html and "Rows, tests and plots as of" not in html
 
 
 def test_server_over_http_serves_pages_static_files_and_timing(tmp_path: Path) -> None:

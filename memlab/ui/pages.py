@@ -31,7 +31,8 @@ from memlab.ui.dataset_context import DatasetTexts, turns
 from memlab.ui.question_filter import PAGE_SIZES, SORTS, QuestionQuery, select
 from memlab.ui.run_index import RowRef, RunView, Snapshot
 
-TEXT_LIMIT = 700  # characters of a history turn shown before "…" (the full text is in a <details>)
+TEXT_LIMIT = 700  # characters of a history turn shown before "…"
+TURNS_SHOWN = 10  # retrieved turns listed open; the rest behind a disclosure (full_context retrieves everything)
 
 
 def e(value: object) -> str:
@@ -97,6 +98,11 @@ class FrontPage:
     def render(self, snapshot: Snapshot) -> str:
         live = any(run.in_progress for run in snapshot.runs)
         parts = ["<h1>Runs</h1>", *(_run_card(run) for run in snapshot.runs)]
+        if snapshot.analysis.behind:
+            parts.append(
+                f'<p class="note" role="status">Rows, tests and plots as of {_when(snapshot.analysis.built)}; while a run '
+                "writes they are recomputed at most every few seconds (the question pages are current).</p>"
+            )
         parts.append(_rows_section(snapshot))
         parts.append(_pairwise_section(snapshot))
         for run in snapshot.runs:
@@ -105,8 +111,8 @@ class FrontPage:
         return layout("Runs", "".join(parts), active="/", live=live)
 
     def _plots_section(self, snapshot: Snapshot) -> str:
-        if self._plots is None or self._plots[0] != snapshot.version:
-            self._plots = (snapshot.version, _draw_plots(snapshot))
+        if self._plots is None or self._plots[0] != snapshot.analysis.version:  # the plots show the analysis only
+            self._plots = (snapshot.analysis.version, _draw_plots(snapshot))
         return self._plots[1]
 
 
@@ -344,10 +350,11 @@ def question_list(snapshot: Snapshot, query: QuestionQuery) -> str:
     legend = "".join(
         f"<li><strong>{r.short}</strong> {e(r.name)}{' (control)' if r.control else ''}</li>" for r in snapshot.rows
     )
+    has_fields = bool(snapshot.fields)
     headers = [
         "Question",
         "Type",
-        "Fields",
+        *(["Fields"] if has_fields else []),
         "Distance (tokens)",
         *(f'<abbr title="{e(r.name)}">{r.short}</abbr>' for r in snapshot.rows),
     ]
@@ -358,7 +365,7 @@ def question_list(snapshot: Snapshot, query: QuestionQuery) -> str:
         cells = [
             link,
             e(entry.question_type),
-            fields,
+            *([fields] if has_fields else []),
             "–" if entry.distance_tokens is None else f"{entry.distance_tokens:,}",
         ]
         for ref in snapshot.rows:
@@ -369,7 +376,7 @@ def question_list(snapshot: Snapshot, query: QuestionQuery) -> str:
         body.append(cells)
     pager = _pager(query, pages)
     summary = f'<p role="status">{total:,} of {len(snapshot.questions):,} questions match; page {min(query.page, pages)} of {pages}.</p>'
-    rows_table = table(headers, body, numeric_from=3) if body else "<p>No question matches.</p>"
+    rows_table = table(headers, body, numeric_from=3 if has_fields else 2) if body else "<p>No question matches.</p>"
     return layout(
         "Questions",
         f'<h1>Questions</h1>{_filter_form(snapshot, query)}<details><summary>Rows</summary><ul class="legend">{legend}</ul></details>'
@@ -432,7 +439,7 @@ def question_page(snapshot: Snapshot, question_id: str, texts: DatasetTexts, wai
         parts.append(f"<p><strong>Reference answer:</strong> {e(question.answer_text)}</p>")
     if options:
         items = "".join(
-            f'<li class="{"correct" if i == entry.answer else ""}"><span class="letter">({OPTION_LETTERS[i]})</span> {e(text)}'
+            f'<li class="{"correct" if i == entry.answer else ""}">{_lettered(i, text)}'
             + (' <strong class="badge">correct</strong>' if i == entry.answer else "")
             + "</li>"
             for i, text in enumerate(options)
@@ -452,6 +459,14 @@ def question_page(snapshot: Snapshot, question_id: str, texts: DatasetTexts, wai
             continue
         parts.append(_retrieved(ref, prediction, history, set(evidence), asked_at))
     return layout(f"Question {question_id}", "".join(parts), active="/questions")
+
+
+def _lettered(index: int, text: str) -> str:
+    """An option with its letter, unless its text starts with it already (PersonaMem writes "(a) ...")."""
+    letter = f"({OPTION_LETTERS[index]})" if index < len(OPTION_LETTERS) else str(index)
+    if text.lstrip().lower().startswith(letter):
+        return e(text)
+    return f'<span class="letter">{letter}</span> {e(text)}'
 
 
 def _picks(snapshot: Snapshot, entry: object) -> str:
@@ -500,7 +515,7 @@ def _picks(snapshot: Snapshot, entry: object) -> str:
 def _turn_list(history: object, indexes: list[int], evidence: set[int], asked_at: int | None) -> str:
     from memlab.datasets.base import History
 
-    items = []
+    items: list[tuple[bool, str]] = []
     shown = turns(history, indexes, asked_at or 0) if isinstance(history, History) else []
     if shown:
         asked_session = history.session_number_of(asked_at) if isinstance(history, History) and asked_at else None
@@ -510,19 +525,41 @@ def _turn_list(history: object, indexes: list[int], evidence: set[int], asked_at
             if asked_at is not None:
                 where += f" · {turn.back:,} messages back"
                 if asked_session is not None:
-                    where += f" ({asked_session - turn.session} sessions)"
+                    sessions = asked_session - turn.session
+                    where += (
+                        " (this session)"
+                        if sessions == 0
+                        else f" ({sessions} session{'s' if sessions > 1 else ''} back)"
+                    )
             badge = ' <strong class="badge">evidence</strong>' if is_evidence else ""
             text = turn.text if len(turn.text) <= TEXT_LIMIT else turn.text[:TEXT_LIMIT] + "…"
             items.append(
-                f'<li class="turn{" evidence" if is_evidence else ""}"><div class="where">{where}{badge}</div><div class="text">{e(text)}</div></li>'
+                (
+                    is_evidence,
+                    f'<li class="turn{" evidence" if is_evidence else ""}"><div class="where">{where}{badge}</div>'
+                    f'<div class="text">{e(text)}</div></li>',
+                )
             )
     else:
         for index in indexes:
             badge = ' <strong class="badge">evidence</strong>' if index in evidence else ""
             items.append(
-                f'<li class="turn{" evidence" if index in evidence else ""}"><div class="where">message #{index}{badge}</div></li>'
+                (
+                    index in evidence,
+                    f'<li class="turn{" evidence" if index in evidence else ""}"><div class="where">message #{index}{badge}</div></li>',
+                )
             )
-    return f'<ol class="turns">{"".join(items)}</ol>'
+    head = "".join(html for _, html in items[:TURNS_SHOWN])
+    rest = items[TURNS_SHOWN:]
+    if not rest:
+        return f'<ol class="turns">{head}</ol>'
+    found = sum(1 for is_evidence, _ in rest if is_evidence)
+    label = f"{len(rest)} more turn(s)" + (f", {found} of them evidence" if found else "")
+    more = "".join(html for _, html in rest)
+    return (
+        f'<ol class="turns">{head}</ol><details class="more"><summary>{label}</summary>'
+        f'<ol class="turns" start="{TURNS_SHOWN + 1}">{more}</ol></details>'
+    )
 
 
 def _retrieved(ref: RowRef, prediction: Prediction, history: object, evidence: set[int], asked_at: int | None) -> str:
@@ -540,7 +577,9 @@ def _retrieved(ref: RowRef, prediction: Prediction, history: object, evidence: s
     else:
         found = len(evidence & set(indexes))
         recall = f"; {found} of {len(evidence)} evidence turns among them" if evidence else ""
-        body = f"<p>{len(indexes)} turn(s), best first{recall}.</p>" + _turn_list(history, indexes, evidence, asked_at)
+        body = f"<p>{len(indexes)} turn(s), in the row's rank order{recall}.</p>" + _turn_list(
+            history, indexes, evidence, asked_at
+        )
     return f'<details class="retrieved" open><summary>{head}</summary>{body}</details>'
 
 

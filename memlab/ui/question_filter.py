@@ -97,17 +97,6 @@ class QuestionQuery(BaseModel):
         return "/questions" + ("?" + urlencode(pairs) if pairs else "")
 
 
-def _result_of(entry: QuestionEntry, row: str) -> str:
-    prediction = entry.cells.get(row)
-    if prediction is None:
-        return "missing"
-    if prediction.error is not None:
-        return "error"
-    if prediction.correct is None:
-        return "unscored"
-    return "right" if prediction.correct else "wrong"
-
-
 def select(snapshot: Snapshot, query: QuestionQuery) -> tuple[list[QuestionEntry], int]:
     """The entries of the requested page and how many match in all."""
     row = None
@@ -132,7 +121,7 @@ def select(snapshot: Snapshot, query: QuestionQuery) -> tuple[list[QuestionEntry
             continue
         if any(entry.fields.get(name) != value for name, value in wanted_fields):
             continue
-        if row is not None and query.result and _result_of(entry, row) != query.result:
+        if row is not None and query.result and entry.results.get(row, "missing") != query.result:
             continue
         if query.disagree and not entry.disagree:
             continue

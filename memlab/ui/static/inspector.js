@@ -147,7 +147,7 @@
 
   function itemRow(item, withScore) {
     var textCell = el("td", { "class": "text", text: item.text });
-    var actions = el("td");
+    var actions = el("td", { "class": "actions" });
     var row = el("tr", { "data-item": item.id }, [
       el("th", { scope: "row" }, [el("code", { text: item.id })]),
       withScore ? el("td", { "class": "num", text: item.score === null || item.score === undefined ? "–" : Number(item.score).toFixed(3) }) : null,
@@ -208,7 +208,7 @@
     api("POST", userPath("/search"), body).then(function (found) {
       var box = $("search-results");
       box.textContent = "";
-      box.appendChild(el("p", { "class": "note", text: found.items.length + " item(s), best first, in " + (1000 * found.seconds).toFixed(1) + " ms (" + found.tokens + " context tokens)." }));
+      box.appendChild(el("p", { "class": "note", text: found.items.length + " item(s), in the order the backend ranked them, in " + (1000 * found.seconds).toFixed(1) + " ms (" + found.tokens + " context tokens)." }));
       if (found.items.length) box.appendChild(itemTable(found.items, true));
     }, failed("Search"));
   });
