@@ -201,10 +201,14 @@ def bench_inspector(args: argparse.Namespace, tmp: Path) -> bool:
                 ".map(function (e) { return [e.name, e.encodedBodySize || e.transferSize]; })"
             )
         largest = max(size for _, size in responses) if responses else 0
-        ok = seen == args.memories and rows_max <= 100
+        limits = sorted({name.split("limit=")[1].split("&")[0] for name, _ in responses if "limit=" in name})
+        limited = len(limits) == 1 and all("limit=" in name for name, _ in responses)
+        ok = seen == args.memories and rows_max <= 100 and limited
         print(
             f"inspector: paged through {seen:,} of {args.memories:,} memories in {page} pages of at most {rows_max} rows "
-            f"({len(responses)} /v1 list requests, each with limit=50, largest response {largest / 1024:.1f} KiB); "
+            f"({len(responses)} /v1 list requests, "
+            + (f"each with limit={limits[0]}" if limited else f"limits {limits or 'none'}")
+            + f", largest response {largest / 1024:.1f} KiB); "
             f"next page shown in p50 {statistics.median(times):.0f} ms, p95 {p95(times):.0f} ms"
             + ("" if ok else "  UNEXPECTED: not every memory was seen once, or a page held too many")
         )

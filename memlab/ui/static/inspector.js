@@ -208,7 +208,7 @@
     api("POST", userPath("/search"), body).then(function (found) {
       var box = $("search-results");
       box.textContent = "";
-      box.appendChild(el("p", { "class": "note", text: found.items.length + " item(s), in the order the backend ranked them, in " + (1000 * found.seconds).toFixed(1) + " ms (" + found.tokens + " context tokens)." }));
+      box.appendChild(el("p", { "class": "note", text: found.items.length + " item(s), in the order the service returned them, in " + (1000 * found.seconds).toFixed(1) + " ms (" + found.tokens + " context tokens)." }));
       if (found.items.length) box.appendChild(itemTable(found.items, true));
     }, failed("Search"));
   });
