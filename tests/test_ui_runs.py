@@ -226,3 +226,9 @@ def test_server_over_http_serves_pages_static_files_and_timing(tmp_path: Path) -
 def test_cli_names_a_directory_that_is_not_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert memlab_main(["ui", str(tmp_path)]) == 2
     assert f"{tmp_path}: no summary.json or predictions.jsonl; is this a run directory?" in capsys.readouterr().err
+
+
+def test_memlab_report_points_to_the_ui(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = write_run_files(tmp_path / "run", questions=5, rows=2)
+    assert memlab_main(["report", str(run), "--no-plots"]) == 0
+    assert f"memlab ui {run}" in capsys.readouterr().out
