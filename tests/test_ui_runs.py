@@ -9,6 +9,7 @@ import urllib.error
 import urllib.request
 from html import unescape
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -232,3 +233,33 @@ def test_memlab_report_points_to_the_ui(tmp_path: Path, capsys: pytest.CaptureFi
     run = write_run_files(tmp_path / "run", questions=5, rows=2)
     assert memlab_main(["report", str(run), "--no-plots"]) == 0
     assert f"memlab ui {run}" in capsys.readouterr().out
+
+
+def test_text_from_result_files_is_escaped_everywhere(tmp_path: Path) -> None:
+    evil = '<script>alert("x")</script>'
+    predictions = [
+        Prediction(
+            backend=f"b{evil}",
+            reader="r",
+            question_id=f"q{i}{evil}",
+            context_id=evil,
+            question_type=evil,
+            topic=evil,
+            chosen=0,
+            answer=i % 2,
+            correct=i % 2 == 0,
+            scores=[1.0, 0.0, 0.0, 0.0],
+            fields={evil: evil},
+            error=None if i else evil,
+        )
+        for i in range(4)
+    ]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / PREDICTIONS_FILE).write_text("".join(p.model_dump_json() + "\n" for p in predictions))
+    (run / "errors.log").write_text(evil)
+    explorer = RunsExplorer([run])
+    for target in ("/", "/questions", "/questions?type=" + quote(evil), f"/questions/{quote('q0' + evil, safe='')}"):
+        status, html = page(explorer, target)
+        assert status == 200, target
+        assert "<script>alert" not in html, target

@@ -15,6 +15,7 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
+from memlab.datasets.base import History
 from memlab.report.compare import (
     CORRECTION_TEXT,
     PAIRWISE_NOTE,
@@ -25,11 +26,11 @@ from memlab.report.compare import (
 )
 from memlab.report.plots import plot_run
 from memlab.report.tables import breakdown_fields, distance_labels, field_values, pct_ci, row_label, type_labels
-from memlab.results import Prediction, RunSummary
+from memlab.results import Prediction, RunSummary, Score
 from memlab.types import OPTION_LETTERS
 from memlab.ui.dataset_context import DatasetTexts, turns
 from memlab.ui.question_filter import PAGE_SIZES, SORTS, QuestionQuery, select
-from memlab.ui.run_index import RowRef, RunView, Snapshot
+from memlab.ui.run_index import QuestionEntry, RowRef, RunView, Snapshot
 
 TEXT_LIMIT = 700  # characters of a history turn shown before "…"
 TURNS_SHOWN = 10  # retrieved turns listed open; the rest behind a disclosure (full_context retrieves everything)
@@ -184,7 +185,8 @@ def _rows_section(snapshot: Snapshot) -> str:
         "marked and listed beside the other rows. Each id links to the questions that row got wrong."
     )
     resources = _resources(snapshot)
-    return f"<section><h2>Rows</h2>{table(['Id · Row', *headers[1:]], cells, e(caption))}{note}{resources}</section>"
+    head = ["Id · Row", *(e(h) for h in headers[1:])]
+    return f"<section><h2>Rows</h2>{table(head, cells, e(caption))}{note}{resources}</section>"
 
 
 def _resources(snapshot: Snapshot) -> str:
@@ -260,10 +262,8 @@ def _breakdowns(run: RunView, several: bool) -> str:
     return f"<section><h2>{title}</h2>{''.join(parts)}</section>"
 
 
-def _score_cell(score: object) -> str:
-    from memlab.results import Score
-
-    if not isinstance(score, Score) or score.n == 0:
+def _score_cell(score: Score | None) -> str:
+    if score is None or score.n == 0:
         return "–"
     return f"{e(pct_ci(score))} <small>(n={score.n})</small>"
 
@@ -469,10 +469,7 @@ def _lettered(index: int, text: str) -> str:
     return f'<span class="letter">{letter}</span> {e(text)}'
 
 
-def _picks(snapshot: Snapshot, entry: object) -> str:
-    from memlab.ui.run_index import QuestionEntry
-
-    assert isinstance(entry, QuestionEntry)
+def _picks(snapshot: Snapshot, entry: QuestionEntry) -> str:
     width = max((len(p.scores) for p in entry.cells.values()), default=0)
     headers = [
         "Row",
@@ -512,13 +509,11 @@ def _picks(snapshot: Snapshot, entry: object) -> str:
     return "<h2>Each row's pick</h2>" + table(headers, body, "The chosen option's score in bold.", numeric_from=3)
 
 
-def _turn_list(history: object, indexes: list[int], evidence: set[int], asked_at: int | None) -> str:
-    from memlab.datasets.base import History
-
+def _turn_list(history: History | None, indexes: list[int], evidence: set[int], asked_at: int | None) -> str:
     items: list[tuple[bool, str]] = []
-    shown = turns(history, indexes, asked_at or 0) if isinstance(history, History) else []
+    shown = turns(history, indexes, asked_at or 0) if history is not None else []
     if shown:
-        asked_session = history.session_number_of(asked_at) if isinstance(history, History) and asked_at else None
+        asked_session = history.session_number_of(asked_at) if history is not None and asked_at else None
         for turn in shown:
             is_evidence = turn.index in evidence
             where = f"#{turn.index} · session {turn.session} · {e(turn.role)}"
@@ -562,7 +557,9 @@ def _turn_list(history: object, indexes: list[int], evidence: set[int], asked_at
     )
 
 
-def _retrieved(ref: RowRef, prediction: Prediction, history: object, evidence: set[int], asked_at: int | None) -> str:
+def _retrieved(
+    ref: RowRef, prediction: Prediction, history: History | None, evidence: set[int], asked_at: int | None
+) -> str:
     indexes = prediction.retrieved_messages
     head = f"{ref.short} {e(ref.name)}"
     if ref.control or indexes is None and prediction.retrieved_items == 0:

@@ -263,8 +263,9 @@
     if (!window.confirm("Delete memory " + item.id + "?\n\n" + item.text.slice(0, 200))) return;
     api("DELETE", userPath("/memories/" + encodeURIComponent(item.id))).then(function () {
       $("restore-id").value = item.id;
-      say("Deleted " + item.id + ". To bring it back, use Restore below (where this service supports it).", true);
-      return showPage();
+      return showPage().then(function () {
+        say("Deleted " + item.id + ". To bring it back, use Restore below (where this service supports it).", true);
+      });
     }).catch(failed("Deleting " + item.id));
   }
 
@@ -273,8 +274,7 @@
     var itemId = $("restore-id").value.trim();
     if (!itemId) return;
     api("POST", userPath("/memories/" + encodeURIComponent(itemId) + "/restore")).then(function () {
-      say("Restored " + itemId + ".", true);
-      return showPage();
+      return showPage().then(function () { say("Restored " + itemId + ".", true); });
     }).catch(function (err) {
       if (err.status === 404 || err.status === 405) {
         // 405: the backend cannot restore; 404: no such route on this service, or nothing to restore under that id.
@@ -306,8 +306,7 @@
     api("DELETE", userPath("")).then(function () {
       $("forget-confirm").value = "";
       $("forget").disabled = true;
-      say("Everything stored about " + user + " was deleted.", true);
-      return showPage();
+      return showPage().then(function () { say("Everything stored about " + user + " was deleted.", true); });
     }).catch(failed("Forgetting " + user));
   });
 
