@@ -4,7 +4,8 @@
    format (``memlab.testing.run_files``: predictions.jsonl, summary.json, errors.log), serves it with
    ``memlab ui``'s server on 127.0.0.1 and measures, over ``--requests`` requests each, the server
    time (the ``Server-Timing`` header: request parsed to page built) and the client time (request
-   sent to response read) of the front page, question pages (random questions) and question-list
+   sent to response read) of the front page, question pages (random questions; also opened from a
+   filtered list, which adds that list's previous / next) and question-list
    filters (row right/wrong, field values, "rows disagree", distance, sorted, paged). Also: the
    first load (reading and indexing the files) and a reload after 100 new predictions were appended
    (a run in progress). Targets (issue 33): front page and question page p95 <= 150 ms, filter
@@ -107,6 +108,8 @@ def bench_explorer(args: argparse.Namespace, tmp: Path) -> bool:
         n = args.requests
         ok = measure(base, "front page /", ["/"] * n, 150)
         ok &= measure(base, "question page", [f"/questions/{quote(rng.choice(ids))}" for _ in range(n)], 150)
+        within = "?list=" + quote("row=R2&result=wrong&sort=-distance")  # opened from a list: previous / next in it
+        ok &= measure(base, "question in list", [f"/questions/{quote(rng.choice(ids))}{within}" for _ in range(n)], 150)
         ok &= measure(base, "question list", ["/questions"] * n, 300)
         filters = [f.format(last=f"R{args.rows - 1}") for f in FILTERS]
         ok &= measure(base, "list filters", [filters[i % len(filters)] for i in range(n)], 300)

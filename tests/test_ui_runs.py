@@ -57,7 +57,7 @@ def test_question_list_filters_sorts_and_pages_with_stable_urls(tmp_path: Path) 
 
     status, html = page(explorer, "/questions?row=R1&result=wrong&per=200")
     assert status == 200
-    listed = set(re.findall(r'href="/questions/([^"]+)"', html))
+    listed = set(re.findall(r'href="/questions/([^"?]+)["?]', html))
     assert listed == wrong_in_r1
     assert f"{len(wrong_in_r1):,} of 120 questions match" in html
 
@@ -67,15 +67,47 @@ def test_question_list_filters_sorts_and_pages_with_stable_urls(tmp_path: Path) 
         for p in predictions
         if p.fields["who"] == "self" and p.question_type == "recall_user_shared_facts"
     }
-    assert set(re.findall(r'href="/questions/([^"]+)"', html)) == selected
+    assert set(re.findall(r'href="/questions/([^"?]+)["?]', html)) == selected
 
     _, html = page(explorer, "/questions?disagree=1&per=200")  # right/wrong differ, or the picks do
     picks: dict[str, set[tuple[bool | None, int | None]]] = {}
     for p in predictions:
         picks.setdefault(p.question_id, set()).add((p.correct, p.chosen))
     disagreeing = {q for q, seen in picks.items() if len(seen) > 1}
-    assert set(re.findall(r'href="/questions/([^"]+)"', html)) == disagreeing
+    assert set(re.findall(r'href="/questions/([^"?]+)["?]', html)) == disagreeing
     assert any(len(set(rows_marked(cells))) == 1 for cells in re.findall(r"<tr><th scope=.*?</tr>", html))
+
+    comparison = compare_runs([run])  # the McNemar matrix's discordant counts are the versus filter's
+    test = next(
+        t for t in comparison.pairwise if (t.row_a, t.row_b) == (comparison.rows[0].name, comparison.rows[1].name)
+    )
+    for result, expected in (("right", test.a_only), ("wrong", test.b_only), ("", test.a_only + test.b_only)):
+        _, html = page(
+            explorer,
+            f"/questions?row=R1&versus=R2&per=200&result={result}",
+        )
+        assert f"{expected:,} of 120 questions match" in html, result
+    _, front = page(explorer, "/")
+    assert (
+        f'href="/questions?row=R1&amp;result=right&amp;versus=R2" title="right in R1, wrong in R2">+{test.a_only}</a>'
+        in front
+    )
+
+    # A question opened from a list steps through that list.
+    _, html = page(explorer, "/questions?row=R1&result=wrong&sort=-distance&per=25")
+    ids = re.findall(r'href="/questions/([^"?]+)\?list=row%3DR1%26result%3Dwrong%26sort%3D-distance%26per%3D25"', html)
+    assert len(ids) == min(25, len(wrong_in_r1))
+    _, question = page(explorer, f"/questions/{ids[1]}?list=row%3DR1%26result%3Dwrong%26sort%3D-distance%26per%3D25")
+    assert f"2 of {len(wrong_in_r1)} in the list" in question
+    assert (
+        f'href="/questions/{ids[0]}?list=row%3DR1%26result%3Dwrong%26sort%3D-distance%26per%3D25" rel="prev"'
+        in question
+    )
+    assert (
+        f'href="/questions/{ids[2]}?list=row%3DR1%26result%3Dwrong%26sort%3D-distance%26per%3D25" rel="next"'
+        in question
+    )
+    assert page(explorer, f"/questions/{ids[0]}?list=sort%3Dcolour")[0] == 400
 
     _, html = page(explorer, "/questions?sort=-distance&per=25")
     distances = [

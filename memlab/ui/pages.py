@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from memlab.datasets.base import History
 from memlab.report.compare import (
@@ -29,7 +29,7 @@ from memlab.report.tables import breakdown_fields, distance_labels, field_values
 from memlab.results import Prediction, RunSummary, Score
 from memlab.types import OPTION_LETTERS
 from memlab.ui.dataset_context import DatasetTexts, turns
-from memlab.ui.question_filter import PAGE_SIZES, SORTS, QuestionQuery, select
+from memlab.ui.question_filter import PAGE_SIZES, SORTS, QuestionQuery, neighbours, select
 from memlab.ui.run_index import QuestionEntry, RowRef, RunView, Snapshot
 
 TEXT_LIMIT = 700  # characters of a history turn shown before "…"
@@ -226,7 +226,24 @@ def _pairwise_section(snapshot: Snapshot) -> str:
     if len(comparison.rows) < 2:
         return ""
     headers, body = pairwise_grid(comparison)
-    cells = [[e(c) for c in row] for row in body]
+    refs = {r.name: r for r in snapshot.rows}
+    cells = []
+    for a, row in zip(comparison.rows, body):
+        line = [e(row[0])]
+        for b, text in zip(comparison.rows, row[1:]):
+            if text.startswith("+"):  # a tested pair: its discordant questions, each direction
+                plus, _, rest = text.partition("/")
+                minus, _, p_value = rest.partition(" ")
+                mine, theirs = refs[a.name].short, refs[b.name].short
+                right = e(QuestionQuery(row=mine, versus=theirs, result="right").url())
+                wrong = e(QuestionQuery(row=mine, versus=theirs, result="wrong").url())
+                line.append(
+                    f'<a href="{right}" title="right in {mine}, wrong in {theirs}">{e(plus)}</a>/'
+                    f'<a href="{wrong}" title="wrong in {mine}, right in {theirs}">{e(minus)}</a> {e(p_value)}'
+                )
+            else:
+                line.append(e(text))
+        cells.append(line)
     note = PAIRWISE_NOTE.format(method=CORRECTION_TEXT)
     refused: dict[str, int] = {}
     for pair in comparison.refused:
@@ -325,6 +342,10 @@ def _filter_form(snapshot: Snapshot, query: QuestionQuery) -> str:
     controls.append(f'<label>Row <select name="row">{_options(rows, query.row)}</select></label>')
     results = [("", "any"), ("right", "right"), ("wrong", "wrong"), ("error", "error"), ("missing", "not answered")]
     controls.append(f'<label>Row was <select name="result">{_options(results, query.result)}</select></label>')
+    others = [("", "–"), *((r.short, f"{r.short} {r.name}") for r in snapshot.rows)]
+    controls.append(
+        f'<label>Versus row (one right, other wrong) <select name="versus">{_options(others, query.versus)}</select></label>'
+    )
     if snapshot.distance_buckets:
         buckets = [("", "any"), *((b, b) for b in snapshot.distance_buckets)]
         controls.append(
@@ -359,8 +380,10 @@ def question_list(snapshot: Snapshot, query: QuestionQuery) -> str:
         *(f'<abbr title="{e(r.name)}">{r.short}</abbr>' for r in snapshot.rows),
     ]
     body = []
+    within = query.query_string(page=1)
+    suffix = "?" + urlencode({"list": within}) if within else ""  # the question page steps through this list
     for entry in entries:
-        link = f'<a href="/questions/{quote(entry.question_id, safe="")}">{e(entry.question_id)}</a>'
+        link = f'<a href="{e(question_url(entry.question_id) + suffix)}">{e(entry.question_id)}</a>'
         fields = ", ".join(f"{e(k)}={e(v)}" for k, v in entry.fields.items())
         cells = [
             link,
@@ -402,8 +425,42 @@ def _pager(query: QuestionQuery, pages: int) -> str:
 
 
 # --------------------------------------------------------------------------- question page
-def question_page(snapshot: Snapshot, question_id: str, texts: DatasetTexts, wait_for_texts: float = 0.0) -> str | None:
-    """The page of one question, or None when no run has it."""
+def question_url(question_id: str) -> str:
+    return "/questions/" + quote(question_id, safe="")
+
+
+def _stepper(snapshot: Snapshot, question_id: str, within: QuestionQuery | None) -> str:
+    """Back to the list, and previous / next question in it (the list's filter rides along as ``list``)."""
+    if within is None:
+        within = QuestionQuery()
+    previous, following, position, count = neighbours(snapshot, within, question_id)
+    carried = within.query_string(page=1)
+    suffix = "?" + urlencode({"list": carried}) if carried else ""
+    back = within.url(page=1 + max(0, position - 1) // within.per)
+    links = [f'<a href="{e(back)}">← the list</a>']
+    if position:
+        links.append(
+            f'<a href="{e(question_url(previous) + suffix)}" rel="prev">‹ previous</a>'
+            if previous
+            else '<span aria-disabled="true">‹ previous</span>'
+        )
+        links.append(f"<span>{position:,} of {count:,} in the list</span>")
+        links.append(
+            f'<a href="{e(question_url(following) + suffix)}" rel="next">next ›</a>'
+            if following
+            else '<span aria-disabled="true">next ›</span>'
+        )
+    return f'<nav class="pager" aria-label="Questions in the list">{" ".join(links)}</nav>'
+
+
+def question_page(
+    snapshot: Snapshot,
+    question_id: str,
+    texts: DatasetTexts,
+    wait_for_texts: float = 0.0,
+    within: QuestionQuery | None = None,
+) -> str | None:
+    """The page of one question, or None when no run has it; ``within``: the list it was opened from."""
     entry = snapshot.questions.get(question_id)
     if entry is None:
         return None
@@ -415,7 +472,7 @@ def question_page(snapshot: Snapshot, question_id: str, texts: DatasetTexts, wai
     question = texts.question(spec, question_id)
     history = texts.history(spec, entry.context_id)
     status = texts.status(spec)
-    parts = [f'<p><a href="/questions">← all questions</a></p><h1>Question <code>{e(question_id)}</code></h1>']
+    parts = [_stepper(snapshot, question_id, within), f"<h1>Question <code>{e(question_id)}</code></h1>"]
     facts = [
         ("Type", e(entry.question_type)),
         ("History", e(entry.context_id)),

@@ -1,6 +1,7 @@
 """The question list's filter, sort and page, read from and written to the query string (stable URLs).
 
-``/questions?type=...&field=who:self&row=R2&result=wrong&disagree=1&distance=4k-16k&sort=-distance&page=3``
+``/questions?type=...&field=who:self&row=R2&result=wrong&disagree=1&distance=4k-16k&sort=-distance&page=3``;
+``/questions?row=R1&versus=R2&result=right``: right in R1 and wrong in R2 (a "+" cell of the McNemar matrix).
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ class QuestionQuery(BaseModel):
     field: list[str] = Field(default_factory=list, description="NAME:VALUE, all must hold")
     row: str = Field(default="", description="a row's name or short id (R1, R2, ...)")
     result: Result = ""
+    versus: str = Field(
+        default="",
+        description="a second row: only questions one of the two got right and the other wrong (McNemar's "
+        "discordant pairs); with result=right, right in `row` and wrong in `versus`",
+    )
     disagree: bool = False
     distance: str = ""
     q: str = Field(default="", description="part of the question id")
@@ -79,6 +85,10 @@ class QuestionQuery(BaseModel):
                 raise FilterError(f"field={item!r}: expected NAME:VALUE (e.g. who:self)")
         return cls.model_validate(data)
 
+    def query_string(self, **changes: object) -> str:
+        """The query string of ``url`` (no ``?``)."""
+        return self.url(**changes).partition("?")[2]
+
     def url(self, **changes: object) -> str:
         """``/questions`` with this query (and ``changes``), defaults left out, in a fixed order."""
         query = self.model_copy(update=changes)
@@ -99,6 +109,23 @@ class QuestionQuery(BaseModel):
 
 def select(snapshot: Snapshot, query: QuestionQuery) -> tuple[list[QuestionEntry], int]:
     """The entries of the requested page and how many match in all."""
+    matched = matching(snapshot, query)
+    start = (query.page - 1) * query.per
+    return matched[start : start + query.per], len(matched)
+
+
+def neighbours(snapshot: Snapshot, query: QuestionQuery, question_id: str) -> tuple[str | None, str | None, int, int]:
+    """(previous id, next id, 1-based position, count) of a question in the list ``query`` selects;
+    position 0 when the question is not in it."""
+    ids = [entry.question_id for entry in matching(snapshot, query)]
+    if question_id not in ids:
+        return None, None, 0, len(ids)
+    at = ids.index(question_id)
+    return (ids[at - 1] if at else None), (ids[at + 1] if at + 1 < len(ids) else None), at + 1, len(ids)
+
+
+def matching(snapshot: Snapshot, query: QuestionQuery) -> list[QuestionEntry]:
+    """Every entry the filter selects, in the requested order."""
     row = None
     if query.row:
         ref = snapshot.row(query.row)
@@ -108,6 +135,14 @@ def select(snapshot: Snapshot, query: QuestionQuery) -> tuple[list[QuestionEntry
         row = ref.name
     if query.result and row is None:
         raise FilterError(f"result={query.result} needs a row (row=R1, ...)")
+    versus = None
+    if query.versus:
+        other = snapshot.row(query.versus)
+        if other is None or row is None:
+            raise FilterError(f"versus={query.versus!r}: needs row=... and a second row that exists")
+        versus = other.name
+        if query.result not in ("", "right", "wrong"):
+            raise FilterError(f"versus with result={query.result}: expected right or wrong")
     wanted_fields = [tuple(item.split(":", 1)) for item in query.field]
     needle = query.q.lower()
     matched = []
@@ -121,6 +156,10 @@ def select(snapshot: Snapshot, query: QuestionQuery) -> tuple[list[QuestionEntry
             continue
         if any(entry.fields.get(name) != value for name, value in wanted_fields):
             continue
+        if versus is not None and row is not None:
+            pair = (entry.results.get(row), entry.results.get(versus))
+            if pair not in (("right", "wrong"), ("wrong", "right")):
+                continue
         if row is not None and query.result and entry.results.get(row, "missing") != query.result:
             continue
         if query.disagree and not entry.disagree:
@@ -138,8 +177,7 @@ def select(snapshot: Snapshot, query: QuestionQuery) -> tuple[list[QuestionEntry
     elif key == "right":
         matched.sort(key=lambda e: e.right, reverse=query.sort.startswith("-"))
     # "id": first-seen order, which is the runs' history order (ids like q12 would sort badly as text)
-    start = (query.page - 1) * query.per
-    return matched[start : start + query.per], len(matched)
+    return matched
 
 
-__all__ = ["PAGE_SIZES", "SORTS", "FilterError", "QuestionQuery", "select"]
+__all__ = ["PAGE_SIZES", "SORTS", "FilterError", "QuestionQuery", "matching", "neighbours", "select"]

@@ -63,7 +63,12 @@ class RunsExplorer:
                 return 400, html, bad_request(str(exc)).encode()
         if path.startswith("/questions/"):
             question_id = unquote(path[len("/questions/") :])
-            page = question_page(snapshot, question_id, self.texts, self.wait_for_texts)
+            try:
+                carried = parse_qs(parts.query).get("list", [""])[-1]
+                within = QuestionQuery.parse(parse_qs(carried)) if carried else None
+                page = question_page(snapshot, question_id, self.texts, self.wait_for_texts, within)
+            except FilterError as exc:
+                return 400, html, bad_request(f"list: {exc}").encode()
             if page is None:
                 return 404, html, not_found(f"No run has a question {question_id!r}.").encode()
             return 200, html, page.encode()
