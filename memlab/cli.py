@@ -1,4 +1,4 @@
-"""The ``memlab`` command line: run, report, compare, demo, repair-predictions, backends, readers, serve, mcp.
+"""The ``memlab`` command line: run, report, compare, ui, demo, repair-predictions, backends, readers, serve, mcp.
 
 Plugin settings use dotted options: ``--rag.top-k 5`` sets ``top_k`` in the config of backend
 ``rag`` (by name or by label); ``--reader.<key>`` goes to the reader, ``--llm.<key>`` into the
@@ -161,6 +161,7 @@ def _print_report(run_dir: Path, plots: bool) -> None:
     if plots:
         path = report.write_report(run_dir)
         print(f"\nreport and plots: {path.parent}")
+    print(f"browse it question by question: memlab ui {run_dir}  (docs/ui.md)")
 
 
 # --------------------------------------------------------------------------- commands
@@ -235,6 +236,25 @@ def cmd_report(args: argparse.Namespace, extra: list[str]) -> int:
     if extra:
         raise MemlabError(f"unrecognised arguments: {' '.join(extra)}")
     _print_report(Path(args.run_dir), plots=not args.no_plots)
+    return 0
+
+
+def cmd_ui(args: argparse.Namespace, extra: list[str]) -> int:
+    from memlab.ui.server import make_server, url_of
+
+    if extra:
+        raise MemlabError(f"unrecognised arguments: {' '.join(extra)}")
+    try:
+        server = make_server(args.run_dirs, host=args.host, port=args.port)
+    except OSError as exc:
+        raise MemlabError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from exc
+    print(f"memlab ui: {url_of(server)}  (Ctrl-C stops it)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("\nmemlab ui: stopped", file=sys.stderr)
+    finally:
+        server.server_close()
     return 0
 
 
@@ -445,6 +465,18 @@ def build_parser() -> argparse.ArgumentParser:
     compare_p.add_argument("--plot", metavar="PNG", help="draw accuracy against context tokens (or cost) here")
     compare_p.add_argument("--plot-x", choices=["tokens", "cost"], default="tokens")
     compare_p.set_defaults(func=cmd_compare)
+
+    ui_p = sub.add_parser(
+        "ui",
+        help="web pages of runs: rows, paired tests, plots, and every question with each row's pick and context",
+        description="Serve the runs explorer (docs/ui.md): / (rows, McNemar/Holm matrix, plots), /questions "
+        "(filter, sort, page) and /questions/<id> (options, picks, scores, retrieved turns with provenance). Reads "
+        "only the result files; a run in progress shows new predictions on reload.",
+    )
+    ui_p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    ui_p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    ui_p.add_argument("--port", type=int, default=8700, help="port (default 8700; 0 picks a free one)")
+    ui_p.set_defaults(func=cmd_ui)
 
     for kind, func in (("backends", cmd_backends), ("readers", cmd_readers)):
         list_p = sub.add_parser(kind, help=f"list {kind}, or --show NAME: its settings, capabilities and package")

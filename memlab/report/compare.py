@@ -114,19 +114,27 @@ def _dataset_hash(row: RowSummary) -> str | None:
     return str(value) if value else None
 
 
-class _LoadedRun:
-    def __init__(self, path: Path) -> None:
+class LoadedRun:
+    """A run's summary and the predictions of its config's rows (read from ``path`` unless given)."""
+
+    def __init__(
+        self, path: Path, summary: RunSummary | None = None, predictions: list[Prediction] | None = None
+    ) -> None:
         self.path = path
-        self.summary: RunSummary = load_run(path)
+        if predictions is None:
+            predictions = read_predictions(path)
+        self.summary: RunSummary = summary if summary is not None else load_run(path, predictions)
         self.name = self.summary.name or path.resolve().name
-        self.predictions = self.summary.current(read_predictions(path))
+        self.predictions = self.summary.current(predictions)
 
 
-def _row_name(run: str, row: RowSummary, several: bool) -> str:
+def row_name(run: str, row: RowSummary, several: bool) -> str:
+    """A row's name in a comparison: ``[run:]backend/reader``."""
     return (f"{run}:" if several else "") + f"{row.backend}/{row.reader}"
 
 
-def _run_names(runs: list[_LoadedRun]) -> list[str]:
+def run_names(runs: Sequence[LoadedRun]) -> list[str]:
+    """The name of each run in a comparison: its own, or its path when two runs share one."""
     names = [r.name for r in runs]
     if len(set(names)) == len(names):
         return names
@@ -145,8 +153,15 @@ def compare_runs(run_dirs: Sequence[str | Path]) -> Comparison:
     """The comparison of every row of the given run directories (see the module docstring)."""
     if not run_dirs:
         raise CompareError("compare needs at least one run directory")
-    runs = [_LoadedRun(Path(d)) for d in run_dirs]
-    names = _run_names(runs)
+    return compare_loaded([LoadedRun(Path(d)) for d in run_dirs])
+
+
+def compare_loaded(runs: Sequence[LoadedRun]) -> Comparison:
+    """``compare_runs`` of runs already loaded (``memlab ui`` keeps them in memory)."""
+    runs = list(runs)
+    if not runs:
+        raise CompareError("compare needs at least one run directory")
+    names = run_names(runs)
     several = len(runs) > 1
     rows: list[ComparedRow] = []
     answers: dict[str, dict[str, bool]] = {}
@@ -155,7 +170,7 @@ def compare_runs(run_dirs: Sequence[str | Path]) -> Comparison:
         spec = str(run.summary.dataset.get("spec", run.summary.config.get("dataset", "")))
         ordered = [r for r in run.summary.rows if not is_control(r)] + [r for r in run.summary.rows if is_control(r)]
         for row in ordered:
-            name = _row_name(run_name, row, several)
+            name = row_name(run_name, row, several)
             rows.append(
                 ComparedRow(
                     name=name,
@@ -478,8 +493,8 @@ class RowDiff(BaseModel):
 
 
 def _predictions_of(run_dirs: Sequence[str | Path], row: ComparedRow) -> dict[str, Prediction]:
-    runs = [_LoadedRun(Path(d)) for d in run_dirs]
-    for run, name in zip(runs, _run_names(runs)):
+    runs = [LoadedRun(Path(d)) for d in run_dirs]
+    for run, name in zip(runs, run_names(runs)):
         if name == row.run:
             return {p.question_id: p for p in run.predictions if p.row == (row.backend, row.reader)}
     raise CompareError(f"run of row {row.name!r} not found")  # pragma: no cover - rows come from these runs
@@ -612,7 +627,11 @@ __all__ = [
     "RefusedPair",
     "ReportError",
     "RowDiff",
+    "LoadedRun",
+    "compare_loaded",
     "compare_runs",
+    "row_name",
+    "run_names",
     "diff_rows",
     "find_row",
     "holm",

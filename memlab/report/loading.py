@@ -7,6 +7,7 @@ from pathlib import Path
 from memlab.results import (
     PREDICTIONS_FILE,
     SUMMARY_FILE,
+    Prediction,
     ResultsFileError,
     RowSummary,
     RunSummary,
@@ -22,10 +23,12 @@ def is_control(row: RowSummary) -> bool:
     return row.control or is_control_pair(row.backend, row.reader)
 
 
-def load_run(run_dir: str | Path) -> RunSummary:
+def load_run(run_dir: str | Path, predictions: list[Prediction] | None = None) -> RunSummary:
     """The summary of a run; rebuilt from ``predictions.jsonl`` when ``summary.json`` is missing or
     older than the predictions (a killed or resumed run). Metadata of a stale summary is kept, and
-    so is its choice of rows (those of the run config that wrote it, with their fingerprints)."""
+    so is its choice of rows (those of the run config that wrote it, with their fingerprints).
+    ``predictions``: the file's predictions when the caller has read them already (``memlab ui``
+    keeps them indexed), so they are not read twice."""
     run_dir = Path(run_dir)
     summary_path, predictions_path = run_dir / SUMMARY_FILE, run_dir / PREDICTIONS_FILE
     has_summary, has_predictions = summary_path.is_file(), predictions_path.is_file()
@@ -38,7 +41,9 @@ def load_run(run_dir: str | Path) -> RunSummary:
     )
     if not stale:
         return summary
-    predictions = summary.current(read_predictions(run_dir))  # rows of the config that wrote the summary
+    if predictions is None:
+        predictions = read_predictions(run_dir)
+    predictions = summary.current(predictions)  # rows of the config that wrote the summary
     old = {(r.backend, r.reader): r for r in summary.rows}
     rows = summarize_rows(predictions)
     for row in rows:

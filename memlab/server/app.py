@@ -330,6 +330,11 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
         """The API reference, rendered in the browser from /openapi.json by a page served from here."""
         return HTMLResponse(docs_html(app))
 
+    if settings.ui:  # a static page; all it shows comes from /v1 with the user's key
+        from memlab.ui.inspector import mount_inspector
+
+        mount_inspector(app)
+
     @app.get("/v1/info", response_model=InfoResponse, responses=_ERRORS, tags=["service"], operation_id="info")
     def info(key: ApiKey | None = Depends(authenticate)) -> dict[str, Any]:
         """The backend, its capabilities, whether data survives a restart, and the request limits."""

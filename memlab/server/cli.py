@@ -81,6 +81,12 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="embed each search's query on its own (default: concurrent searches share a model call)",
     )
+    p.add_argument(
+        "--ui",
+        action="store_true",
+        default=None,
+        help="serve the memory inspector at /ui/ (browse, search, edit, delete, export, forget; env MEMLAB_SERVE_UI=1)",
+    )
     p.add_argument("--max-body-bytes", type=int, help="largest accepted request body (default 1 MiB)")
     p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])
     p.add_argument("--log-format", choices=["json", "text"], help="log lines as JSON objects or text (default text)")
@@ -168,6 +174,7 @@ def build_settings(argv: list[str]) -> Any:
         ("keep_alive_timeout", args.keep_alive_timeout),
         ("graceful_timeout", args.graceful_timeout),
         ("rate_limit", args.rate_limit),
+        ("ui", args.ui),
     ):
         if value is not None:
             data[field] = value
@@ -291,7 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     where = settings.data_dir or ("the database" if database else "in-process")
     print(
         f"memlab serve: backend {client.backend!r}, data {where} "
-        f"(persistent: {client.persistent}), http://{settings.host}:{settings.port}",
+        f"(persistent: {client.persistent}), http://{settings.host}:{settings.port}"
+        + (f"; memory inspector: http://{settings.host}:{settings.port}/ui/" if settings.ui else ""),
         file=sys.stderr,
         flush=True,
     )

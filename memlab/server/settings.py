@@ -148,6 +148,10 @@ class ServerSettings(BaseModel):
         default=False, description="put the user id in access log lines (off: ids may be e-mails)"
     )
     workers: int = Field(default=1, ge=1, description="worker processes (more than 1 needs a database store)")
+    ui: bool = Field(
+        default=False,
+        description="serve the memory inspector page at /ui/ (it calls the /v1 API with the key the user enters)",
+    )
 
     @field_validator("rate_limit")
     @classmethod
