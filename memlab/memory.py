@@ -59,7 +59,15 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from memlab import data_subject
 from memlab.errors import ConfigurationError, MemlabError, PluginValidationError, UnsupportedCapabilityError
 from memlab.tokens import count_tokens
-from memlab.types import MemoryItem, Message, MetadataScalar, Retrieval, Session
+from memlab.types import (
+    MemoryItem,
+    Message,
+    MetadataKey,
+    MetadataScalar,
+    Retrieval,
+    Session,
+    key_rules_in_property_names,
+)
 
 _USER_ID = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 
@@ -129,7 +137,11 @@ class MemoryFilter(BaseModel):
     session_id: str | list[str] | None = Field(default=None, description="one session id or a list of them")
     since: IsoTime | None = Field(default=None, description="turns at or after this time (ISO 8601)")
     until: IsoTime | None = Field(default=None, description="turns before this time (ISO 8601)")
-    metadata: dict[str, MetadataScalar] = Field(default_factory=dict, description="turn metadata key -> value")
+    metadata: dict[MetadataKey, MetadataScalar] = Field(
+        default_factory=dict,
+        description="turn metadata key -> value (keys as stored ones: 1-64 characters, no NUL)",
+        json_schema_extra=key_rules_in_property_names,
+    )
 
     @field_validator("session_id")
     @classmethod
