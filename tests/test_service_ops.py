@@ -289,6 +289,33 @@ def test_idle_and_half_sent_connections_cannot_take_the_service_down(tmp_path: P
                 sock.close()
 
 
+def test_shedding_is_one_warning_per_interval_and_the_cap_fits_the_open_files_limit(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """issue 34: a flood logged one traceback per failed accept (3,598 lines in 2.4 s)."""
+    from memlab.server import protocol
+
+    warning = protocol.RateLimitedWarning("first over {cap}", "again {count} in {seconds:.0f} s over {cap}")
+    with caplog.at_level("WARNING", logger="memlab.server"):
+        for tick in range(1000):  # 100 a second for 10 s
+            warning.report(tick / 100, cap=5)
+        warning.report(10.0, cap=5)
+        warning.report(40.0, cap=5)  # a new burst later
+    assert [r.getMessage() for r in caplog.records] == [
+        "first over 5 (reported at most every 10 s)",
+        "again 1000 in 10 s over 5",
+        "first over 5 (reported at most every 10 s)",
+    ]
+    monkeypatch.setattr(protocol, "open_files_limit", lambda: 1024)
+    try:
+        protocol.configure(protocol.ConnectionLimits(max_connections=2000))
+        assert protocol.connection_cap() == 1024 - protocol.ACCEPT_BATCH - protocol.FD_RESERVE
+        protocol.configure(protocol.ConnectionLimits(max_connections=512))
+        assert protocol.connection_cap() == 512
+    finally:
+        protocol.configure(protocol.ConnectionLimits())
+
+
 @pytest.mark.slow
 def test_json_logs_carry_request_ids_and_no_user_ids(tmp_path: Path) -> None:
     with _served(tmp_path, "--log-format", "json", "--log-level", "info") as server:
