@@ -7,7 +7,8 @@ with the official MCP SDK's client (``mcp.Client`` over stdio), and times from t
 answer of ``initialize`` (the client's handshake), of ``tools/list``, and of the first
 ``search_memory`` (which waits for the backend to open: rag loads its embedding model). Prints each
 run, then p50 and max of each. The machine's load average is printed too: on a shared machine the
-SDK's own import dominates the handshake.
+SDK's own import dominates the handshake, so each run also times ``python -c "import
+mcp.server.mcpserver"`` alone (the floor no server built on the SDK can go under).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import asyncio
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -50,17 +52,23 @@ def main() -> None:
     parser.add_argument("--backend", default="rag", help="served backend (rag: loads its embedding model)")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    rows: list[tuple[float, float, float]] = []
+    rows: list[tuple[float, float, float, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for run in range(args.runs):
-            rows.append(asyncio.run(one_run(args.backend, Path(tmp) / f"data{run}")))
-            init, listed, searched = rows[-1]
-            print(f"run {run + 1}: initialize {init:.2f} s, tools/list {listed:.2f} s, first search {searched:.2f} s")
+            init, listed, searched = asyncio.run(one_run(args.backend, Path(tmp) / f"data{run}"))
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "import mcp.server.mcpserver"], check=True)
+            floor = time.perf_counter() - start
+            rows.append((init, listed, searched, floor))
+            print(
+                f"run {run + 1}: initialize {init:.2f} s, tools/list {listed:.2f} s, first search {searched:.2f} s "
+                f"(SDK import alone {floor:.2f} s)"
+            )
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"memlab mcp --backend {args.backend}, {args.runs} runs over stdio (load average {load:.1f}, {os.cpu_count()} CPUs):"
     )
-    for index, what in enumerate(("initialize", "tools/list", "first search")):
+    for index, what in enumerate(("initialize", "tools/list", "first search", "SDK import alone")):
         values = [row[index] for row in rows]
         print(f"  {what}: p50 {statistics.median(values):.2f} s, max {max(values):.2f} s")
 
