@@ -20,7 +20,11 @@ Tools (``TOOL_NAMES``): ``add_memory``, ``search_memory``, ``forget_user`` alway
 'update', ``delete_memory`` with 'delete', ``memory_history`` with 'history', ``export_memories``
 when the backend can export. A tool the backend cannot serve is not offered at all. Mistakes
 (an unknown or foreign id, a bad filter, a key for another user) come back as tool errors with a
-one-line message; the server keeps running.
+one-line message; the server keeps running. An argument a tool does not take is refused by name.
+
+The server answers ``initialize`` and ``tools/list`` at once: the backend (whose model may take tens
+of seconds to load) opens in a background thread (``BackgroundClient``, announced on stderr), and a
+tool call made before it is open waits for it.
 """
 
 # No "from __future__ import annotations": the SDK reads the tools' annotations, some built locally.
