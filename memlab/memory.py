@@ -60,9 +60,9 @@ from memlab import data_subject
 from memlab.errors import ConfigurationError, MemlabError, PluginValidationError, UnsupportedCapabilityError
 from memlab.tokens import count_tokens
 from memlab.types import (
+    FilterKey,
     MemoryItem,
     Message,
-    MetadataKey,
     MetadataScalar,
     Retrieval,
     Session,
@@ -137,9 +137,9 @@ class MemoryFilter(BaseModel):
     session_id: str | list[str] | None = Field(default=None, description="one session id or a list of them")
     since: IsoTime | None = Field(default=None, description="turns at or after this time (ISO 8601)")
     until: IsoTime | None = Field(default=None, description="turns before this time (ISO 8601)")
-    metadata: dict[MetadataKey, MetadataScalar] = Field(
+    metadata: dict[FilterKey, MetadataScalar] = Field(
         default_factory=dict,
-        description="turn metadata key -> value (keys as stored ones: 1-64 characters, no NUL)",
+        description="turn metadata key -> value (no NUL in keys: no stored key holds one)",
         json_schema_extra=key_rules_in_property_names,
     )
 
