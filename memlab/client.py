@@ -48,10 +48,11 @@ from typing import Any
 
 from memlab import data_subject
 from memlab.errors import MemlabError, NotFoundError
-from memlab.idempotency import IdempotencyLog
+from memlab.idempotency import open_log
 from memlab.locks import ReadWriteLock
 from memlab.memory import Capability, FilterLike, IngestReport, Memory, as_filter, validate_user_id
 from memlab.pagination import Page, page_by_id, page_by_position
+from memlab.pg import is_database_url
 from memlab.registry import create_backend
 from memlab.tokens import truncate_front
 from memlab.types import MemoryItem, Message, Retrieval, Session
@@ -234,8 +235,13 @@ class MemoryClient:
         release = self.memory.release if self.persistent else None
         self._users = UserTable(user_cache_size, self._releaser(release) if release is not None else None)
         self._lifecycle = ReadWriteLock()  # close() waits for calls in flight
-        # Idempotency keys of writes; on disk next to a persistent memory, so they survive a restart.
-        self._writes = IdempotencyLog(self.data_dir if self.persistent else None)
+        # Idempotency keys of writes live where the memory does (its database, else its data
+        # directory), so they survive a restart and every worker sharing the memory sees them.
+        store = getattr(self.memory.config, "store", None)
+        self._writes = open_log(
+            data_dir=self.data_dir if self.persistent else None,
+            database_url=store if self.persistent and is_database_url(store) else None,
+        )
         if self.persistent:
             self._writes.recover(self._turns_stored)
         self._forget_lock = threading.Lock()
@@ -343,7 +349,12 @@ class MemoryClient:
                 "messages": len(parsed),
             }
             return self._writes.run(
-                user_id, idempotency_key, request, intent, lambda: self.memory.ingest(session, user_id=user_id)
+                user_id,
+                idempotency_key,
+                request,
+                intent,
+                lambda: self.memory.ingest(session, user_id=user_id),
+                turns_stored=self.memory._next_turn_index,  # this user's lock is held here
             )
 
     def recall(self, user_id: str, query: str, k: int | None = None, *, filters: FilterLike = None) -> Retrieval:

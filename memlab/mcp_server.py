@@ -20,7 +20,11 @@ Tools (``TOOL_NAMES``): ``add_memory``, ``search_memory``, ``forget_user`` alway
 'update', ``delete_memory`` with 'delete', ``memory_history`` with 'history', ``export_memories``
 when the backend can export. A tool the backend cannot serve is not offered at all. Mistakes
 (an unknown or foreign id, a bad filter, a key for another user) come back as tool errors with a
-one-line message; the server keeps running.
+one-line message; the server keeps running. An argument a tool does not take is refused by name.
+
+The server answers ``initialize`` and ``tools/list`` at once: the backend (whose model may take tens
+of seconds to load) opens in a background thread (``BackgroundClient``, announced on stderr), and a
+tool call made before it is open waits for it.
 """
 
 # No "from __future__ import annotations": the SDK reads the tools' annotations, some built locally.
@@ -28,6 +32,8 @@ one-line message; the server keeps running.
 import argparse
 import contextvars
 import sys
+import threading
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Annotated, Any, Literal
 
@@ -107,12 +113,14 @@ ItemId = Annotated[
 ]  # no NUL, as memlab serve
 
 
-def _exports(memory: Memory) -> bool:
-    return Capability.LIST in memory.capabilities or type(memory)._export is not Memory._export
+def _exports(memory: Memory | type[Memory]) -> bool:
+    kind = memory if isinstance(memory, type) else type(memory)
+    return Capability.LIST in memory.capabilities or kind._export is not Memory._export
 
 
-def offered_tools(memory: Memory) -> list[str]:
-    """The tools this backend can serve (a tool needing a capability it lacks is left out)."""
+def offered_tools(memory: Memory | type[Memory]) -> list[str]:
+    """The tools this backend (an instance, or its class: capabilities are declared on the class)
+    can serve (a tool needing a capability it lacks is left out)."""
     needs: dict[str, bool] = {
         "list_memories": Capability.LIST in memory.capabilities,
         "get_memory": Capability.LIST in memory.capabilities,
@@ -124,11 +132,78 @@ def offered_tools(memory: Memory) -> list[str]:
     return [name for name in TOOL_NAMES if needs.get(name, True)]
 
 
+# ---------------------------------------------------------------------- the backend, opened in the background
+class BackgroundClient:
+    """The ``MemoryClient`` the tools use, opened in a background thread (a model may take tens of
+    seconds to load) so the server answers ``initialize`` and ``tools/list`` at once. Attribute
+    access waits until it is open (tool calls run in worker threads, so the event loop never
+    waits); if it could not be opened, every call answers why."""
+
+    def __init__(self, settings: ServerSettings, memory_type: type[Memory]) -> None:
+        self.settings = settings
+        self.backend = settings.backend
+        self.memory_type = memory_type
+        self._ready = threading.Event()
+        self._client: MemoryClient | None = None
+        self._lock: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._open, name="memlab-mcp-open", daemon=True)
+
+    def start(self) -> None:
+        print(
+            f"memlab mcp: opening backend {self.backend!r} in the background (loading its model may take a "
+            "while); tool calls wait for it",
+            file=sys.stderr,
+            flush=True,
+        )
+        self._thread.start()
+
+    def _open(self) -> None:
+        from memlab.server.cli import _describe
+
+        start = time.perf_counter()
+        try:
+            from memlab.server.app import open_service_client  # FastAPI: imported here, off the start path
+
+            self._client, self._lock = open_service_client(self.settings)  # the data-directory lock of memlab serve
+        except BaseException as exc:  # noqa: BLE001 - reported on stderr and by every tool call
+            self._error = exc
+            print(f"memlab mcp: error: backend {self.backend!r} could not be opened: {_describe(exc)}", file=sys.stderr)
+        else:
+            print(
+                f"memlab mcp: backend {self.backend!r} ready in {time.perf_counter() - start:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+        finally:
+            self._ready.set()
+
+    def opened(self) -> MemoryClient:
+        """The client, once open (waits for it); the reason as a ``MemlabError`` if it could not open."""
+        self._ready.wait()
+        if self._client is None:
+            from memlab.server.cli import _describe
+
+            raise MemlabError(f"the memory backend could not be opened: {_describe(self._error or RuntimeError())}")
+        return self._client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.opened(), name)
+
+    def close(self) -> None:
+        """Close the client (after it finished opening) and release the data directory."""
+        self._thread.join()
+        if self._client is not None:
+            self._client.close()
+        if self._lock is not None:
+            self._lock.release()
+
+
 # ---------------------------------------------------------------------- the server
 class MemoryTools:
     """The tool bodies over one ``MemoryClient``; ``user_for`` decides whose memory a call touches."""
 
-    def __init__(self, client: MemoryClient, settings: ServerSettings, *, user: str | None) -> None:
+    def __init__(self, client: MemoryClient | BackgroundClient, settings: ServerSettings, *, user: str | None) -> None:
         from memlab.server.schemas import request_models
 
         self.client = client
@@ -190,15 +265,20 @@ class MemoryTools:
         )
 
 
+def _problem(error: Any) -> str:
+    """One validation error as 'argument.path: rule' (no input echoed, no documentation URL)."""
+    where = ".".join(str(part) for part in error["loc"]) or "arguments"
+    rule = "required" if error["type"] == "missing" else str(error["msg"]).removeprefix("Value error, ")
+    return f"{where}: {rule}"
+
+
 def _tool_error(exc: BaseException) -> Exception:
     """A mistake the agent can fix, as the SDK's ToolError (one line, no traceback)."""
     from mcp.server.mcpserver.exceptions import ToolError
 
     if isinstance(exc, ValidationError):
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'argument'}: {e['msg']}" for e in exc.errors(include_input=False)
-        )
-        return ToolError(f"invalid arguments: {problems}")
+        problems = list(dict.fromkeys(_problem(e) for e in exc.errors(include_url=False, include_input=False)))
+        return ToolError(f"invalid arguments: {'; '.join(problems)}")
     kind = {
         NotFoundError: "not found",
         UnsupportedCapabilityError: "not supported",
@@ -226,13 +306,59 @@ def _guarded(body: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-def build_server(client: MemoryClient, settings: ServerSettings, *, user: str | None) -> Any:
-    """The ``MCPServer`` with the tools ``client``'s backend can serve."""
-    from mcp.server.mcpserver import MCPServer
+def _checked_server_class() -> Any:
+    """``MCPServer`` that refuses unknown arguments by name and reports invalid ones in one line.
 
+    The SDK ignores an argument a tool does not take (over stdio a ``user_id`` would be dropped
+    silently, and the call would act for the fixed user) and reports invalid arguments as a
+    multi-line pydantic dump; the tool schemas say ``additionalProperties: false``.
+    """
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    class CheckedMCPServer(MCPServer):
+        def __init__(self, *args: Any, fixed_user: str | None, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.fixed_user = fixed_user
+
+        async def list_tools(self) -> list[Any]:
+            listed = await super().list_tools()
+            for tool in listed:
+                tool.input_schema = {**tool.input_schema, "additionalProperties": False}
+            return listed
+
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            schema = next((t.input_schema for t in await super().list_tools() if t.name == name), None)
+            if schema is not None:
+                takes = list(schema.get("properties", {}))
+                unknown = [a for a in arguments if a not in takes]
+                if unknown:
+                    why = (
+                        f" (this server acts for user {self.fixed_user!r} only, set by --user)"
+                        if "user_id" in unknown and self.fixed_user is not None
+                        else ""
+                    )
+                    raise ToolError(
+                        f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}{why}; "
+                        f"{name} takes {', '.join(takes) or 'no arguments'}"
+                    )
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):  # the arguments do not fit the tool's schema
+                    raise _tool_error(exc.__cause__) from exc.__cause__
+                raise
+
+    return CheckedMCPServer
+
+
+def build_server(client: MemoryClient | BackgroundClient, settings: ServerSettings, *, user: str | None) -> Any:
+    """The ``MCPServer`` with the tools ``client``'s backend can serve."""
     tools = MemoryTools(client, settings, user=user)
-    offered = set(offered_tools(client.memory))
-    server = MCPServer(
+    kind = client.memory_type if isinstance(client, BackgroundClient) else type(client.memory)
+    offered = set(offered_tools(kind))
+    server = _checked_server_class()(
+        fixed_user=user,
         name="memlab",
         instructions=(
             f"Long-term memory ({client.backend} backend). Store what the user tells you with add_memory and "
@@ -457,6 +583,28 @@ def build(argv: list[str]) -> tuple[argparse.Namespace, ServerSettings, dict[str
     return args, settings, data
 
 
+def _backend_class(settings: ServerSettings) -> type[Memory]:
+    """The served backend's class, and the mistakes that need no model to find (an unknown backend,
+    a bad option, a backend that forgets on restart without --allow-ephemeral), found at once."""
+    from memlab.errors import ConfigurationError
+    from memlab.registry import backends
+
+    memory_type: type[Memory] = backends.get(settings.backend)
+    config = getattr(memory_type, "Config", None)
+    if config is not None:
+        try:
+            config.model_validate(settings.backend_config)
+        except ValidationError as exc:
+            problems = "; ".join(f"--{settings.backend}.{_problem(e)}" for e in exc.errors(include_url=False))
+            raise ConfigurationError(f"invalid backend options: {problems}") from None
+    if not settings.allow_ephemeral and Capability.PERSIST not in memory_type.capabilities:
+        raise ConfigurationError(
+            f"backend {settings.backend!r} does not declare the 'persist' capability: its memories would not "
+            "survive a restart (pass --allow-ephemeral to serve it anyway)"
+        )
+    return memory_type
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``memlab mcp``; returns the exit code (2 with one ``memlab: error:`` line)."""
     from memlab.server.cli import _describe, fail
@@ -468,16 +616,16 @@ def main(argv: list[str] | None = None) -> int:
         return fail("the MCP SDK is not installed: pip install 'memlab[mcp]'")
     try:
         args, settings, _ = build(argv)
-        from memlab.server.app import open_service_client
-
-        client, lock = open_service_client(settings)  # the data-directory lock of memlab serve
+        memory_type = _backend_class(settings)
     except (ValidationError, ValueError, MemlabError) as exc:
         return fail(_describe(exc))
+    client = BackgroundClient(settings, memory_type)  # the model loads while the server already answers
     try:
         server = build_server(client, settings, user=args.user if args.transport == "stdio" else None)
+        client.start()  # after the server is built: its imports do not compete with the model's
         print(
-            f"memlab mcp: backend {client.backend!r}, data {settings.data_dir or 'in-process'}, tools "
-            f"{', '.join(offered_tools(client.memory))}, transport {args.transport}"
+            f"memlab mcp: backend {settings.backend!r}, data {settings.data_dir or 'in-process'}, tools "
+            f"{', '.join(offered_tools(memory_type))}, transport {args.transport}"
             + (f" http://{settings.host}:{settings.port}{MCP_PATH}" if args.transport == "http" else ""),
             file=sys.stderr,
             flush=True,
@@ -492,8 +640,6 @@ def main(argv: list[str] | None = None) -> int:
             uvicorn.run(http_app(server, settings), host=settings.host, port=settings.port, log_level=args.log_level)
     finally:
         client.close()
-        if lock is not None:
-            lock.release()
     return 0
 
 

@@ -67,7 +67,15 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from memlab import data_subject
 from memlab.errors import ConfigurationError, MemlabError, PluginValidationError, UnsupportedCapabilityError
 from memlab.tokens import count_tokens
-from memlab.types import MemoryItem, Message, MetadataScalar, Retrieval, Session
+from memlab.types import (
+    FilterKey,
+    MemoryItem,
+    Message,
+    MetadataScalar,
+    Retrieval,
+    Session,
+    key_rules_in_property_names,
+)
 
 _USER_ID = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 
@@ -137,7 +145,11 @@ class MemoryFilter(BaseModel):
     session_id: str | list[str] | None = Field(default=None, description="one session id or a list of them")
     since: IsoTime | None = Field(default=None, description="turns at or after this time (ISO 8601)")
     until: IsoTime | None = Field(default=None, description="turns before this time (ISO 8601)")
-    metadata: dict[str, MetadataScalar] = Field(default_factory=dict, description="turn metadata key -> value")
+    metadata: dict[FilterKey, MetadataScalar] = Field(
+        default_factory=dict,
+        description="turn metadata key -> value (no NUL in keys: no stored key holds one)",
+        json_schema_extra=key_rules_in_property_names,
+    )
 
     @field_validator("session_id")
     @classmethod

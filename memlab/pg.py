@@ -74,10 +74,11 @@ def lock_key(*parts: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def open_pool(url: str, *, max_size: int, search_path: str | None = None) -> Any:
+def open_pool(url: str, *, max_size: int, search_path: str | None = None, autocommit: bool = False) -> Any:
     """A thread-safe connection pool (fails fast with the reason when the database cannot be reached).
 
     ``search_path``: the PostgreSQL schema unqualified table names resolve to on these connections.
+    ``autocommit``: each statement commits by itself (session-level advisory locks stay clean).
     """
     try:
         import psycopg
@@ -89,6 +90,8 @@ def open_pool(url: str, *, max_size: int, search_path: str | None = None) -> Any
 
     # Probe once without the pool, so a wrong URL is one clear error instead of pool retries.
     kwargs: dict[str, Any] = {"options": f"-c search_path={search_path}"} if search_path else {}
+    if autocommit:
+        kwargs["autocommit"] = True
     try:
         probe = psycopg.connect(url, connect_timeout=10, **kwargs)
     except psycopg.Error as exc:

@@ -40,9 +40,27 @@ MetadataString = Annotated[StrictStr, StringConstraints(max_length=MAX_METADATA_
 MetadataScalar = MetadataString | StrictBool | StrictInt | Annotated[StrictFloat, Field(allow_inf_nan=False)] | None
 MetadataValue = MetadataScalar | Annotated[list[MetadataScalar], Field(max_length=MAX_METADATA_LIST_ITEMS)]
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=MAX_METADATA_KEY_CHARS, pattern=NO_NUL)]
+FilterKey = Annotated[str, StringConstraints(pattern=NO_NUL)]  # a filter names keys: none holds NUL
+
+
+def key_rules_in_property_names(schema: dict[str, Any]) -> None:
+    """JSON Schema of a dict with ``MetadataKey`` (or ``FilterKey``) keys that says what validation enforces.
+
+    pydantic writes a key pattern as ``patternProperties``, which only selects the keys its value
+    schema applies to: a key with NUL would match nothing and be allowed, though validation refuses
+    it (422). The pattern belongs in ``propertyNames``, the value schema in ``additionalProperties``."""
+    patterns = schema.pop("patternProperties", None)
+    if not patterns:
+        return
+    (pattern, values), *_ = patterns.items()
+    schema["propertyNames"] = {**schema.get("propertyNames", {}), "pattern": pattern}
+    schema["additionalProperties"] = values
+
+
 TurnMetadata = Annotated[
     dict[MetadataKey, MetadataValue],
     Field(
+        json_schema_extra=key_rules_in_property_names,
         max_length=MAX_METADATA_KEYS,
         description=f"JSON object stored with the turn: at most {MAX_METADATA_KEYS} keys of 1-{MAX_METADATA_KEY_CHARS} "
         f"characters; values are strings (at most {MAX_METADATA_STRING_CHARS} characters), numbers, booleans, "

@@ -22,6 +22,7 @@ pytest.importorskip("mcp")
 
 import httpx2  # noqa: E402 - the SDK's HTTP client
 from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
@@ -30,16 +31,26 @@ from memlab.testing.server_process import ServerProcess, free_port, memlab_serve
 
 BOB_KEY = "bob-key-0123456789abcdefgh"
 
+# Registers 'notes' and 'gated' (notes whose opening waits until the file $MEMLAB_TEST_GATE exists, as
+# a model that takes long to load), then runs `memlab mcp`.
 LAUNCHER = (
     "-c",
-    f"import sys; sys.path.insert(0, {str(TESTS)!r}); from test_server import NotesMemory; "
+    f"import os, sys, time; sys.path.insert(0, {str(TESTS)!r}); from test_server import NotesMemory\n"
+    "class GatedNotes(NotesMemory):\n"
+    "    name = 'gated'\n"
+    "    def __init__(self, config=None, *, data_dir=None):\n"
+    "        deadline = time.monotonic() + 120\n"
+    "        while not os.path.exists(os.environ['MEMLAB_TEST_GATE']) and time.monotonic() < deadline:\n"
+    "            time.sleep(0.05)\n"
+    "        super().__init__(config, data_dir=data_dir)\n"
     "from memlab.registry import backends; backends.register('notes', NotesMemory); "
+    "backends.register('gated', GatedNotes)\n"
     "from memlab.cli import main; sys.exit(main(['mcp', *sys.argv[1:]]))",
 )
 
 
-def stdio_params(*args: str) -> StdioServerParameters:
-    env = {**memlab_serve_env(), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+def stdio_params(*args: str, **extra_env: str) -> StdioServerParameters:
+    env = {**memlab_serve_env(), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **extra_env}
     return StdioServerParameters(command=sys.executable, args=[*LAUNCHER, *args], env=env)
 
 
@@ -130,6 +141,53 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
             assert "since" in bad_filter
             assert "forgot" in data(await client.call_tool("forget_user", {}))["done"]
             assert data(await client.call_tool("list_memories", {}))["items"] == []
+
+    asyncio.run(scenario())
+
+
+def test_the_server_answers_before_its_backend_is_open_and_calls_wait_for_it(tmp_path: Path) -> None:
+    """issue 34: initialize waited for the model (27.8 s). The gated backend does not open until the
+    gate file exists: initialize and tools/list must answer without it, a tool call after it opens."""
+    gate = tmp_path / "gate"
+
+    async def scenario() -> None:
+        params = stdio_params(
+            "--backend", "gated", "--data-dir", str(tmp_path / "data"), "--user", "alice", MEMLAB_TEST_GATE=str(gate)
+        )
+        with (tmp_path / "stderr.log").open("w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                assert await tool_names(client) == set(TOOL_NAMES)  # the backend is still closed
+                gate.touch()
+                added = data(await client.call_tool("add_memory", {"messages": [{"role": "user", "content": "hi"}]}))
+                assert added["messages"] == 1
+        log = (tmp_path / "stderr.log").read_text()
+        assert "opening backend 'gated' in the background" in log and "backend 'gated' ready in" in log, log
+
+    asyncio.run(scenario())
+
+
+def test_argument_mistakes_are_one_line_naming_the_argument(tmp_path: Path) -> None:
+    """issue 34: invalid arguments came back as pydantic dumps; an unknown user_id was ignored."""
+
+    async def scenario() -> None:
+        params = stdio_params("--backend", "notes", "--data-dir", str(tmp_path / "data"), "--user", "alice")
+        async with Client(params) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert tools["search_memory"].input_schema["additionalProperties"] is False
+            cases = {
+                "missing": ({}, "query: required"),
+                "wrong type": ({"query": "cat", "k": "many"}, "k: "),
+                "out of range": ({"query": "cat", "k": 0}, "k: Input should be greater than or equal to 1"),
+                "bad filter": ({"query": "cat", "filters": {"since": "yesterday"}}, "filters."),
+            }
+            for name, (arguments, expected) in cases.items():
+                text = error_text(await client.call_tool("search_memory", arguments))
+                assert expected in text, (name, text)
+                assert "\n" not in text and "pydantic" not in text and "http" not in text, (name, text)
+            for_bob = error_text(await client.call_tool("search_memory", {"query": "cat", "user_id": "bob"}))
+            assert "unknown argument 'user_id'" in for_bob and "acts for user 'alice' only" in for_bob, for_bob
+            typo = error_text(await client.call_tool("add_memory", {"messages": [], "sesion_id": "x"}))
+            assert "unknown argument 'sesion_id'" in typo and "session_id" in typo, typo
 
     asyncio.run(scenario())
 

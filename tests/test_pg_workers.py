@@ -150,6 +150,33 @@ def test_sigkill_of_a_worker_during_writes_loses_no_acknowledged_write(service: 
     _check(base, "carol", "killed", acked)
 
 
+@pytest.mark.pg
+@pytest.mark.timeout(300)
+def test_a_retried_write_is_stored_once_across_workers(service: dict) -> None:
+    """issue 34: each worker kept its own idempotency keys, so 10 retries stored the write twice."""
+    base, text = service["base"], "I keep my idempotency keys in the database."
+    answers: list[dict] = []
+
+    def send() -> None:
+        body = {"session_id": "retried", "messages": [{"role": "user", "content": text}]}
+        for _ in range(100):  # a new connection each time: the two workers share the retries
+            r = httpx.post(f"{base}/v1/users/dora/messages", json=body, headers={"Idempotency-Key": "k-1"}, timeout=60)
+            if r.status_code != 409:  # 409 write_in_progress: the first is still running on the other worker
+                assert r.status_code == 201, r.text
+                answers.append({k: v for k, v in r.json().items() if k != "seconds"})
+                return
+            time.sleep(0.1)
+
+    threads = [threading.Thread(target=send) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(answers) == 10 and all(a == answers[0] for a in answers), answers
+    items = httpx.get(f"{base}/v1/users/dora/memories", timeout=60).json()["items"]
+    assert [i["text"] for i in items if i["source"].get("session_id") == "retried" and "#" in i["id"]] == [text]
+
+
 def test_store_url_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     from memlab.server.cli import build_settings
 

@@ -8,6 +8,7 @@ In-process tests use FastAPI's test client; the connection tests run a real ``me
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import time
@@ -66,6 +67,44 @@ def test_nul_bytes_get_the_same_422_on_every_backend(tmp_path: Path, backend: st
         search = client.post("/v1/users/alice/search", json={"query": "a\x00b"}, headers=AUTH)
         assert search.status_code == 422 and "NUL" in search.json()["error"]["message"]
         assert client.get("/v1/users/alice/memories/a%00b", headers=AUTH).status_code in (405, 422)
+
+
+def test_the_openapi_schema_refuses_the_nul_metadata_and_filter_keys_the_server_refuses(tmp_path: Path) -> None:
+    """issue 34: pydantic wrote the key pattern as patternProperties, which a NUL key escapes: the
+    schema allowed what the server answered 422 (schemathesis: positive data rejected)."""
+    import jsonschema
+
+    with _app(tmp_path, "full_context") as client:
+        spec = client.get("/openapi.json").json()
+        schemas = spec["components"]["schemas"]
+        bad_key = {"a\x00b": 1}
+        for name, path in (
+            ("MessageIn", ["metadata"]),
+            ("AddMessagesRequest", ["metadata"]),
+            ("MemoryFilter", ["metadata"]),
+        ):
+            schema = schemas[name]["properties"][path[0]]
+            assert "patternProperties" not in schema and schema["propertyNames"]["pattern"] == "^[^\\x00]*$"
+            validator = jsonschema.Draft202012Validator(schema)
+            assert not validator.is_valid(bad_key), name
+            assert validator.is_valid({"topic": "work"}), name
+        message = {"role": "user", "content": "hi"}
+        requests = [
+            ("/v1/users/alice/messages", {"messages": [{**message, "metadata": bad_key}]}),
+            ("/v1/users/alice/messages", {"messages": [message], "metadata": bad_key}),
+            ("/v1/users/alice/search", {"query": "hi", "filters": {"metadata": bad_key}}),
+        ]
+        for url, body in requests:
+            response = client.post(url, json=body, headers=AUTH)
+            assert response.status_code == 422 and "x00" in response.json()["error"]["message"], response.text
+        listing = client.get("/v1/users/alice/export", params={"metadata": "a\x00b:1"}, headers=AUTH)
+        assert listing.status_code == 422, listing.text
+        query_pattern = next(
+            p["schema"]["anyOf"][0]["items"]["pattern"]
+            for p in spec["paths"]["/v1/users/{user_id}/export"]["get"]["parameters"]
+            if p["name"] == "metadata"
+        )
+        assert "\\x00" in query_pattern and not re.match(query_pattern, "a\x00b:1")
 
 
 def test_k_must_be_a_json_integer(tmp_path: Path) -> None:
@@ -248,6 +287,33 @@ def test_idle_and_half_sent_connections_cannot_take_the_service_down(tmp_path: P
         finally:
             for sock in idle:
                 sock.close()
+
+
+def test_shedding_is_one_warning_per_interval_and_the_cap_fits_the_open_files_limit(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """issue 34: a flood logged one traceback per failed accept (3,598 lines in 2.4 s)."""
+    from memlab.server import protocol
+
+    warning = protocol.RateLimitedWarning("first over {cap}", "again {count} in {seconds:.0f} s over {cap}")
+    with caplog.at_level("WARNING", logger="memlab.server"):
+        for tick in range(1000):  # 100 a second for 10 s
+            warning.report(tick / 100, cap=5)
+        warning.report(10.0, cap=5)
+        warning.report(40.0, cap=5)  # a new burst later
+    assert [r.getMessage() for r in caplog.records] == [
+        "first over 5 (reported at most every 10 s)",
+        "again 1000 in 10 s over 5",
+        "first over 5 (reported at most every 10 s)",
+    ]
+    monkeypatch.setattr(protocol, "open_files_limit", lambda: 1024)
+    try:
+        protocol.configure(protocol.ConnectionLimits(max_connections=2000))
+        assert protocol.connection_cap() == 1024 - protocol.ACCEPT_BATCH - protocol.FD_RESERVE
+        protocol.configure(protocol.ConnectionLimits(max_connections=512))
+        assert protocol.connection_cap() == 512
+    finally:
+        protocol.configure(protocol.ConnectionLimits())
 
 
 @pytest.mark.slow

@@ -104,7 +104,7 @@ def list_filters(
     since: Annotated[IsoTime | None, Query(description="only turns at or after this time (ISO 8601)")] = None,
     until: Annotated[IsoTime | None, Query(description="only turns before this time (ISO 8601)")] = None,
     metadata: Annotated[
-        list[Annotated[str, StringConstraints(pattern=r"^[^:]{1,64}:[\s\S]{0,256}$")]] | None,
+        list[Annotated[str, StringConstraints(pattern=r"^[^:\x00]{1,64}:[^\x00]{0,256}$")]] | None,
         Query(
             description="KEY:VALUE, repeatable: turns whose metadata KEY has VALUE (read as JSON when it "
             'parses: 3, true, null, "007"; else as a string), e.g. topic:work',

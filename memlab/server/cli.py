@@ -240,12 +240,13 @@ def raise_open_files_limit(max_connections: int) -> None:
 def uvicorn_options(settings: Any) -> dict[str, Any]:
     """What ``memlab serve`` hands uvicorn: address, limits, logging (one definition for 1 and N workers)."""
     from memlab.server.logs import log_config
-    from memlab.server.protocol import GuardedH11Protocol
+    from memlab.server.protocol import ACCEPT_BATCH, GuardedH11Protocol
 
     return {
         "host": settings.host,
         "port": settings.port,
         "http": GuardedH11Protocol,
+        "backlog": ACCEPT_BATCH,  # bounds the accepts per loop turn: a flood cannot take every descriptor at once
         "timeout_keep_alive": settings.keep_alive_timeout,
         "timeout_graceful_shutdown": settings.graceful_timeout,
         "log_config": log_config(settings.log_format, settings.log_level),
