@@ -120,7 +120,9 @@ class IdempotencyLog:
             self._db.execute("PRAGMA synchronous=OFF")
             try:
                 self._db.execute(
-                    "UPDATE writes SET result=? WHERE user_id=? AND key=?", (report.model_dump_json(), user_id, key)
+                    # Without what a forget request removed: a replay must not keep that text past its purge.
+                    "UPDATE writes SET result=? WHERE user_id=? AND key=?",
+                    (report.model_dump_json(exclude={"forgotten"}), user_id, key),
                 )
             finally:
                 self._db.execute("PRAGMA synchronous=FULL")

@@ -59,7 +59,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from memlab import data_subject
 from memlab.errors import ConfigurationError, MemlabError, PluginValidationError, UnsupportedCapabilityError
 from memlab.tokens import count_tokens
-from memlab.types import MemoryItem, Message, MetadataScalar, Retrieval, Session
+from memlab.types import ForgottenItem, MemoryItem, Message, MetadataScalar, Retrieval, Session
 
 _USER_ID = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 
@@ -201,6 +201,10 @@ class IngestReport(BaseModel):
     prompt_tokens: int = Field(default=0, description="LLM prompt tokens spent while ingesting (mem0, LLM extractors)")
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    forgotten: list[ForgottenItem] = Field(
+        default_factory=list,
+        description="what forget requests in these messages removed (empty: none, or nothing matched)",
+    )
 
 
 def config_problems(model: type[BaseModel], exc: ValidationError) -> str:
@@ -294,6 +298,9 @@ class Memory(ABC):
         # prompt tokens, completion tokens, cost of the ingest in flight: per thread, since ingests of
         # different users may run at once
         self._usage = threading.local()
+        # What removes the items a forget request refers to (``memlab.forget.Remover``): None deletes
+        # them at once; ``MemoryClient`` installs its undo ledger (``memlab.forget_ledger``).
+        self.forget_remover: Any = None
 
     # ------------------------------------------------------------------ config
     @classmethod
@@ -312,10 +319,17 @@ class Memory(ABC):
         with data_subject.handling(user_id):  # cache entries written now hold this user's text
             self._ingest(session, user_id=user_id, first_turn=first_turn)
         self._record_turns(user_id, session.id, first_turn + len(session.messages))
+        forgotten: list[ForgottenItem] = []
         if getattr(self.config, "forget_requests", False):  # the backend option (memlab.forget)
             from memlab.forget import honour_forget_requests
 
-            honour_forget_requests(self, session, user_id=user_id, matcher=self.forget_matcher())
+            forgotten = honour_forget_requests(
+                self,
+                session,
+                user_id=user_id,
+                matcher=self.forget_matcher(),
+                remove=getattr(self, "forget_remover", None),
+            )
         prompt_tokens, completion_tokens, cost = self._usage.totals
         return IngestReport(
             session_id=session.id,
@@ -325,6 +339,7 @@ class Memory(ABC):
             prompt_tokens=int(prompt_tokens),
             completion_tokens=int(completion_tokens),
             cost_usd=float(cost),
+            forgotten=forgotten,
         )
 
     def ingest_many(self, sessions: Sequence[Session | Mapping[str, Any]], *, user_id: str) -> list[IngestReport]:
