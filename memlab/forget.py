@@ -80,7 +80,7 @@ def word_share(text: str, subject: str) -> float:
     found = content_words(text)
     share = sum(1 for word in wanted if any(_same_word(word, other) for other in found)) / len(wanted)
     lowered = text.lower()
-    head = " ".join(re.findall(r"[a-z']+", subject.lower())[-2:])  # "my kid's school": the school
+    head = (re.findall(r"[a-z']+", subject.lower()) or [""])[-1]  # "my kid's school": the school
     if subject.lower().startswith(("where i", "how much i", "how old", "how tall", "which bank")):
         head = subject.lower()
     for topic, cues in TOPICS:
@@ -118,7 +118,7 @@ TOPICS = [
         r"earn|salary|income|paid\b|wage|\d+\s*k\b|£|\$|€|a\s+year\b|per\s+(?:year|annum|hour|month)",
     ),
     _topic(
-        r"medication|medications|meds|medicine|medicines|pills|prescription|tablets|drugs",
+        r"medication|medications|meds|medicine|medicines|pills|prescription|tablets|drugs|injections?|jabs?",
         r"take\s+\w+|taking\b|prescribed|pills?\b|tablets?\b|\bmg\b|medication|\w+(?:ine|ol|pril|statin|azole|pam|done|mab|tide)\b",
     ),
     _topic(
@@ -337,10 +337,28 @@ def honour_forget_requests(
             chosen = match(request, candidates)
         if not chosen:
             continue  # nothing matched with enough confidence: nothing is deleted
-        wanted = set(chosen)
+        wanted = _with_derived(set(chosen), candidates)
         targets = [item for item in candidates if item.id in wanted] + own
         forgotten += remover.remove(memory, user_id, targets, request.text)
     return forgotten
+
+
+def _turns_of(item: MemoryItem) -> set[tuple[Any, Any]]:
+    source = item.source
+    turns = {(source.get("session_id"), source["turn_index"])} if "turn_index" in source else set()
+    for turn in source.get("turns", []):
+        if isinstance(turn, dict) and "turn_index" in turn:
+            turns.add((turn.get("session_id", source.get("session_id")), turn["turn_index"]))
+    return turns
+
+
+def _with_derived(chosen: set[str], items: Sequence[MemoryItem]) -> set[str]:
+    """``chosen`` plus the items made only from the turns they come from (a profile entry taken from a
+    chosen turn): what restates a forgotten fact goes with it, nothing made from other turns does."""
+    turns = set().union(*(_turns_of(item) for item in items if item.id in chosen))
+    if not turns:
+        return chosen
+    return chosen | {item.id for item in items if (own := _turns_of(item)) and own <= turns}
 
 
 def _is_request_turn(item: MemoryItem, request: ForgetRequest) -> bool:
