@@ -190,12 +190,30 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
                 continue
             floor = max(low, best - (WIDE_MARGIN if wide else near))
             chosen |= {i for i, score in enumerate(scores) if score >= floor}
+            # What restates it in its own words goes too: all of a two-word subject ("spicy ramen"),
+            # three quarters of a longer one.
+            words = len(content_words(part))
+            if words >= 2:
+                needed = 1.0 if words < RESTATED_WORDS else 0.75
+                chosen |= {
+                    i
+                    for i, score in enumerate(scores)
+                    if (score >= low or needed == 1.0) and _plain_share(texts[i], part) >= needed
+                }
         return [items[i].id for i in sorted(chosen)]
 
     return match
 
 
 WIDE_MARGIN = 0.35
+RESTATED_WORDS = 3  # a subject of this many content words, 3/4 of them in an item: the item restates it
+
+
+def _plain_share(text: str, subject: str) -> float:
+    wanted = content_words(subject)
+    return len(wanted & content_words(text)) / len(wanted) if wanted else 0.0
+
+
 _MANY = re.compile(r"\b(?:everything|all\s+(?:the|of|that)|both|anything|all\s+i|any\s+(?:mention|info|details))\b")
 # People a fact may be about instead of the user: "my sister lives in Manchester" is not "where I live".
 _OTHERS = re.compile(
@@ -337,7 +355,7 @@ def honour_forget_requests(
             chosen = match(request, candidates)
         if not chosen:
             continue  # nothing matched with enough confidence: nothing is deleted
-        wanted = _with_derived(set(chosen), candidates)
+        wanted = _with_replies(_with_derived(set(chosen), candidates), candidates, request)
         targets = [item for item in candidates if item.id in wanted] + own
         forgotten += remover.remove(memory, user_id, targets, request.text)
     return forgotten
@@ -359,6 +377,25 @@ def _with_derived(chosen: set[str], items: Sequence[MemoryItem]) -> set[str]:
     if not turns:
         return chosen
     return chosen | {item.id for item in items if (own := _turns_of(item)) and own <= turns}
+
+
+def _with_replies(chosen: set[str], items: Sequence[MemoryItem], request: ForgetRequest) -> set[str]:
+    """``chosen`` plus the assistant's replies right after a chosen user turn that use what it names
+    ("Bring some green tea" after "my mornings start with green tea"): they rely on the fact."""
+    said = {
+        (item.source.get("session_id"), item.source["turn_index"])
+        for item in items
+        if item.id in chosen and item.source.get("role") == "user" and "turn_index" in item.source
+    }
+    named = content_words(request.subject or "")
+    replies = {
+        item.id
+        for item in items
+        if item.source.get("role") == "assistant"
+        and (item.source.get("session_id"), item.source.get("turn_index", -2) - 1) in said
+        and len(named & content_words(item.text)) >= min(2, len(named))
+    }
+    return chosen | replies
 
 
 def _is_request_turn(item: MemoryItem, request: ForgetRequest) -> bool:

@@ -557,7 +557,7 @@ class Memory(ABC):
 
     def forget_matcher(self) -> Any:
         """How this backend decides what a forget request refers to (``memlab.forget.Matcher``); None:
-        the rule-based word matcher. Backends with an LLM return ``memlab.forget.llm_matcher(llm)``."""
+        the semantic matcher (meaning and words). Backends with an LLM return ``memlab.forget.llm_matcher(llm)``."""
         return None
 
     def record_llm_usage(self, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float = 0.0) -> None:

@@ -78,7 +78,7 @@ def score_backend(
     backend: str,
     cases: Iterable[ForgetCase],
     *,
-    data_dir: Path,
+    data_dir: Path | None,
     config: Mapping[str, Any] | None = None,
     **client_options: Any,
 ) -> Score:
