@@ -146,6 +146,23 @@ TOPICS = [
     _topic(r"diet|eating", r"vegan|vegetarian|pescatarian|keto|gluten|halal|kosher|\bdiet\b"),
     _topic(r"drinking|alcohol|booze", r"drink|alcohol|pints?\b|wine\b|beer\b|sober"),
     _topic(r"smoking|cigarettes|vaping", r"smoke|cigarettes?|vape|vaping"),
+    _topic(r"pets?|dog|dogs|cat|cats", r"\bdogs?\b|\bcats?\b|puppy|kitten|\bpets?\b|rabbit|hamster|parrot"),
+    _topic(r"rent|mortgage|housing\s+costs", r"\brent\b|mortgage|landlord|\bpay\s+£"),
+    _topic(r"email|e-mail", r"@|\be-?mail"),
+    _topic(
+        r"hometown|where\s+i\s+grew\s+up|where\s+i'?m\s+from|nationality|background",
+        r"grew\s+up|born\s+in|\bfrom\b|hometown",
+    ),
+    _topic(
+        r"politics|political\s+views|vote|voting",
+        r"\bvote|labour|tory|tories|conservative|liberal|green\s+party|democrat|republican|socialist",
+    ),
+    _topic(r"name|names", r"\bcalled\b|\bname\s+is\b|\bnamed\b"),
+    _topic(r"password|pin|passcode", r"password|\bpin\b|passcode|\bcode\b"),
+    _topic(
+        r"health|condition|diagnosis|illness|disability",
+        r"diagnos|condition|syndrome|disease|disorder|itis\b|cancer|diabetes|asthma|\bibs\b|adhd|autism|epilepsy|migraine",
+    ),
     _topic(r"benefits|welfare", r"universal\s+credit|benefits|jobseeker|\bpip\b|\besa\b|welfare|housing\s+benefit"),
     _topic(
         r"therapy|therapist|counsellor|counselor|mental\s+health", r"therap|counsell?or|psychiatrist|anxiety|depression"

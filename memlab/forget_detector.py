@@ -119,7 +119,7 @@ _POLITE = (
     r"(?:i'?m|i\s+am)\s+asking\s+you\s+to|"
     r"it'?s\s+(?:time|okay|ok|fine)\s+(?:for\s+you\s+)?to)"
 )
-_LEAD = rf"^{_OPENER}(?:{_PLEASE}[\s,]+)?(?:{_POLITE}\s+)?(?:{_PLEASE}[\s,]+)?"
+_LEAD = rf"^{_OPENER}(?:{_PLEASE}[\s,]+)?(?:{_POLITE}\s+){{0,2}}(?:{_PLEASE}[\s,]+)?"
 _MEMORY_WORD = r"(?:memory|memories|mind|notes?|records?|files?|profile|database|system|data|brain|head)"
 _MEMORY = rf"(?:(?:your|the|my)\s+)?{_MEMORY_WORD}"
 _SAID = (
@@ -151,8 +151,17 @@ def _verb(*stems: str) -> str:
     forms = []
     for stem in stems:
         forms.append(stem)
-        base = stem[:-1] if stem.endswith("e") and not stem.endswith("ee") else stem
-        forms.append(base + "ing")
+        first, _, rest = stem.partition(" ")  # "keep track of" -> "keeping track of"
+        base = first[:-1] if first.endswith("e") and not first.endswith("ee") else first
+        if (
+            not first.endswith("e")
+            and len(base) <= 4
+            and base[-1] in "ptgbn"
+            and base[-2] in "aeiou"
+            and base[-3] not in "aeiou"
+        ):
+            base += base[-1]  # get -> getting, drop -> dropping, bin -> binning
+        forms.append(" ".join(filter(None, (base + "ing", rest))))
     return "(?:" + "|".join(sorted(set(forms), key=len, reverse=True)) + ")"
 
 
@@ -198,9 +207,10 @@ _ERASE = _verb(
     "unremember",
     "ditch",
     "bin",
+    "lose",
 )
 _NEGATION = (
-    r"(?:don'?t|do\s+not|never|stop|quit|no\s+need\s+to|there'?s\s+no\s+need\s+to|"
+    r"(?:don'?t|do\s+not|never|not|stop|quit|no\s+need\s+to|there'?s\s+no\s+need\s+to|"
     r"you\s+(?:don'?t|do\s+not)\s+(?:need|have)\s+to|(?:can|could|would)\s+you\s+not|you\s+(?:can|could)\s+stop)"
 )
 # Subjects that name nothing: "forget it", "forget about that", "forget everything".
@@ -251,7 +261,8 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "rather",
         re.compile(
-            rf"^{_OPENER}(?:i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+you(?:\s+to)?|"
+            rf"^{_OPENER}(?:i\s+(?:really\s+)?(?:don'?t|do\s+not|no\s+longer)\s+want\s+you(?:\s+to)?|"
+            rf"(?:i'?d|i\s+would)\s+(?:really\s+)?appreciate\s+it\s+if\s+you(?:\s+(?:would|could|didn'?t|did\s+not))?|"
             rf"(?:i'?d|i\s+would)\s+(?:rather|prefer)(?:\s+it\s+if)?\s+you(?:\s+(?:didn'?t|did\s+not|not|wouldn'?t|would\s+not))?(?:\s+to)?)\s+"
             rf"(?:{_KEEP}|{_FORGET}|forgot|deleted|erased|removed|dropped)\s+(?:(?P<ref>{_REFERENCE})\s+)?(?P<subject>.+)$"
         ),
