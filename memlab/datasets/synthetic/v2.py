@@ -15,10 +15,13 @@ Each persona gets one question per topic (eight topics), labelled with the relea
 - ``who=others`` (a quarter of the non-forget hobby questions): the history also reveals a friend's
   preference on the topic (in a message the user asks to translate or forward); it is a distractor;
 - ``ask_to_forget`` (``updated=True``): the user revealed a preference, the assistant used it, and
-  the user then asked "Please forget that I ...". The user's other, still valid preference on the
-  topic was revealed once; it is the correct answer and the forgotten one a distractor, so a memory
-  that honours the request is rewarded and one that keeps it is drawn to the forgotten option
-  (the release's correct answer is the generic one; see docs/datasets.md for why this differs);
+  the user then asked to forget it, in one of the phrasings of ``FORGET_REQUESTS`` (polite, blunt,
+  indirect, "scratch what I said about ...", by the thing alone). The user's other, still valid
+  preference on the topic was revealed once; it is the correct answer and the forgotten one a
+  distractor, so a memory that honours the request is rewarded and one that keeps it is drawn to
+  the forgotten option (the release's correct answer is the generic one; see docs/datasets.md);
+- every other hobby preference is followed by a near-miss turn (``NEAR_MISSES``: "oh forget it,
+  ...", "don't forget that ...", "my brother always forgets that ...") that must delete nothing;
 - ``sensitive_info``: the user shared a sensitive fact (rent, debt, salary) in a task; the correct
   option is the one consistent with it. The release's sensitive rows test masking and their
   evidence is not in the histories: results on this type are not comparable to the release's.
