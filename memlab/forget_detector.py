@@ -135,6 +135,7 @@ _REFERENCE = (
     rf"(?:(?:the|that|this|those|these|any|all|every|your|both|the\s+two)\s+(?:\w+\s+)?{_PIECE}\s+"
     rf"(?:about|of|on|regarding|concerning|related\s+to|re|where\s+i\s+{_SAID}(?:\s+(?:you\s+)?about)?|"
     rf"(?:that\s+)?(?:i|you)\s+(?:{_SAID}|{_HELD})(?:\s+(?:you\s+)?(?:about|on|regarding))?)|"
+    rf"{_PIECE}\s+(?:about|on|regarding|concerning)|"
     rf"what(?:ever)?\s+(?:i|you)(?:\s+(?:just|earlier|once|ever))?\s*(?:{_SAID}|{_HELD})(?:\s+(?:you|me))?(?:\s+(?:earlier|before))?\s+(?:about|regarding|concerning|on)|"
     rf"(?:everything|anything|all)\s+(?:(?:that\s+)?(?:i|you)\s*(?:{_SAID}|{_HELD})(?:\s+(?:you|me))?(?:\s+(?:earlier|before))?\s+)?(?:about|regarding|concerning|on|related\s+to)|"
     rf"i\s+(?:ever\s+|even\s+)?(?:{_SAID})(?:\s+(?:you\s+)?(?:about|that))?|"
@@ -184,6 +185,7 @@ _KEEP = _verb(
     "note down",
     "write down",
     "hang on to",
+    "hang onto",
     "know",
 )
 _ERASE = _verb(
@@ -210,7 +212,7 @@ _ERASE = _verb(
     "lose",
 )
 _NEGATION = (
-    r"(?:don'?t|do\s+not|never|not|stop|quit|no\s+need\s+to|there'?s\s+no\s+need\s+to|"
+    r"(?:don'?t|do\s+not|never|not|no\s+more|stop|quit|no\s+need\s+to|there'?s\s+no\s+need\s+to|"
     r"you\s+(?:don'?t|do\s+not)\s+(?:need|have)\s+to|(?:can|could|would)\s+you\s+not|you\s+(?:can|could)\s+stop)"
 )
 # Subjects that name nothing: "forget it", "forget about that", "forget everything".
@@ -275,6 +277,12 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
+        "off-record",
+        re.compile(
+            rf"{_LEAD}(?:(?:let'?s|let\s+us)\s+)?keep\s+(?P<subject>.+?)\s+off\s+(?:the\s+|your\s+)?(?:record|records|books)\b.*$"
+        ),
+    ),
+    (
         "wipe-of",
         re.compile(
             rf"{_LEAD}{_ERASE}\s+(?:your|the)\s+(?:memory|memories|records?|notes)\s+(?:of|about|regarding)\s+(?P<subject>.+)$"
@@ -283,13 +291,13 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "want-gone",
         re.compile(
-            rf"^{_OPENER}i\s+(?:want|need|would\s+like|'d\s+like|'d\s+prefer)\s+(?P<ref>{_REFERENCE}\s+)?(?P<subject>.+?)\s+(?:gone|deleted|erased|removed|wiped|forgotten)\b.*$"
+            rf"^{_OPENER}i(?:\s+want|\s+need|\s+would\s+like|'d\s+like|'d\s+prefer|\s+would\s+prefer)\s+(?P<ref>{_REFERENCE}\s+)?(?P<subject>.+?)\s+(?:gone|deleted|erased|removed|wiped|forgotten)\b.*$"
         ),
     ),
     (
         "pretend",
         re.compile(
-            rf"{_LEAD}(?:pretend|act\s+(?:like|as\s+if|as\s+though)|assume)\s+(?:that\s+)?(?:i\s+never|you\s+never|i\s+didn'?t\s+ever|i\s+did\s+not\s+ever|i\s+didn'?t|you\s+didn'?t)\s+"
+            rf"{_LEAD}(?:(?:let'?s|let\s+us)\s+)?(?:pretend|act\s+(?:like|as\s+if|as\s+though)|assume)\s+(?:that\s+)?(?:i\s+never|you\s+never|i\s+didn'?t\s+ever|i\s+did\s+not\s+ever|i\s+didn'?t|you\s+didn'?t)\s+"
             rf"(?:{_SAID}|heard|learned|knew|know|hear)\s+(?:you\s+|me\s+)?(?:anything\s+)?(?:about\s+|that\s+|of\s+)?(?P<subject>.+)$"
         ),
     ),
@@ -310,6 +318,7 @@ _SAID_BEFORE = re.compile(
 _EXPLICIT_MEMORY = re.compile(
     rf"\b(?:in|from|out\s+of)\s+{_MEMORY}\b|\b(?:don'?t|do\s+not|never)\s+(?:keep|store|save|remember|record)\b"
 )
+_FROM_MEMORY = re.compile(rf"\b(?:from|in|out\s+of|off)\s+(?:your|the|my)\s+{_MEMORY_WORD}\b")
 _ADDRESS = re.compile(rf"\b{_PLEASE}\b|\byou\b|\byour\b")
 
 
@@ -388,7 +397,7 @@ def _clause_subject(clause: str, turn: str) -> str | None:
         subject = _subject(raw)
         if subject is None:
             continue
-        if name == "erase" and not ref and not (subject.startswith(("my ", "our ")) or re.search(_MEMORY, clause)):
+        if name == "erase" and not ref and not (subject.startswith(("my ", "our ")) or _FROM_MEMORY.search(clause)):
             continue  # "erase a stain": erasing only counts for what was said or a personal detail
         if name in ("erase", "erase-from") and _NOT_MEMORY.match(subject) and not ref:
             continue
