@@ -291,12 +291,15 @@ class MemoryClient:
 
     def _open_forget_ledger(self, undo_hours: float) -> ForgetLedger:
         """Items removed by forget requests stay restorable for ``undo_hours`` (``memlab.forget_ledger``):
-        in the data directory, or in process memory for an in-process memory. A database store
-        without a data directory has no durable place for them yet, so there they are deleted at once."""
-        if undo_hours and self.data_dir is None and self.persistent:
+        in the data directory, or in process memory for an in-process memory. With a database store
+        (N workers share it) a ledger in one worker's directory would hide an item from that worker
+        only, so there they are deleted at once until the ledger can live in the database."""
+        from memlab.pg import config_uses_database
+
+        if undo_hours and config_uses_database(self.memory.config):
             warnings.warn(
-                "forget_undo_hours needs a data_dir to keep pending deletions across restarts; without one, "
-                "items removed by forget requests are deleted at once",
+                "forget_undo_hours is not available with a database store yet (pending deletions would be "
+                "per worker): items removed by forget requests are deleted at once",
                 stacklevel=4,
             )
             undo_hours = 0.0
