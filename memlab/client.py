@@ -36,6 +36,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import logging
 import shutil
 import threading
 import time
@@ -297,10 +298,9 @@ class MemoryClient:
         from memlab.pg import config_uses_database
 
         if undo_hours and config_uses_database(self.memory.config):
-            warnings.warn(
+            logging.getLogger("memlab.client").warning(
                 "forget_undo_hours is not available with a database store yet (pending deletions would be "
-                "per worker): items removed by forget requests are deleted at once",
-                stacklevel=4,
+                "per worker): items removed by forget requests are deleted at once"
             )
             undo_hours = 0.0
         ledger = ForgetLedger(self.data_dir if self.persistent else None, undo_hours=undo_hours)
