@@ -208,7 +208,9 @@ class ForgetLedger:
 
     def purge(self, memory: Memory, user_id: str, item_ids: Sequence[str]) -> None:
         """Delete ``item_ids`` for good: from the backend, then their rows and the request texts here."""
-        item_ids = [item_id for item_id in item_ids if self.is_pending(user_id, item_id)]  # not purged by a concurrent call
+        item_ids = [
+            item_id for item_id in item_ids if self.is_pending(user_id, item_id)
+        ]  # not purged by a concurrent call
         if not item_ids:
             return
         DeleteAtOnce().remove(memory, user_id, [MemoryItem(id=i, text="") for i in item_ids], "")
