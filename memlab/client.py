@@ -36,8 +36,10 @@ import asyncio
 import contextlib
 import functools
 import json
+import logging
 import shutil
 import threading
+import time
 import uuid
 import warnings
 from collections import OrderedDict
@@ -48,9 +50,10 @@ from typing import Any
 
 from memlab import data_subject
 from memlab.errors import MemlabError, NotFoundError
+from memlab.forget_ledger import DEFAULT_UNDO_HOURS, ForgetLedger, HidingFilter
 from memlab.idempotency import open_log
 from memlab.locks import ReadWriteLock
-from memlab.memory import Capability, FilterLike, IngestReport, Memory, as_filter, validate_user_id
+from memlab.memory import Capability, FilterLike, IngestReport, Memory, MemoryFilter, as_filter, validate_user_id
 from memlab.pagination import Page, page_by_id, page_by_position
 from memlab.pg import is_database_url
 from memlab.registry import create_backend
@@ -198,6 +201,7 @@ class MemoryClient:
         max_k: int = DEFAULT_MAX_K,
         user_cache_size: int = DEFAULT_USER_CACHE_SIZE,
         batch_queries: bool = False,
+        forget_undo_hours: float = DEFAULT_UNDO_HOURS,
         **backend_kwargs: Any,
     ) -> None:
         if max_k < 1:
@@ -242,6 +246,7 @@ class MemoryClient:
             data_dir=self.data_dir if self.persistent else None,
             database_url=store if self.persistent and is_database_url(store) else None,
         )
+        self._pending = self._open_forget_ledger(forget_undo_hours)
         if self.persistent:
             self._writes.recover(self._turns_stored)
         self._forget_lock = threading.Lock()
@@ -249,6 +254,7 @@ class MemoryClient:
         self._user_dirs: set[Path] = set()
         if batch_queries:
             self._coalesce_query_embeddings()
+        self._purge_due()  # undo windows that ended while no process held this data directory
 
     # ------------------------------------------------------------------ identity
     @property
@@ -290,6 +296,39 @@ class MemoryClient:
         if self.data_dir is not None:
             warnings.warn(f"{reason}; they will not survive a restart", EphemeralMemoryWarning, stacklevel=3)
 
+    def _open_forget_ledger(self, undo_hours: float) -> ForgetLedger:
+        """Items removed by forget requests stay restorable for ``undo_hours`` (``memlab.forget_ledger``):
+        in the data directory, or in process memory for an in-process memory. With a database store
+        (N workers share it) a ledger in one worker's directory would hide an item from that worker
+        only, so there they are deleted at once until the ledger can live in the database."""
+        from memlab.pg import config_uses_database
+
+        if undo_hours and config_uses_database(self.memory.config):
+            logging.getLogger("memlab.client").warning(
+                "forget_undo_hours is not available with a database store yet (pending deletions would be "
+                "per worker): items removed by forget requests are deleted at once"
+            )
+            undo_hours = 0.0
+        ledger = ForgetLedger(self.data_dir if self.persistent else None, undo_hours=undo_hours)
+        self.memory.forget_remover = ledger
+        return ledger
+
+    def _purge_due(self) -> None:
+        """Delete for good what forget requests removed once its undo window has ended."""
+        due_at = self._pending.next_due()
+        if due_at is None or due_at > time.time():
+            return
+        for user_id, item_ids in self._pending.due().items():
+            with self._users.use(user_id, write=True), self._backend_lock:
+                self._pending.purge(self.memory, user_id, item_ids)
+                data_subject.forget(user_id)  # cache entries cannot be told apart per item: the user's go
+
+    def _visible(self, user_id: str, filters: FilterLike) -> MemoryFilter | None:
+        """``filters`` plus leaving out what is pending deletion (nothing added when nothing is)."""
+        selected = as_filter(filters)
+        hidden = self._pending.hidden(user_id)
+        return HidingFilter.around(selected, hidden) if hidden else selected
+
     def _coalesce_query_embeddings(self) -> None:
         """Concurrent searches share model calls (see ``memlab.embedders.coalescing``)."""
         from memlab.embedders import Embedder
@@ -314,6 +353,7 @@ class MemoryClient:
         with self._lifecycle.read():
             if self._closed:
                 raise MemlabError("this MemoryClient is closed")
+            self._purge_due()
             with self._users.use(user_id, write=write), self._backend_lock:
                 yield
 
@@ -365,8 +405,8 @@ class MemoryClient:
                 raise TypeError(f"k must be an integer, got {type(k).__name__}")
             if not 1 <= k <= self.max_k:
                 raise ValueError(f"k must be between 1 and {self.max_k} (max_k), got {k}")
-        selected = as_filter(filters)
         with self._user(user_id, write=False):
+            selected = self._visible(user_id, filters)
             return self.memory.retrieve(query, user_id=user_id, k=k, filters=selected)
 
     def forget(self, user_id: str) -> None:
@@ -376,6 +416,7 @@ class MemoryClient:
         with self._user(user_id, write=True):
             self.memory.reset(user_id)
             self._writes.forget_user(user_id)
+            self._pending.forget_user(user_id)
             data_subject.forget(user_id)
             for directory in self.user_file_dirs():
                 target = directory / user_id
@@ -424,9 +465,15 @@ class MemoryClient:
         page at a time (``next_cursor`` names the next page; the document's other parts come with
         the first page only).
         """
-        selected = as_filter(filters)
         with self._user(user_id, write=False):
-            document = self.memory.export(user_id, filters=selected)
+            pending = self._pending.pending(user_id)
+            hidden = {entry["item"]["id"] for entry in pending}
+            document = self.memory.export(user_id, filters=as_filter(filters))
+        if pending:
+            # Still held, shown apart with their purge time; never among the memories in use.
+            if isinstance(document.get("items"), list):
+                document["items"] = [raw for raw in document["items"] if raw.get("id") not in hidden]
+            document["pending_deletion"] = pending
         if limit is None and cursor is None:
             return document
         items = document.get("items")
@@ -440,9 +487,8 @@ class MemoryClient:
     # ------------------------------------------------------------------ capability operations
     def memories(self, user_id: str, *, filters: FilterLike = None) -> list[MemoryItem]:
         """All of ``user_id``'s memories that ``filters`` selects (needs the 'list' capability)."""
-        selected = as_filter(filters)
         with self._user(user_id, write=False):
-            return self.memory.list_memories(user_id=user_id, filters=selected)
+            return self.memory.list_memories(user_id=user_id, filters=self._visible(user_id, filters))
 
     def memories_page(
         self, user_id: str, *, filters: FilterLike = None, limit: int | None = None, cursor: str | None = None
@@ -469,9 +515,24 @@ class MemoryClient:
         """Delete one of ``user_id``'s memories (needs 'delete')."""
         self.memory._require(Capability.DELETE)
         with self._user(user_id, write=True):
-            self._owned(user_id, item_id)
-            self._by_id(lambda: self.memory.delete(item_id, user_id=user_id), user_id, item_id)
+            if self._pending.is_pending(user_id, item_id):  # removed by a forget request: final now
+                self._pending.purge(self.memory, user_id, [item_id])
+            else:
+                self._owned(user_id, item_id)
+                self._by_id(lambda: self.memory.delete(item_id, user_id=user_id), user_id, item_id)
+                self._pending.scrub(user_id, item_id)
             data_subject.forget(user_id)  # cache entries cannot be told apart per item: the user's go
+
+    def restore(self, user_id: str, item_id: str) -> MemoryItem:
+        """Bring back a memory a forget request removed, within its undo window (``forget_undo_hours``);
+        ``NotFoundError`` for any other id, or once the window has ended."""
+        with self._user(user_id, write=True):
+            restored = self._pending.restore(user_id, item_id)
+            if self.memory.supports(Capability.LIST):
+                for item in self.memory.list_memories(user_id=user_id):
+                    if item.id == item_id:
+                        return item
+            return restored
 
     def history(self, user_id: str, item_id: str) -> list[dict[str, Any]]:
         """The change history of one of ``user_id``'s memories (needs 'history').
@@ -479,9 +540,18 @@ class MemoryClient:
         Deleted memories keep their history, so there is no 'list' check here: the backend's own
         per-user scoping decides, and an id it does not know for this user is ``NotFoundError``.
         """
-        self.memory._require(Capability.HISTORY)
         with self._user(user_id, write=False):
-            return self._by_id(lambda: self.memory.history(item_id, user_id=user_id), user_id, item_id)
+            removals = self._pending.events(user_id, item_id)  # what forget requests did to it
+            if removals and not self.memory.supports(Capability.HISTORY):
+                return removals
+            self.memory._require(Capability.HISTORY)
+            try:
+                events = self._by_id(lambda: self.memory.history(item_id, user_id=user_id), user_id, item_id)
+            except NotFoundError:
+                if removals:
+                    return removals
+                raise
+            return [*events, *removals]
 
     def history_page(
         self, user_id: str, item_id: str, *, limit: int | None = None, cursor: str | None = None
@@ -497,6 +567,8 @@ class MemoryClient:
         """
         if not self.memory.supports(Capability.LIST):
             return None
+        if self._pending.is_pending(user_id, item_id):
+            raise NotFoundError(f"user {user_id!r} has no memory with id {item_id!r} (it is pending deletion)")
         for item in self.memory.list_memories(user_id=user_id):
             if item.id == item_id:
                 return item
@@ -525,6 +597,7 @@ class MemoryClient:
                 self._closed = True
                 self.memory.close()
                 self._writes.close()
+                self._pending.close()
 
     def __enter__(self) -> MemoryClient:
         return self
@@ -568,6 +641,9 @@ class MemoryClient:
 
     async def adelete(self, user_id: str, item_id: str) -> None:
         await self._in_thread(self.delete, user_id, item_id)
+
+    async def arestore(self, user_id: str, item_id: str) -> MemoryItem:
+        return await self._in_thread(self.restore, user_id, item_id)
 
     async def ahistory(self, user_id: str, item_id: str) -> list[dict[str, Any]]:
         return await self._in_thread(self.history, user_id, item_id)

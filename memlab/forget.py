@@ -1,41 +1,59 @@
-"""Forget requests made in conversation ("please forget that I take weekend trips"), honoured by memory.
+"""Forget requests made in conversation ("please forget my weight"), honoured by memory.
 
-PersonaMem-v2's ``ask_to_forget`` questions test what a memory layer does when a user asks it to
-forget something: the correct answer is the one that does not use it. A backend with the
-``forget_requests`` option (``--<backend>.forget-requests true``; on by default in the chatbot layer,
-``MemoryClient``) honours such a request when it ingests it: the request's subject is matched against
-what the backend stores for that user and every matching item is deleted, the request turn itself
-included (it restates what is to be forgotten), so the forgotten preference no longer reaches
-``retrieve``, ``list_memories`` or ``export``.
+A backend with the ``forget_requests`` option (``--<backend>.forget-requests true``; on by default
+in the chatbot layer, ``MemoryClient``) honours such a request when it ingests it. Precision comes
+first: ordinary talk must never delete anything, so a turn counts only when it explicitly asks the
+assistant about what it keeps.
 
-- :func:`find_forget_requests`: the rule-based detector (no LLM): a user turn that asks to forget,
-  not remember, stop remembering, or remove something from memory; "don't forget to ..." (a request
-  to remember) and "I forgot ..." are not requests. The subject is the rest of that sentence.
-- :func:`mentions`: whether a stored text is about a subject: at least ``MATCH_SHARE`` of the
-  subject's content words (lowercased, stop words left out, plural/verb ``-s`` folded) occur in it.
-  A sibling preference stated in the very same words ("I keep fit with yoga" / "... with boxing")
-  can be taken with it: that is what the LLM matcher is for.
-- A backend with an LLM (profile's and mem0's extractors) may pass its own ``matcher`` to
-  :func:`honour_forget_requests`: the detector still finds the request, the LLM decides which
-  stored items it refers to (implicit paraphrases that share few words with the request).
-
-The hook runs after the backend has stored the session (``Memory.ingest``), through the backend's
-own ``list``/``delete`` capabilities, so every backend that can list and delete honours requests
-the same way.
+- :func:`find_forget_requests` (``memlab.forget_detector``): the rule-based detector (no LLM). A clause is a request when it is
+  addressed to the assistant (an imperative, "please ...", "could you ...", "I'd like you to ...",
+  "I don't want you to ...") and asks to forget something named ("forget that I ...", "forget my
+  salary", "don't keep that I told you about my divorce", "erase the bit about my therapist",
+  "delete the note about my allergy", "scratch what I said about X", "pretend I never told you
+  about X", "... from your memory"). Never a request: "forget it", "forget about it, ...",
+  "never forget", "don't forget to", "I forgot my ...", someone else forgetting, deleting or erasing
+  things that are not memories ("delete a file", "erase a stain"), and bare "forget about X" or
+  "forget what I said about X" without a word that makes it a request (please, you, memory ...).
+- :func:`resolve`: what a request refers to, by meaning and by words: each stored item is scored by
+  the cosine similarity of its text to the request's subject (the embedder the backend already has;
+  the packaged MiniLM for backends without one) plus the share of the subject's content words it
+  contains. Items scoring at least ``THRESHOLD`` and close to the best one (``MARGIN``) are taken;
+  below the threshold nothing is deleted and the result says "nothing matched". A request that
+  points back ("don't keep that in memory") refers to the user's turn just before it.
+- :func:`honour_forget_requests`: runs after the backend stored the session (``Memory.ingest``):
+  removes what each request refers to, the request turn itself included (it restates it), through
+  a :class:`Remover`: at once by default; ``MemoryClient`` installs its undo ledger
+  (``memlab.forget_ledger``), which keeps the items restorable for ``forget_undo_hours``.
+- A backend with an LLM (profile's and mem0's extractors) may pass its own ``matcher``
+  (:func:`llm_matcher`): the detector still finds the request, the LLM decides which stored items
+  it refers to.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
+import numpy as np
 from pydantic import Field
 
-from memlab.types import MemoryItem, Session
+from memlab.forget_detector import ForgetRequest, content_words, detect, find_forget_requests
+from memlab.types import ForgottenItem, MemoryItem, Session
+
+__all__ = [
+    "ForgetRequest",
+    "ForgetRequests",
+    "content_words",
+    "detect",
+    "find_forget_requests",
+    "honour_forget_requests",
+    "llm_matcher",
+    "semantic_matcher",
+]
 
 if TYPE_CHECKING:
+    from memlab.embedders import Embedder
     from memlab.memory import Memory
 
 # The backend option, one definition for every backend that can delete.
@@ -47,123 +65,362 @@ ForgetRequests = Annotated[
     ),
 ]
 
-MATCH_SHARE = 0.5  # share of the subject's content words a stored text must contain
-MIN_SUBJECT_WORDS = 1
 
-_STOP = frozenset(
-    """a an the i me my mine myself you your yours we our us it its this that these those he she him her his
-    they them their is am are was were be been being do does did have has had to of in on at for with about
-    from by as and or but so if then than too very just really also please any anything all some more
-    what which who whom when where why how can could would should will shall may might must not no
-    up down out over into onto off again there here now still ever""".split()
-)
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-_SENTENCE_END = re.compile(r"[.!?\n]")
-# Requests to forget; "(?<!n't )" etc. are handled by _NOT_A_REQUEST below.
-_REQUEST = re.compile(
-    r"\b(?:"
-    r"forget\s+(?:about\s+|that\s+|the\s+fact\s+that\s+)?"
-    r"|(?:do\s+not|don't|dont)\s+(?:remember|keep\s+in\s+mind|store|keep\s+track\s+of)\s+(?:that\s+)?"
-    r"|stop\s+remembering\s+(?:that\s+)?"
-    r"|(?:remove|delete|erase|wipe)\s+(?=.+?\bfrom\s+(?:your\s+)?memory)"
-    r")(?P<subject>[^.!?\n]+)",
-    re.IGNORECASE,
-)
-_NOT_A_REQUEST = re.compile(r"\b(?:don't|do\s+not|dont|never|not|won't|will\s+not)\s+forget\b", re.IGNORECASE)
-_MEMORY_TAIL = re.compile(r"\s+from\s+(?:your\s+)?memory\b.*$", re.IGNORECASE)
-_LEADING = re.compile(r"^(?:that|about|the\s+fact\s+that)\s+", re.IGNORECASE)
-_TRAILING = re.compile(r"\s+(?:in|from)\s+(?:your\s+)?memory\b.*$|[\s,;:'\"]+$", re.IGNORECASE)
+def mentions(text: str, subject: str, share: float = 0.5) -> bool:
+    """Whether ``text`` holds at least ``share`` of the subject's content words."""
+    return word_share(text, subject) >= share
 
 
-@dataclass(frozen=True)
-class ForgetRequest:
-    """A user turn asking to forget ``subject``."""
-
-    subject: str
-    turn_index: int  # index of the turn in its session part
-    text: str
-
-
-def content_words(text: str) -> set[str]:
-    """Lowercased content words, stop words left out, a final -s folded (trips ~ trip, takes ~ take)."""
-    words = set()
-    for word in _WORD.findall(text.lower()):
-        word = word.split("'", 1)[0]
-        if word in _STOP or len(word) < 2:
-            continue
-        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-            word = word[:-1]
-        words.add(word)
-    return words
-
-
-def find_forget_requests(session: Session) -> list[ForgetRequest]:
-    """User turns of ``session`` that ask to forget something, with what they ask to forget."""
-    found: list[ForgetRequest] = []
-    for index, message in enumerate(session.messages):
-        if message.role != "user":
-            continue
-        for sentence in _sentences(message.content):
-            if _NOT_A_REQUEST.search(sentence):
-                continue
-            match = _REQUEST.search(sentence)
-            if match is None:
-                continue
-            subject = _TRAILING.sub("", _LEADING.sub("", _MEMORY_TAIL.sub("", match.group("subject").strip())))
-            if len(content_words(subject)) >= MIN_SUBJECT_WORDS and subject.lower() not in ("it", "this", "that"):
-                found.append(ForgetRequest(subject=subject, turn_index=index, text=message.content))
-    return found
-
-
-def _sentences(text: str) -> list[str]:
-    parts, start = [], 0
-    for match in _SENTENCE_END.finditer(text):
-        parts.append(text[start : match.end()])
-        start = match.end()
-    parts.append(text[start:])
-    return [p for p in parts if p.strip()]
-
-
-def mentions(text: str, subject: str) -> bool:
-    """Whether ``text`` is about ``subject`` (enough of the subject's content words occur in it)."""
+def word_share(text: str, subject: str) -> float:
+    """Share of the subject's content words in ``text``; a topic the subject names ("my weight") counts
+    in full when ``text`` states it in its own words ("I weigh 92 kilos", see ``TOPICS``)."""
     wanted = content_words(subject)
     if not wanted:
-        return False
-    return len(wanted & content_words(text)) / len(wanted) >= MATCH_SHARE
+        return 0.0
+    found = content_words(text)
+    share = sum(1 for word in wanted if any(_same_word(word, other) for other in found)) / len(wanted)
+    lowered = text.lower()
+    head = (re.findall(r"[a-z']+", subject.lower()) or [""])[-1]  # "my kid's school": the school
+    if subject.lower().startswith(("where i", "how much i", "how old", "how tall", "which bank")):
+        head = subject.lower()
+    for topic, cues in TOPICS:
+        if topic.search(head) and cues.search(lowered):
+            return max(share, 1.0)
+    return share
 
 
-# (request, the user's stored items) -> ids of the items it refers to
+def _same_word(a: str, b: str) -> bool:
+    """Equal, or sharing a stem of five letters or more (allergy ~ allergic, diabetes ~ diabetic)."""
+    if a == b:
+        return True
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n >= 5 and n >= min(len(a), len(b)) - 3
+
+
+def _topic(names: str, cues: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    return re.compile(rf"\b(?:{names})\b"), re.compile(rf"\b(?:{cues})")
+
+
+# How people state a fact a request names by its topic: "my weight" -> "I weigh 92 kilos".
+TOPICS = [
+    _topic(r"weight|weigh", r"weigh|kilos?\b|kg\b|stone\b|lbs?\b|pounds\b"),
+    _topic(r"height|how\s+tall", r"tall\b|\d\s*(?:cm|m)\b|foot\b|feet\b|\d\s*ft\b|metres?\b|meters?\b"),
+    _topic(
+        r"age|how\s+old|birthday|birth\s*date|date\s+of\s+birth",
+        r"years?\s+old|\baged?\b|born\b|birthday|\bi'?m\s+\d\d\b",
+    ),
+    _topic(
+        r"salary|income|pay|wage|wages|earnings|how\s+much\s+i\s+(?:earn|make)|money",
+        r"earn|salary|income|paid\b|wage|\d+\s*k\b|£|\$|€|a\s+year\b|per\s+(?:year|annum|hour|month)",
+    ),
+    _topic(
+        r"medication|medications|meds|medicine|medicines|pills|prescription|tablets|drugs|injections?|jabs?",
+        r"take\s+\w+|taking\b|prescribed|pills?\b|tablets?\b|\bmg\b|medication|\w+(?:ine|ol|pril|statin|azole|pam|done|mab|tide)\b",
+    ),
+    _topic(
+        r"where\s+i\s+live|address|home|postcode|zip|flat|house|neighbourhood|neighborhood",
+        r"\blive\b|\blives\b|living\b|address|flat\b|house\b|road\b|street\b|avenue\b|postcode|moved\s+to",
+    ),
+    _topic(
+        r"where\s+i\s+work|job|work|employer|workplace|career|occupation|company",
+        r"\bwork|\bjob\b|employed|employer|\bas\s+an?\s+\w+|office\b|company\b",
+    ),
+    _topic(
+        r"religion|faith|beliefs?",
+        r"muslim|christian|catholic|jewish|hindu|sikh|buddhist|atheist|agnostic|church|mosque|synagogue|temple|pray",
+    ),
+    _topic(r"school|schools", r"school|primary\b|secondary\b|academy\b|college\b|nursery\b"),
+    _topic(r"sexuality|orientation", r"\bgay\b|lesbian|bisexual|\bbi\b|straight\b|queer|asexual|pansexual"),
+    _topic(r"kids|kid|children|child|son|daughter", r"\bkids?\b|children|\bchild\b|\bson\b|daughter"),
+    _topic(r"partner|spouse|husband|wife|boyfriend|girlfriend", r"partner|husband|wife|boyfriend|girlfriend|married"),
+    _topic(
+        r"debt|debts|finances|loan|loans|money\s+problems", r"debt|owe\b|loan|overdraft|credit\s+card|bankrupt|arrears"
+    ),
+    _topic(r"bank", r"\bbank|barclays|lloyds|hsbc|natwest|nationwide|santander|monzo|halifax"),
+    _topic(r"phone|number|mobile", r"phone|mobile|\b0\d{3}|\+\d"),
+    _topic(r"car|vehicle", r"\bdrive\b|\bcar\b|corsa|ford|toyota|honda|vw|bmw|audi|tesla|vauxhall"),
+    _topic(r"diet|eating", r"vegan|vegetarian|pescatarian|keto|gluten|halal|kosher|\bdiet\b"),
+    _topic(r"drinking|alcohol|booze", r"drink|alcohol|pints?\b|wine\b|beer\b|sober"),
+    _topic(r"smoking|cigarettes|vaping", r"smoke|cigarettes?|vape|vaping"),
+    _topic(r"pets?|dog|dogs|cat|cats", r"\bdogs?\b|\bcats?\b|puppy|kitten|\bpets?\b|rabbit|hamster|parrot"),
+    _topic(r"rent|mortgage|housing\s+costs", r"\brent\b|mortgage|landlord|\bpay\s+£"),
+    _topic(r"email|e-mail", r"@|\be-?mail"),
+    _topic(
+        r"hometown|where\s+i\s+grew\s+up|where\s+i'?m\s+from|nationality|background",
+        r"grew\s+up|born\s+in|\bfrom\b|hometown",
+    ),
+    _topic(
+        r"politics|political\s+views|vote|voting",
+        r"\bvote|labour|tory|tories|conservative|liberal|green\s+party|democrat|republican|socialist",
+    ),
+    _topic(r"name|names", r"\bcalled\b|\bname\s+is\b|\bnamed\b"),
+    _topic(r"password|pin|passcode", r"password|\bpin\b|passcode|\bcode\b"),
+    _topic(
+        r"health|condition|diagnosis|illness|disability",
+        r"diagnos|condition|syndrome|disease|disorder|itis\b|cancer|diabetes|asthma|\bibs\b|adhd|autism|epilepsy|migraine",
+    ),
+    _topic(r"benefits|welfare", r"universal\s+credit|benefits|jobseeker|\bpip\b|\besa\b|welfare|housing\s+benefit"),
+    _topic(
+        r"therapy|therapist|counsellor|counselor|mental\s+health", r"therap|counsell?or|psychiatrist|anxiety|depression"
+    ),
+]
+
+
+# ---------------------------------------------------------------------------------------------- resolution
+THRESHOLD = 0.6  # combined score an item needs to be taken (cosine + LEXICAL_WEIGHT * word share - others)
+MARGIN = 0.08  # items this far below the best one are about something else
+LEXICAL_WEIGHT = 0.4
+
+# (request, the user's candidate items) -> ids of the items it refers to (the request turn not among them)
 Matcher = Callable[[ForgetRequest, Sequence[MemoryItem]], list[str]]
 
 
-def word_matcher(request: ForgetRequest, items: Sequence[MemoryItem]) -> list[str]:
-    """The rule-based matcher: items whose text :func:`mentions` the request's subject, and the
-    stored request turn itself."""
-    return [item.id for item in items if mentions(item.text, request.subject) or request.text.strip() in item.text]
+def _query(subject: str) -> str:
+    return subject
+
+
+def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, margin: float | None = None) -> Matcher:
+    """Items whose text is about the request's subject, by meaning and words (see the module doc).
+
+    Each thing the request names ("my height and my weight": two) is resolved on its own: its best
+    item when that scores at least ``threshold``, with the items scoring within ``margin`` of it
+    (within ``WIDE_MARGIN`` when the request says "everything" or "both").
+    """
+
+    def match(request: ForgetRequest, items: Sequence[MemoryItem]) -> list[str]:
+        if not items or not request.subject:
+            return []
+        texts = [item.text for item in items]
+        vectors = embedder.embed(texts)
+        wide = bool(_MANY.search(request.text.lower()))
+        low = THRESHOLD if threshold is None else threshold
+        near = MARGIN if margin is None else margin
+        chosen: set[int] = set()
+        for part in request.parts() or [request.subject]:
+            scores = _scores(embedder, part, texts, vectors)
+            best = float(scores.max())
+            if best < low:
+                continue
+            floor = max(low, best - (WIDE_MARGIN if wide else near))
+            chosen |= {i for i, score in enumerate(scores) if score >= floor}
+            # What restates it in its own words goes too: all of a two-word subject ("spicy ramen"),
+            # three quarters of a longer one.
+            words = len(content_words(part))
+            if words >= 2:
+                needed = 1.0 if words < RESTATED_WORDS else 0.75
+                chosen |= {
+                    i
+                    for i, score in enumerate(scores)
+                    if (score >= low or needed == 1.0) and _plain_share(texts[i], part) >= needed
+                }
+        return [items[i].id for i in sorted(chosen)]
+
+    return match
+
+
+WIDE_MARGIN = 0.35
+RESTATED_WORDS = 3  # a subject of this many content words, 3/4 of them in an item: the item restates it
+
+
+def _plain_share(text: str, subject: str) -> float:
+    wanted = content_words(subject)
+    return len(wanted & content_words(text)) / len(wanted) if wanted else 0.0
+
+
+_MANY = re.compile(r"\b(?:everything|all\s+(?:the|of|that)|both|anything|all\s+i|any\s+(?:mention|info|details))\b")
+# People a fact may be about instead of the user: "my sister lives in Manchester" is not "where I live".
+_OTHERS = re.compile(
+    r"\b(?:my|our|his|her|their)\s+(?:\w+\s+)?(?:sister|brother|mum|mom|mother|dad|father|son|daughter|wife|husband|"
+    r"partner|friend|boss|colleague|neighbou?r|cousin|aunt|uncle|nan|gran|grandma|grandmother|grandad|grandfather|"
+    r"grandpa|niece|nephew|kids?|children|child|boyfriend|girlfriend|ex|fianc[eé]e?|flatmate|roommate|landlord|"
+    r"dog|cat|teacher|doctor|therapist)\b"
+)
+OTHERS_PENALTY = 0.35
+_KIN = {
+    "kid": "child",
+    "kids": "child",
+    "children": "child",
+    "son": "child",
+    "daughter": "child",
+    "mom": "mum",
+    "mother": "mum",
+    "father": "dad",
+    "fiance": "partner",
+    "fiancee": "partner",
+    "fiancé": "partner",
+}
+
+
+def _person(phrase: str) -> str:
+    word = phrase.split()[-1]
+    return _KIN.get(word, word)
+
+
+def _scores(embedder: Embedder, subject: str, texts: list[str], vectors: np.ndarray) -> np.ndarray:
+    query = embedder.embed([subject], query=True)[0]
+    cosine = (vectors @ query).astype(np.float64)
+    lexical = np.array([word_share(text, subject) for text in texts])
+    named = {_person(m.group(0)) for m in _OTHERS.finditer(subject.lower())}
+    penalty = np.array(
+        [
+            OTHERS_PENALTY
+            if (others := {_person(m.group(0)) for m in _OTHERS.finditer(text.lower())})
+            and not others & named
+            and not re.match(r"\s*(?:i|i'm|i've|i'd)\b", text.lower())
+            else 0.0
+            for text in texts
+        ]
+    )
+    return cosine + LEXICAL_WEIGHT * lexical - penalty
+
+
+def score_items(embedder: Embedder, subject: str, items: Sequence[MemoryItem]) -> np.ndarray:
+    """Each item's score for ``subject`` (the best over the things it names)."""
+    texts = [item.text for item in items]
+    vectors = embedder.embed(texts)
+    parts = ForgetRequest(subject=subject, turn_index=0, text="").parts() or [subject]
+    return np.max([_scores(embedder, part, texts, vectors) for part in parts], axis=0)
+
+
+def previous_user_turn(request: ForgetRequest, session: Session, items: Sequence[MemoryItem]) -> list[str]:
+    """What "that" in "don't keep that in memory" refers to: the user's last turn before the request,
+    and the items taken from it."""
+    for message in reversed(session.messages[: request.turn_index]):
+        if message.role == "user":
+            return [item.id for item in items if item.text.strip() == message.content.strip()] or [
+                item.id for item in items if message.content.strip() in item.text
+            ]
+    user_items = [item for item in items if item.source.get("role") == "user"]
+    if not user_items:
+        return []
+    last = user_items[-1]
+    return [last.id]
+
+
+# ---------------------------------------------------------------------------------------------- removal
+class Remover(Protocol):
+    """Removes what forget requests refer to: at once (:class:`DeleteAtOnce`) or restorably
+    (``memlab.forget_ledger.ForgetLedger``)."""
+
+    def hidden(self, user_id: str) -> set[str]:
+        """Ids already removed but still held (pending deletion): never candidates again."""
+        ...
+
+    def remove(self, memory: Memory, user_id: str, items: list[MemoryItem], request: str) -> list[ForgottenItem]: ...
+
+
+class DeleteAtOnce:
+    """The default remover: the backend deletes the items now, for good."""
+
+    def hidden(self, user_id: str) -> set[str]:
+        return set()
+
+    def remove(self, memory: Memory, user_id: str, items: list[MemoryItem], request: str) -> list[ForgottenItem]:
+        from memlab.errors import NotFoundError
+
+        removed = []
+        for item in items:
+            try:
+                memory.delete(item.id, user_id=user_id)
+            except NotFoundError:
+                continue  # gone with an earlier item (a profile turn's entry, say)
+            removed.append(ForgottenItem(item_id=item.id, text=item.text, request=request))
+        return removed
+
+
+def embedder_for(memory: Memory) -> Embedder:
+    """The embedder a backend already has (rag, profile), or the packaged MiniLM (full_context, mem0)."""
+    from memlab.embedders import Embedder, get_embedder
+
+    own = getattr(memory, "embedder", None)
+    if isinstance(own, Embedder):
+        return own
+    return get_embedder("minilm", cache_dir=memory.cache_dir)
 
 
 def honour_forget_requests(
-    memory: Memory, session: Session, *, user_id: str, matcher: Matcher | None = None
-) -> list[str]:
-    """Delete what the forget requests of ``session`` refer to from ``user_id``'s memory (after the
-    session was stored). Returns the ids deleted; nothing happens when the session has no request."""
+    memory: Memory,
+    session: Session,
+    *,
+    user_id: str,
+    matcher: Matcher | None = None,
+    remove: Remover | None = None,
+) -> list[ForgottenItem]:
+    """Remove what the forget requests of ``session`` refer to from ``user_id``'s memory (after the
+    session was stored). Returns what was removed; a request that matched nothing removes nothing,
+    its turn included."""
     from memlab.memory import Capability
 
     requests = find_forget_requests(session)
     if not requests or not (memory.supports(Capability.LIST) and memory.supports(Capability.DELETE)):
         return []
-    match = matcher or word_matcher
-    deleted: list[str] = []
+    remover: Remover = remove or DeleteAtOnce()
+    forgotten: list[ForgottenItem] = []
     for request in requests:
-        items = memory.list_memories(user_id=user_id)
-        for item_id in dict.fromkeys(match(request, items)):
-            if item_id in deleted:
-                continue
-            memory.delete(item_id, user_id=user_id)
-            deleted.append(item_id)
-    return deleted
+        hidden = remover.hidden(user_id) | {f.item_id for f in forgotten}
+        items = [item for item in memory.list_memories(user_id=user_id) if item.id not in hidden]
+        own = [item for item in items if _is_request_turn(item, request)]
+        candidates = [item for item in items if item not in own]
+        if request.subject is None:
+            chosen = previous_user_turn(request, session, candidates)
+        else:
+            match = matcher or semantic_matcher(embedder_for(memory))
+            chosen = match(request, candidates)
+        if not chosen:
+            continue  # nothing matched with enough confidence: nothing is deleted
+        wanted = _with_replies(_with_derived(set(chosen), candidates), candidates, request)
+        targets = [item for item in candidates if item.id in wanted] + own
+        forgotten += remover.remove(memory, user_id, targets, request.text)
+    return forgotten
 
 
+def _turns_of(item: MemoryItem) -> set[tuple[Any, Any]]:
+    source = item.source
+    turns = {(source.get("session_id"), source["turn_index"])} if "turn_index" in source else set()
+    for turn in source.get("turns", []):
+        if isinstance(turn, dict) and "turn_index" in turn:
+            turns.add((turn.get("session_id", source.get("session_id")), turn["turn_index"]))
+    return turns
+
+
+def _with_derived(chosen: set[str], items: Sequence[MemoryItem]) -> set[str]:
+    """``chosen`` plus the items made only from the turns they come from (a profile entry taken from a
+    chosen turn): what restates a forgotten fact goes with it, nothing made from other turns does."""
+    turns = set().union(*(_turns_of(item) for item in items if item.id in chosen))
+    if not turns:
+        return chosen
+    return chosen | {item.id for item in items if (own := _turns_of(item)) and own <= turns}
+
+
+def _with_replies(chosen: set[str], items: Sequence[MemoryItem], request: ForgetRequest) -> set[str]:
+    """``chosen`` plus the assistant's replies right after a chosen user turn that use what it names
+    ("Bring some green tea" after "my mornings start with green tea"): they rely on the fact."""
+    said = {
+        (item.source.get("session_id"), item.source["turn_index"])
+        for item in items
+        if item.id in chosen and item.source.get("role") == "user" and "turn_index" in item.source
+    }
+    named = content_words(request.subject or "")
+    replies = {
+        item.id
+        for item in items
+        if item.source.get("role") == "assistant"
+        and (item.source.get("session_id"), item.source.get("turn_index", -2) - 1) in said
+        and len(named & content_words(item.text)) >= min(2, len(named))
+    }
+    return chosen | replies
+
+
+def _is_request_turn(item: MemoryItem, request: ForgetRequest) -> bool:
+    text = request.text.strip()
+    return item.text.strip() == text or (len(text) > 20 and text in item.text)
+
+
+# ---------------------------------------------------------------------------------------------- LLM path
 # The LLM path's prompt (memlab's own): which stored items a forget request refers to.
 LLM_MATCH_PROMPT = (
     "The user asked their assistant to forget something. Decide which of the assistant's stored memories "
@@ -174,11 +431,14 @@ LLM_MATCH_PROMPT = (
 
 
 def llm_matcher(
-    llm: object, *, max_items: int = 200, on_usage: Callable[[int, int, float], None] | None = None
+    llm: object,
+    *,
+    max_items: int = 200,
+    on_usage: Callable[[int, int, float], None] | None = None,
+    fallback: Matcher | None = None,
 ) -> Matcher:
-    """A matcher that asks ``llm`` (a memlab LLM) which items a request refers to, plus the request
-    turn itself and what the word matcher finds (an LLM that misses an explicit restatement must not
-    keep it). A reply that is not the JSON asked for falls back to the word matcher alone.
+    """A matcher that asks ``llm`` (a memlab LLM) which items a request refers to. A reply that is
+    not the JSON asked for falls back to ``fallback`` (the backend's semantic matcher; none: nothing).
     ``on_usage`` (a backend's ``record_llm_usage``) gets each call's tokens and cost."""
     import json
 
@@ -186,7 +446,6 @@ def llm_matcher(
         shown = list(items)[-max_items:]
         listing = "\n".join(f"{number}. {item.text[:400]}" for number, item in enumerate(shown, start=1))
         prompt = LLM_MATCH_PROMPT.format(request=request.text.strip(), items=listing or "(none)")
-        chosen = word_matcher(request, items)
         try:
             reply = llm.chat([{"role": "user", "content": prompt}], json_mode=True)  # type: ignore[attr-defined]
             if on_usage is not None:
@@ -194,10 +453,12 @@ def llm_matcher(
                 on_usage(reply.prompt_tokens, reply.completion_tokens, cost if isinstance(cost, (int, float)) else 0.0)
             numbers = json.loads(reply.text).get("forget", [])
         except (ValueError, AttributeError, TypeError):
-            return chosen
-        for number in numbers if isinstance(numbers, list) else []:
-            if isinstance(number, int) and 1 <= number <= len(shown):
-                chosen.append(shown[number - 1].id)
+            return fallback(request, items) if fallback is not None else []
+        chosen = [
+            shown[number - 1].id
+            for number in (numbers if isinstance(numbers, list) else [])
+            if isinstance(number, int) and not isinstance(number, bool) and 1 <= number <= len(shown)
+        ]
         return list(dict.fromkeys(chosen))
 
     return match

@@ -230,7 +230,9 @@ class IdempotencyLog:
             self._db.execute("PRAGMA synchronous=OFF")
             try:
                 self._db.execute(
-                    "UPDATE writes SET result=? WHERE user_id=? AND key=?", (report.model_dump_json(), user_id, key)
+                    # Without what a forget request removed: a replay must not keep that text past its purge.
+                    "UPDATE writes SET result=? WHERE user_id=? AND key=?",
+                    (report.model_dump_json(exclude={"forgotten"}), user_id, key),
                 )
             finally:
                 self._db.execute("PRAGMA synchronous=FULL")
@@ -304,7 +306,8 @@ class PostgresIdempotencyLog(IdempotencyLog):
 
     def _mark_done(self, user_id: str, key: str, report: IngestReport) -> None:
         self._execute(
-            f"UPDATE {TABLE} SET result=%s WHERE user_id=%s AND key=%s", (report.model_dump_json(), user_id, key)
+            f"UPDATE {TABLE} SET result=%s WHERE user_id=%s AND key=%s",
+            (report.model_dump_json(exclude={"forgotten"}), user_id, key),
         )
 
     def forget_user(self, user_id: str) -> None:

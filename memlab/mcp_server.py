@@ -18,7 +18,8 @@ limits and errors of ``memlab serve``:
 Tools (``TOOL_NAMES``): ``add_memory``, ``search_memory``, ``forget_user`` always;
 ``list_memories`` and ``get_memory`` with the backend's 'list' capability, ``update_memory`` with
 'update', ``delete_memory`` with 'delete', ``memory_history`` with 'history', ``export_memories``
-when the backend can export. A tool the backend cannot serve is not offered at all. Mistakes
+when the backend can export, ``restore_memory`` (undo what a forget request removed) with 'list'
+and 'delete'. A tool the backend cannot serve is not offered at all. Mistakes
 (an unknown or foreign id, a bad filter, a key for another user) come back as tool errors with a
 one-line message; the server keeps running. An argument a tool does not take is refused by name.
 
@@ -45,7 +46,7 @@ from memlab.memory import Capability, IngestReport, Memory, MemoryFilter, valida
 from memlab.pagination import MAX_PAGE_SIZE
 from memlab.server.schemas import Text, _json_integer
 from memlab.server.settings import ApiKey, ServerSettings
-from memlab.types import MemoryItem, Role, TurnMetadata
+from memlab.types import ForgottenItem, MemoryItem, Role, TurnMetadata
 
 TOOL_NAMES = (
     "add_memory",
@@ -57,6 +58,7 @@ TOOL_NAMES = (
     "memory_history",
     "export_memories",
     "forget_user",
+    "restore_memory",
 )
 MCP_PATH = "/mcp"
 
@@ -80,6 +82,11 @@ class AddResult(BaseModel):
     first_turn: int = Field(description="turn index of the first stored message in its session")
     messages: int = Field(description="messages stored by this call (0 when an idempotency key repeated)")
     repeated: bool = Field(description="true when the idempotency key was used before: nothing new was stored")
+    forgotten: list[ForgottenItem] = Field(
+        default_factory=list,
+        description="memories a forget request in these messages removed (restore_memory brings one back until "
+        "restorable_until); empty when there was none or it matched nothing",
+    )
 
 
 class SearchResult(BaseModel):
@@ -128,6 +135,7 @@ def offered_tools(memory: Memory | type[Memory]) -> list[str]:
         "delete_memory": Capability.DELETE in memory.capabilities,
         "memory_history": Capability.HISTORY in memory.capabilities,
         "export_memories": _exports(memory),
+        "restore_memory": Capability.DELETE in memory.capabilities and Capability.LIST in memory.capabilities,
     }
     return [name for name in TOOL_NAMES if needs.get(name, True)]
 
@@ -256,12 +264,15 @@ class MemoryTools:
             if repeated
             else f"{report.messages} message(s) as turns {report.first_turn}-{last} of session {session_id!r}"
         )
+        if report.forgotten:
+            what += f"; a forget request removed {len(report.forgotten)} memory(ies)"
         return AddResult(
             stored=what,
             session_id=report.session_id,
             first_turn=report.first_turn,
             messages=0 if repeated else report.messages,
             repeated=repeated,
+            forgotten=report.forgotten,
         )
 
 
@@ -445,6 +456,9 @@ def build_server(client: MemoryClient | BackgroundClient, settings: ServerSettin
         client.forget(who)
         return DoneResult(done=f"forgot everything stored about user {who!r}")
 
+    def restore_memory(item_id: ItemId, user_id: UserArg = None) -> MemoryItem:
+        return client.restore(tools.user_for(user_id), item_id)
+
     for fn, description, read_only in (
         (add_memory, "Remember messages (the next turns of a conversation) in the user's long-term memory.", False),
         (search_memory, "Recall what the user's memory holds about a query (optionally filtered).", True),
@@ -455,6 +469,12 @@ def build_server(client: MemoryClient | BackgroundClient, settings: ServerSettin
         (memory_history, "How one of the user's memories changed over time.", True),
         (export_memories, "Everything stored about the user, as one JSON document (or pages of it).", True),
         (forget_user, "Delete everything stored about the user. Cannot be undone.", False),
+        (
+            restore_memory,
+            "Bring back a memory that a forget request in conversation removed (add_memory's 'forgotten'), "
+            "within its undo window.",
+            False,
+        ),
     ):
         add(fn if multi else _fixed_user(fn), description, read_only=read_only)
     return server

@@ -69,6 +69,7 @@ from memlab.errors import ConfigurationError, MemlabError, PluginValidationError
 from memlab.tokens import count_tokens
 from memlab.types import (
     FilterKey,
+    ForgottenItem,
     MemoryItem,
     Message,
     MetadataScalar,
@@ -221,6 +222,10 @@ class IngestReport(BaseModel):
     prompt_tokens: int = Field(default=0, description="LLM prompt tokens spent while ingesting (mem0, LLM extractors)")
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    forgotten: list[ForgottenItem] = Field(
+        default_factory=list,
+        description="what forget requests in these messages removed (empty: none, or nothing matched)",
+    )
 
 
 def config_problems(model: type[BaseModel], exc: ValidationError) -> str:
@@ -323,6 +328,9 @@ class Memory(ABC):
         # prompt tokens, completion tokens, cost of the ingest in flight: per thread, since ingests of
         # different users may run at once
         self._usage = threading.local()
+        # What removes the items a forget request refers to (``memlab.forget.Remover``): None deletes
+        # them at once; ``MemoryClient`` installs its undo ledger (``memlab.forget_ledger``).
+        self.forget_remover: Any = None
 
     # ------------------------------------------------------------------ config
     @classmethod
@@ -341,10 +349,17 @@ class Memory(ABC):
         with data_subject.handling(user_id):  # cache entries written now hold this user's text
             self._ingest(session, user_id=user_id, first_turn=first_turn)
         self._record_turns(user_id, session.id, first_turn + len(session.messages))
+        forgotten: list[ForgottenItem] = []
         if getattr(self.config, "forget_requests", False):  # the backend option (memlab.forget)
             from memlab.forget import honour_forget_requests
 
-            honour_forget_requests(self, session, user_id=user_id, matcher=self.forget_matcher())
+            forgotten = honour_forget_requests(
+                self,
+                session,
+                user_id=user_id,
+                matcher=self.forget_matcher(),
+                remove=getattr(self, "forget_remover", None),
+            )
         prompt_tokens, completion_tokens, cost = self._usage.totals
         return IngestReport(
             session_id=session.id,
@@ -354,6 +369,7 @@ class Memory(ABC):
             prompt_tokens=int(prompt_tokens),
             completion_tokens=int(completion_tokens),
             cost_usd=float(cost),
+            forgotten=forgotten,
         )
 
     def ingest_many(self, sessions: Sequence[Session | Mapping[str, Any]], *, user_id: str) -> list[IngestReport]:
@@ -598,7 +614,7 @@ class Memory(ABC):
 
     def forget_matcher(self) -> Any:
         """How this backend decides what a forget request refers to (``memlab.forget.Matcher``); None:
-        the rule-based word matcher. Backends with an LLM return ``memlab.forget.llm_matcher(llm)``."""
+        the semantic matcher (meaning and words). Backends with an LLM return ``memlab.forget.llm_matcher(llm)``."""
         return None
 
     def record_llm_usage(self, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float = 0.0) -> None:

@@ -1,7 +1,7 @@
 """Clients for a running ``memlab serve``: ``RemoteMemoryClient`` (blocking) and ``AsyncRemoteMemoryClient``.
 
 They have ``MemoryClient``'s methods (``remember``, ``recall``, ``memories``, ``memories_page``,
-``get``, ``update``, ``delete``, ``history``, ``history_page``, ``export``, ``forget``, ``supports``)
+``get``, ``update``, ``delete``, ``restore``, ``history``, ``history_page``, ``export``, ``forget``, ``supports``)
 over the REST API, so code written against the in-process client runs against a service::
 
     with RemoteMemoryClient("http://127.0.0.1:8000", api_key="...") as memory:
@@ -251,6 +251,11 @@ class _Api:
         return _Call("DELETE", _item_path(user_id, item_id), _nothing, gone_is_done=True)
 
     @staticmethod
+    def restore(user_id: str, item_id: str) -> _Call:
+        parse = lambda r: MemoryItem.model_validate(r.json())  # noqa: E731
+        return _Call("POST", _item_path(user_id, item_id, "/restore"), parse)
+
+    @staticmethod
     def history_page(user_id: str, item_id: str, limit: int | None, cursor: str | None) -> _Call:
         def parse(response: httpx.Response) -> Page[dict[str, Any]]:
             data = response.json()
@@ -440,6 +445,10 @@ class RemoteMemoryClient(_Base):
     def delete(self, user_id: str, item_id: str) -> None:
         self._run(_Api.delete(user_id, item_id))
 
+    def restore(self, user_id: str, item_id: str) -> MemoryItem:
+        result: MemoryItem = self._run(_Api.restore(user_id, item_id))
+        return result
+
     def history_page(
         self, user_id: str, item_id: str, *, limit: int | None = None, cursor: str | None = None
     ) -> Page[dict[str, Any]]:
@@ -562,6 +571,10 @@ class AsyncRemoteMemoryClient(_Base):
 
     async def delete(self, user_id: str, item_id: str) -> None:
         await self._run(_Api.delete(user_id, item_id))
+
+    async def restore(self, user_id: str, item_id: str) -> MemoryItem:
+        result: MemoryItem = await self._run(_Api.restore(user_id, item_id))
+        return result
 
     async def history_page(
         self, user_id: str, item_id: str, *, limit: int | None = None, cursor: str | None = None

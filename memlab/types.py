@@ -125,6 +125,21 @@ class MemoryItem(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+class ForgottenItem(BaseModel):
+    """One memory a forget request in conversation removed ("please forget my weight").
+
+    ``restorable_until`` is when the removal becomes final (``MemoryClient.restore`` brings the
+    item back until then); None when it was deleted at once (``forget_undo_hours`` 0, or no client).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    text: str
+    request: str = Field(description="the user's turn that asked for it")
+    restorable_until: datetime | None = None
+
+
 class Retrieval(BaseModel):
     """What a memory returns for a query: the items and the context text a reader will see."""
 

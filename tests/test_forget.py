@@ -25,13 +25,22 @@ def _session(sid: str, *turns: tuple[str, str]) -> Session:
 @pytest.mark.parametrize(
     ("text", "subject"),
     [
-        (REQUEST, "I take weekend day trips to nearby towns"),
-        ("Oh, and forget about my peanut allergy, it was a misdiagnosis.", "my peanut allergy, it was a misdiagnosis"),
-        ("Do not remember that I live in Berlin.", "I live in Berlin"),
-        ("Don't keep track of my running times anymore", "my running times anymore"),
-        ("Please stop remembering that I am vegetarian!", "I am vegetarian"),
+        (REQUEST, "i take weekend day trips to nearby towns"),
+        ("Oh, and forget about my peanut allergy, it was a misdiagnosis.", "my peanut allergy"),
+        ("Do not remember that I live in Berlin.", "i live in berlin"),
+        ("Don't keep track of my running times anymore", "my running times"),
+        ("Please stop remembering that I am vegetarian!", "i am vegetarian"),
         ("Could you remove my home address from your memory?", "my home address"),
-        ("Thanks. Please forget the fact that I smoke. What now?", "I smoke"),
+        ("Thanks. Please forget the fact that I smoke. What now?", "i smoke"),
+        # issue 32's phrasings, written independently of the rules
+        ("Actually, please don't keep that I told you about my divorce.", "my divorce"),
+        ("Scratch what I said about my salary, forget it.", "my salary"),
+        ("Could you erase the bit about my therapist?", "my therapist"),
+        ("Please delete the note about my allergy.", "my allergy"),
+        ("Forget about the sailboat, please - don't keep that in memory.", "the sailboat"),
+        ("Please forget my weight.", "my weight"),
+        ("Could you forget where I live?", "where i live"),
+        ("Please stop remembering my medication.", "my medication"),
     ],
 )
 def test_detector_finds_requests_and_their_subject(text: str, subject: str):
@@ -47,12 +56,27 @@ def test_detector_finds_requests_and_their_subject(text: str, subject: str):
         "Never forget that I love jazz.",
         "Forget it.",
         "Let's not forget the milk",
+        # issue 32: ordinary talk that deleted facts
+        "Forget about it, let's talk about my cat Pixel.",
+        "Oh forget it, I love hiking anyway.",
+        "Forget what I said about work.",
+        "How do I delete a file?",
+        "How do I erase a stain from my shirt?",
+        "My husband always forgets my birthday.",
+        "Don't keep me waiting!",
     ],
 )
 def test_detector_leaves_other_turns_alone(text: str):
     assert find_forget_requests(_session("s", ("user", text))) == []
     # an assistant saying the words is not the user's request
     assert find_forget_requests(_session("s", ("assistant", REQUEST))) == []
+
+
+def test_a_request_pointing_back_refers_to_the_previous_turn():
+    (request,) = find_forget_requests(
+        _session("s", ("user", "I weigh 92 kilos."), ("user", "Please don't keep that in memory."))
+    )
+    assert request.subject is None and request.turn_index == 1
 
 
 def test_mentions_needs_most_of_the_subject():
@@ -130,9 +154,11 @@ def test_llm_matcher_adds_what_the_llm_names_and_survives_bad_replies():
     ]
     (request,) = find_forget_requests(_session("s", ("user", REQUEST)))
     llm = Scripted('{"forget": [1]}')
-    assert llm_matcher(llm)(request, items) == ["c", "a"]
+    assert llm_matcher(llm)(request, items) == ["a"]
     assert "1. Enjoys exploring small towns" in llm.prompts[0] and REQUEST in llm.prompts[0]
-    assert llm_matcher(Scripted("not json"))(request, items) == ["c"]
+    assert llm_matcher(Scripted("not json"))(request, items) == []  # no fallback given: nothing
+    fallback = llm_matcher(Scripted("not json"), fallback=lambda request, items: ["b"])
+    assert fallback(request, items) == ["b"]
 
 
 def test_profile_with_its_llm_extractor_asks_the_llm_what_a_request_refers_to(tmp_path: Path):

@@ -402,13 +402,14 @@ def test_open_mode_is_judged_by_the_reference_narrow_judge(snapshot: Path, tmp_p
     assert summary.rows[0].settings["judge"]["prompt"] == "personamem-v2-narrow-v1"
 
 
-def test_full_context_that_honoured_a_forget_request_sends_the_rest_of_the_history(snapshot: Path):
+def test_full_context_with_forget_requests_on_sends_the_history_a_request_left(snapshot: Path):
     dataset = load_personamem_v2(f"32k:{snapshot}")
     question = dataset.questions[0]
     history = dataset.histories[question.context_id]
     retrieval = _full_context(dataset, question, {"forget_requests": True})
     sent = PersonaMemV2Reader({"llm": {"model": "m"}}).messages(question, retrieval)
-    forgotten = [m.content for m in history.messages if "weekend day trips" in m.content]
-    assert forgotten and len(sent) == len(history.messages) - len(forgotten) + 2
-    assert not any("weekend day trips" in m.content for m in sent)
+    requests = [m.content for m in history.messages if "weekend day trips" in m.content]
+    # This history asks to forget a fact it never states: the request matches nothing stored, so
+    # nothing is deleted (memlab.forget: below the confidence threshold nothing goes) and every turn is sent.
+    assert requests and len(sent) == len(history.messages) + 2
     assert sent[0].role == "system" and sent[0].content == history.messages[0].content

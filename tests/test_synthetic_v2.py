@@ -42,13 +42,30 @@ def test_structure_is_the_releases():
         value = question.metadata["value"]
         assert value in history.messages[int(evidence[1:])].content and value in question.options[question.answer]
         assert history.messages[int(evidence[1:])].role == "user"
+        requests = find_forget_requests(Session(id="s", messages=history.messages))
+        forgets = [q for q in dataset.questions if q.context_id == question.context_id and q.type == "ask_to_forget"]
+        assert len(requests) == len(forgets), "every forget request is found, and no near-miss turn is one"
         if question.type == "ask_to_forget":
             forgotten = question.metadata["forgotten"]
-            requests = find_forget_requests(Session(id="s", messages=history.messages))
-            assert any(forgotten in r.subject for r in requests)
+            assert any(forgotten in (r.subject or "") for r in requests)
             assert question.metadata["fields"]["updated"] == "True"
             assert question.metadata["preference"].startswith("Do not remember")
     assert {q.type for q in dataset.questions} == V2_TYPES
+
+
+def test_forget_requests_and_near_misses_are_varied():
+    from memlab.datasets.synthetic.v2 import FORGET_REQUESTS, NEAR_MISSES
+    from memlab.forget import detect
+
+    dataset = load_dataset("synthetic:style=v2,personas=40,seed=3,tokens=600")
+    turns = [m.content for h in dataset.histories.values() for m in h.messages if m.role == "user"]
+    requests = [t for t in turns if detect(t) is not None]
+    assert len({r.split()[0] for r in requests}) >= 4, "requests are phrased in several ways"
+    assert len(requests) == sum(q.type == "ask_to_forget" for q in dataset.questions)
+    for template in FORGET_REQUESTS:  # every phrasing of the bank is a request, none of the near-misses is
+        assert detect(template.format(s="I read crime novels before bed", x="crime novels")) is not None, template
+    for template in NEAR_MISSES:
+        assert detect(template.format(s="I read crime novels before bed", x="crime novels")) is None, template
 
 
 def test_bad_options_are_refused():

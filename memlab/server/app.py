@@ -199,6 +199,7 @@ def open_service_client(settings: ServerSettings) -> tuple[MemoryClient, Directo
             max_k=settings.max_k,
             user_cache_size=settings.user_cache_size,
             batch_queries=settings.batch_queries,
+            forget_undo_hours=settings.forget_undo_hours,
         )
     except BaseException:
         if service_lock is not None:
@@ -418,8 +419,10 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
 
     @user_route("GET", "/memories/{item_id}/history", response_model=HistoryResponse, responses=_ITEM_ERRORS)
     def memory_history(user_id: User, item_id: ItemId, limit: Limit = None, cursor: HistoryCursor = None) -> Any:
-        """How one memory changed over time (backends with the 'history' capability), oldest first."""
-        require("history", "GET")
+        """How one memory changed over time (backends with the 'history' capability; for every backend
+        that can delete, what forget requests did to it: ``reason: "forget_request"``), oldest first."""
+        if not client.supports(Capability.DELETE):
+            require("history", "GET")
         page = client.history_page(user_id, item_id, limit=limit, cursor=cursor)
         return {"item_id": item_id, "events": page.items, "next_cursor": page.next_cursor}
 
@@ -434,6 +437,13 @@ def create_app(settings: ServerSettings, client: MemoryClient | None = None) -> 
         """Replace the text of one of this user's memories."""
         require("memory", "PATCH")
         return client.update(user_id, item_id, body.text)
+
+    @user_route("POST", "/memories/{item_id}/restore", response_model=MemoryItem, responses=_ITEM_ERRORS)
+    def restore_memory(user_id: User, item_id: ItemId) -> Any:
+        """Bring back a memory a forget request in conversation removed (listed in the add's
+        ``forgotten``), within its undo window; 404 for any other id or once the window has ended."""
+        require("memory", "DELETE")
+        return client.restore(user_id, item_id)
 
     @user_route("DELETE", "/memories/{item_id}", status_code=204, responses=_ITEM_ERRORS)
     def delete_memory(user_id: User, item_id: ItemId) -> Response:

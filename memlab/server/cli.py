@@ -68,6 +68,13 @@ def _parser() -> argparse.ArgumentParser:
         "env MEMLAB_USER_CACHE_SIZE)",
     )
     p.add_argument(
+        "--forget-undo-hours",
+        type=float,
+        metavar="H",
+        help="hours a memory removed by a forget request in conversation stays restorable "
+        "(POST .../memories/{id}/restore) before it is deleted for good (default 24; 0 = at once)",
+    )
+    p.add_argument(
         "--compute-threads",
         type=int,
         metavar="N",
@@ -164,6 +171,7 @@ def build_settings(argv: list[str]) -> Any:
         ("log_level", args.log_level),
         ("api_keys_file", args.api_keys_file),
         ("user_cache_size", args.user_cache_size),
+        ("forget_undo_hours", args.forget_undo_hours),
         ("compute_threads", args.compute_threads),
         ("batch_queries", args.batch_queries),
         ("log_format", args.log_format),

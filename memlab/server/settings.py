@@ -111,6 +111,12 @@ class ServerSettings(BaseModel):
     user_cache_size: int = Field(
         default=1024, ge=1, description=f"users whose state is kept in RAM (LRU); env {USER_CACHE_SIZE_ENV}"
     )
+    forget_undo_hours: float = Field(
+        default=24.0,
+        ge=0,
+        description="hours a memory removed by a forget request stays restorable before it is deleted for good "
+        "(0 = at once)",
+    )
     compute_threads: int = Field(
         default=1,
         ge=1,

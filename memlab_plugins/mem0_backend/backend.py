@@ -393,9 +393,10 @@ class Mem0Memory(IngestMixin, Memory):
         """With fact extraction on, the extraction LLM decides what a forget request refers to (memlab.forget)."""
         if not self.infer or self._owned_llm is None:
             return None
-        from memlab.forget import llm_matcher
+        from memlab.forget import embedder_for, llm_matcher, semantic_matcher
 
-        return llm_matcher(self._owned_llm, on_usage=self.record_llm_usage)
+        fallback = semantic_matcher(embedder_for(self))  # an unreadable reply: resolve by meaning and words
+        return llm_matcher(self._owned_llm, on_usage=self.record_llm_usage, fallback=fallback)
 
     # ------------------------------------------------------------------ capabilities
     def _owned(self, item_id: str, user_id: str) -> dict[str, Any]:

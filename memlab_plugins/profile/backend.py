@@ -507,9 +507,10 @@ class ProfileMemory(Memory):
         """With the LLM extractor, its LLM decides what a forget request refers to (memlab.forget)."""
         if self.llm_extractor is None:
             return None
-        from memlab.forget import llm_matcher
+        from memlab.forget import embedder_for, llm_matcher, semantic_matcher
 
-        return llm_matcher(self.llm_extractor.llm, on_usage=self.record_llm_usage)
+        fallback = semantic_matcher(embedder_for(self))  # an unreadable reply: resolve by meaning and words
+        return llm_matcher(self.llm_extractor.llm, on_usage=self.record_llm_usage, fallback=fallback)
 
     # ------------------------------------------------------------------ capabilities
     def _entry_id(self, item_id: str, user_id: str, *, erased_ok: bool = False) -> str:

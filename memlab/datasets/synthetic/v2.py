@@ -15,10 +15,13 @@ Each persona gets one question per topic (eight topics), labelled with the relea
 - ``who=others`` (a quarter of the non-forget hobby questions): the history also reveals a friend's
   preference on the topic (in a message the user asks to translate or forward); it is a distractor;
 - ``ask_to_forget`` (``updated=True``): the user revealed a preference, the assistant used it, and
-  the user then asked "Please forget that I ...". The user's other, still valid preference on the
-  topic was revealed once; it is the correct answer and the forgotten one a distractor, so a memory
-  that honours the request is rewarded and one that keeps it is drawn to the forgotten option
-  (the release's correct answer is the generic one; see docs/datasets.md for why this differs);
+  the user then asked to forget it, in one of the phrasings of ``FORGET_REQUESTS`` (polite, blunt,
+  indirect, "scratch what I said about ...", by the thing alone). The user's other, still valid
+  preference on the topic was revealed once; it is the correct answer and the forgotten one a
+  distractor, so a memory that honours the request is rewarded and one that keeps it is drawn to
+  the forgotten option (the release's correct answer is the generic one; see docs/datasets.md);
+- every other hobby preference is followed by a near-miss turn (``NEAR_MISSES``: "oh forget it,
+  ...", "don't forget that ...", "my brother always forgets that ...") that must delete nothing;
 - ``sensitive_info``: the user shared a sensitive fact (rent, debt, salary) in a task; the correct
   option is the one consistent with it. The release's sensitive rows test masking and their
   evidence is not in the histories: results on this type are not comparable to the release's.
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import json
 import random
+import zlib
 from dataclasses import dataclass
 
 from memlab.datasets.base import Dataset, History
@@ -66,6 +70,38 @@ TASKS: dict[str, str] = {
     "knowledge_query": "Quick question about nutrition and energy: {s}. Is that a sensible habit?",
 }
 REPLY = "Here is a version you can use. I kept your point that {s} and made the wording flow better."
+# How a user asks to forget a preference ({s}: how it was stated, {x}: the value alone): polite,
+# blunt, indirect, "scratch that", "don't keep ...", by the thing rather than the statement's words.
+FORGET_REQUESTS = (
+    "Please forget that {s}.",
+    "Actually, could you forget the bit about {x}? I'd rather you didn't keep it.",
+    "Scratch what I said about {x}, please.",
+    "I'd rather you didn't remember that {s}.",
+    "Don't keep the fact that {s} in your memory.",
+    "Can you delete what you know about {x}?",
+    "You know how I said {s}? Please forget that.",
+    "Please stop remembering that {s}.",
+    "Could you erase the part about {x} from your notes?",
+    "Forget I ever mentioned {x}, I don't want that stored.",
+)
+# Turns that sound like one but ask nothing of the memory; honouring any of them loses a preference.
+NEAR_MISSES = (
+    "Oh forget it, I was going to ask about {x} but it can wait.",
+    "Don't forget that {s}, it matters to me.",
+    "My brother always forgets that {s}.",
+    "I forgot my charger at work again, but anyway: {s}.",
+    "Never mind, forget about it - let's talk about {x} another time.",
+    "How do I delete a file that says it is still in use?",
+    "I'll never forget the first time I tried {x}.",
+    "Remind me later - don't let me forget to book a table.",
+)
+
+
+def _phrase(bank: tuple[str, ...], key: str) -> str:
+    """A template of ``bank`` chosen by ``key`` (no draw from the generator's random state)."""
+    return bank[zlib.crc32(key.encode("utf-8")) % len(bank)]
+
+
 FRIEND_NAMES = ("Ana", "Tom", "Mei", "Omar", "Lena", "Ravi", "Sofia", "Jonas")
 
 
@@ -243,6 +279,7 @@ TOPICS: tuple[Topic, ...] = (
     ),
 )
 HOBBY_TOPICS = TOPICS[:5]
+HOBBY_NAMES = frozenset(t.name for t in HOBBY_TOPICS)
 TYPE_OF_TOPIC = {
     "Mental health": "therapy_background",
     "Health": "health_and_medical_conditions",
@@ -328,13 +365,18 @@ def _plan(topic: Topic, pref_type: str, who: str, rng: random.Random) -> _Plan:
         forgotten = values[(answer + 1 + rng.randrange(3)) % 4]
         statement = topic.reveal_alt.format(x=forgotten)
         block = _reveal(statement, rng)[0]
+        request = _phrase(FORGET_REQUESTS, f"{topic.name}:{forgotten}:{own}").format(s=statement, x=forgotten)
         # the assistant uses it once more, then the user asks to forget it (the block ends with their turn)
         block += [
             Message(role="user", content=f"{topic.query} Keep in mind that {statement}."),
             Message(role="assistant", content=topic.option.format(x=forgotten)),
-            Message(role="user", content=f"Please forget that {statement}."),
+            Message(role="user", content=request),
         ]
         blocks.append(block)
+    elif topic.name in HOBBY_NAMES:
+        # a near-miss after the evidence: a memory that takes it for a request loses the answer
+        near = _phrase(NEAR_MISSES, f"{topic.name}:{own}:near").format(s=topic.reveal.format(x=own), x=own)
+        blocks[0] = [*blocks[0], Message(role="user", content=near), Message(role="assistant", content="Noted.")]
     return _Plan(topic, pref_type, who, values, answer, blocks, scenario, forgotten)
 
 

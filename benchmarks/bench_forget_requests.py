@@ -1,0 +1,69 @@
+"""Forget requests on the labelled set: honoured requests, false deletions, collateral, per backend.
+
+    python benchmarks/bench_forget_requests.py                       # dev and heldout, all four backends
+    python benchmarks/bench_forget_requests.py --parts heldout --backends full_context --show
+
+Every deleting built-in backend (full_context, rag, profile, mem0), LLM-free, with the packaged
+MiniLM embedder; each case for a fresh user through ``MemoryClient.remember`` with forget requests
+on (see ``memlab.testing.forget_requests``). The rules were tuned on the dev part only; the
+held-out part (tests/data/forget_requests/heldout.jsonl) is reported, never tuned on. The last
+line is the held-out part's summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from memlab.testing.forget_requests import Score, load_cases, score_backend
+
+BACKENDS = {
+    "full_context": {},
+    "rag": {"embedder": "minilm"},
+    "profile": {"embedder": "minilm"},
+    "mem0": {},  # no LLM: one message, one memory, MiniLM vectors
+}
+
+
+def summary(scores: list[Score]) -> str:
+    honoured = sum(s.honoured for s in scores)
+    requests = sum(s.requests for s in scores)
+    false = sum(s.false_deletions for s in scores)
+    near = sum(s.near_misses for s in scores)
+    per = ", ".join(
+        f"{s.backend} {s.honoured}/{s.requests} {s.false_deletions}/{s.near_misses} collateral {s.collateral}"
+        for s in scores
+    )
+    return f"forget requests: honoured {honoured}/{requests}, false deletions {false}/{near}, per backend {per}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", nargs="+", default=["dev", "heldout"], help="dev, heldout or .jsonl paths")
+    parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
+    parser.add_argument("--show", action="store_true", help="list the cases each backend got wrong")
+    args = parser.parse_args()
+    last: list[Score] = []
+    for part in args.parts:
+        cases = load_cases(part)
+        print(
+            f"== {part}: {sum(c.kind == 'request' for c in cases)} requests, "
+            f"{sum(c.kind == 'near_miss' for c in cases)} near-misses"
+        )
+        last = []
+        for backend in args.backends:
+            start = time.perf_counter()
+            with tempfile.TemporaryDirectory(prefix=f"forget-{backend}-") as tmp:
+                score = score_backend(backend, cases, data_dir=Path(tmp), config=BACKENDS[backend])
+            print(f"  {score.line()}  ({time.perf_counter() - start:.0f} s)")
+            if args.show and score.misses:
+                print(f"    wrong: {', '.join(score.misses)}")
+            last.append(score)
+        print(f"  {summary(last)}")
+    print(summary(last))
+
+
+if __name__ == "__main__":
+    main()
