@@ -303,13 +303,16 @@ class MemoryClient:
         only, so there they are deleted at once until the ledger can live in the database."""
         from memlab.pg import config_uses_database
 
-        if undo_hours and config_uses_database(self.memory.config):
+        uses_database = config_uses_database(self.memory.config)
+        if undo_hours and uses_database:
             logging.getLogger("memlab.client").warning(
                 "forget_undo_hours is not available with a database store yet (pending deletions would be "
                 "per worker): items removed by forget requests are deleted at once"
             )
             undo_hours = 0.0
-        ledger = ForgetLedger(self.data_dir if self.persistent else None, undo_hours=undo_hours)
+        # A database store writes nothing to the data directory (the docs say it is unused there).
+        on_disk = self.persistent and not uses_database
+        ledger = ForgetLedger(self.data_dir if on_disk else None, undo_hours=undo_hours)
         self.memory.forget_remover = ledger
         return ledger
 
