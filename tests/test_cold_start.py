@@ -68,6 +68,7 @@ def test_the_fake_jax_catches_an_import_of_bm25s(fake_jax: tuple[Path, Path]) ->
 
 
 def test_rag_and_a_bm25_ingest_never_import_jax(fake_jax: tuple[Path, Path], tmp_path: Path) -> None:
+    """Nor the bm25s package, nor the nltk package (its __init__ imports most of NLTK and scipy.stats)."""
     path, marker = fake_jax
     code = f"""
 import sys
@@ -78,7 +79,7 @@ memory = RagMemory({{"embedder": "hashing", "lexical": "bm25"}}, data_dir={str(t
 memory.ingest(session("s1", ("user", "I went hiking in the Alps"), ("assistant", "Hikes are fun"), ("user", "I like tea")), user_id="u")
 hits = memory.retrieve("hiking trips", user_id="u")
 assert hits.items and "hik" in hits.items[0].text.lower(), hits
-print(sorted(m for m in sys.modules if m == "jax" or m.startswith(("jax.", "bm25s"))))
+print(sorted(m for m in sys.modules if m in ("jax", "nltk") or m.startswith(("jax.", "bm25s", "nltk."))))
 """
     done = _python(code, extra_path=path)
     assert done.returncode == 0, done.stderr

@@ -8,7 +8,8 @@ chunk. Nothing lexical is written to disk, so a deleted chunk leaves no trace in
 
 Tokenization: lower-cased words of two or more characters (scikit-learn's pattern, as
 ``bm25s.tokenize`` splits), English stopwords removed (bm25s' list), Porter-stemmed (NLTK's stemmer,
-already a dependency for LoCoMo's F1), so "hiking" matches "hike". Only bm25s' stopword list is
+already a dependency for LoCoMo's F1; run from its file, see ``_porter_class_alone``), so "hiking"
+matches "hike". Only bm25s' stopword list is
 read, from its file: importing the ``bm25s`` package runs its ``selection`` module, which starts
 JAX where JAX is installed (``jax.lax.top_k`` at import: seconds, and by JAX's defaults 75 % of a
 GPU's memory reserved). Stems are kept per word (``_stem``), and a batch stems each distinct word
@@ -26,6 +27,7 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -36,11 +38,52 @@ _stem_lock = threading.Lock()
 _WORDS = re.compile(r"(?u)\b\w\w+\b")  # scikit-learn's token pattern, bm25s.tokenize's default
 
 
-@lru_cache(maxsize=1)
-def _stemmer():
-    from nltk.stem.porter import PorterStemmer
+# What nltk/stem/porter.py imports from the nltk package: its base class, and two helpers its demo() uses.
+_PORTER_IMPORTS = (
+    "from nltk import redos\n",
+    "from nltk.stem.api import StemmerI\n",
+    "from nltk.termsec import safe_print\n",
+)
 
-    return PorterStemmer()
+
+def _module_from_file(name: str, path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _porter_class_alone() -> Any:
+    """NLTK's ``PorterStemmer`` class, run from its file without importing the ``nltk`` package, whose
+    ``__init__`` imports most of NLTK and scipy.stats (0.3-1.5 s inside a run, up to 5 s alone on a
+    loaded machine: most of a short run's BM25 upkeep). The file needs only ``StemmerI`` (an
+    abstract base, loaded from its own file); its demo's helpers are left out."""
+    found = importlib.util.find_spec("nltk")
+    if found is None or not found.submodule_search_locations:
+        raise ImportError("nltk is not installed")
+    root = Path(next(iter(found.submodule_search_locations)))
+    source = (root / "stem" / "porter.py").read_text(encoding="utf-8")
+    if not all(line in source for line in _PORTER_IMPORTS):
+        raise ImportError("nltk's porter.py imports other things than this loader knows")
+    for line in _PORTER_IMPORTS:
+        source = source.replace(line, "")
+    namespace: dict[str, Any] = {
+        "__name__": "_memlab_nltk_porter",
+        "StemmerI": _module_from_file("_memlab_nltk_stem_api", root / "stem" / "api.py").StemmerI,
+    }
+    exec(compile(source, str(root / "stem" / "porter.py"), "exec"), namespace)  # noqa: S102 (nltk's own file)
+    return namespace["PorterStemmer"]
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    try:
+        porter = _porter_class_alone()
+    except (ImportError, OSError, SyntaxError, KeyError, AttributeError):  # another NLTK layout: its usual import
+        from nltk.stem.porter import PorterStemmer as porter
+    return porter()
 
 
 @lru_cache(maxsize=1)
