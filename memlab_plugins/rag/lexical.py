@@ -80,10 +80,11 @@ def _porter_class_alone() -> Any:
 @lru_cache(maxsize=1)
 def _stemmer() -> Any:
     try:
-        porter = _porter_class_alone()
+        return _porter_class_alone()()
     except (ImportError, OSError, SyntaxError, KeyError, AttributeError):  # another NLTK layout: its usual import
-        from nltk.stem.porter import PorterStemmer as porter
-    return porter()
+        from nltk.stem.porter import PorterStemmer
+
+        return PorterStemmer()
 
 
 @lru_cache(maxsize=1)
