@@ -21,7 +21,9 @@
 
    (``cpu ...`` for the CPU device; where there is no GPU the script says so and the floor is CPU.)
 
-With ``--dataset synthetic --max-questions 20`` the start-up line is a short run's fixed cost
+It first times the commands that load no model (``memlab --help``, ``memlab backends``,
+``memlab run --help``: median of 5 fresh processes each). With ``--dataset synthetic
+--max-questions 20`` the start-up line is a short run's fixed cost
 (imports + model load) beside the floor's. The script also says whether the model libraries are
 byte-compiled (``.pyc`` next to their sources): an install that is not compiles their source at
 every start, seconds of a short run. The machine may be shared: compare ratios, and quote the load
@@ -113,6 +115,21 @@ def byte_compiled() -> str:
     return ", ".join(out)
 
 
+CLI_COMMANDS = (["--help"], ["backends"], ["run", "--help"])
+
+
+def cli_times(repeats: int = 5) -> str:
+    """Median wall seconds of each command that loads no model, each in a fresh process (a
+    hyperfine-like loop: one untimed warm-up, then ``repeats`` runs)."""
+    out = []
+    for argv in CLI_COMMANDS:
+        command = [sys.executable, "-m", "memlab.cli", *argv]
+        _timed(command)
+        walls = [_timed(command)[1] for _ in range(repeats)]
+        out.append(f"memlab {' '.join(argv)} {statistics.median(walls):.2f} s (max {max(walls):.2f})")
+    return "; ".join(out)
+
+
 def gpu_present() -> bool:
     try:
         import torch
@@ -146,6 +163,7 @@ def main() -> int:
     if not has_gpu:
         print("no GPU here (torch.cuda.is_available() is False): only the cpu device runs; the floor is CPU")
     print(f"byte-compiled: {byte_compiled()}")
+    print(f"cold start, median of 5 (load average {load()}): {cli_times()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="memlab-gpu-") as tmp:
         root = Path(tmp)
         print(f"recording what memlab embeds ({args.backend} on {args.dataset}); load average {load()}", flush=True)

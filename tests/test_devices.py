@@ -224,7 +224,12 @@ class FakeSentenceTransformer:
 
 @pytest.mark.parametrize(
     "device, precision, calls, suffix",
-    [("cuda:0", "auto", ["half"], "|fp16"), ("cpu", "auto", [], ""), ("cuda:0", "fp32", [], "")],
+    [
+        ("cuda:0", "auto", ["half"], "|fp16"),
+        ("cpu", "auto", [], ""),
+        ("cuda:0", "fp32", [], ""),
+        ("cpu", "fp16", ["half"], "|fp16"),  # asked for: a CPU proxy of a GPU's fp16
+    ],
 )
 def test_sentence_transformers_run_fp16_on_a_gpu(
     monkeypatch: pytest.MonkeyPatch, device: str, precision: str, calls: list[str], suffix: str
@@ -237,8 +242,8 @@ def test_sentence_transformers_run_fp16_on_a_gpu(
     embedder = SentenceTransformerEmbedder("some/model", device=device, precision=precision)
     assert embedder.model.calls == calls  # type: ignore[attr-defined]
     assert embedder.name == "st:some/model" + suffix  # fp16 vectors are cached apart from fp32 ones
-    with pytest.raises(ConfigurationError, match="needs a GPU"):
-        SentenceTransformerEmbedder("some/model", device="cpu", precision="fp16")
+    with pytest.raises(ConfigurationError, match="precision 'fp8'"):
+        SentenceTransformerEmbedder("some/model", device="cpu", precision="fp8")
 
 
 def test_a_small_call_takes_the_idle_cores(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
