@@ -68,7 +68,7 @@ def _step_of_caller() -> str:
     return "answer"  # outside any step: counted with the reader
 
 
-def record_texts(dataset: str, backend: str, where: Path) -> dict[str, Any]:
+def record_texts(dataset: str, backend: str, where: Path, max_questions: int | None = None) -> dict[str, Any]:
     """Run memlab once in this process with every model call recorded; the texts by step."""
     import memlab.embedders as embedders
     from memlab.embedders.base import Embedder
@@ -107,6 +107,7 @@ def record_texts(dataset: str, backend: str, where: Path) -> dict[str, Any]:
                 cache_dir=where / "cache",
                 controls=False,
                 progress=False,
+                max_questions=max_questions,
             )
         )
     finally:

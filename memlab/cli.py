@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from memlab.config_files import parse_dotted_options, read_config_file
-from memlab.errors import ConfigurationError, MemlabError, UnknownNameError
+from memlab.errors import ConfigurationError, MemlabError, RunInterrupted, UnknownNameError
 
 RUN_EPILOG = """plugin options:
   --NAME.KEY VALUE     set KEY in the config of backend NAME (name or label), e.g. --rag.top-k 5;
@@ -75,6 +75,8 @@ def build_run_config(args: argparse.Namespace, extra: list[str]) -> Any:
         data["progress"] = False
     if args.replay:
         data["replay"] = args.replay
+    if args.device:
+        data["device"] = args.device
     if args.plugin:
         data["plugins"] = [*data.get("plugins", []), *args.plugin]
     if args.judge or args.judge_runs is not None:
@@ -166,7 +168,7 @@ def _print_report(run_dir: Path, plots: bool) -> None:
 
 # --------------------------------------------------------------------------- commands
 def _run_and_report(config: Any, args: argparse.Namespace, plots: bool) -> int:
-    from memlab.run.driver import ERRORS_FILE, run_with_details
+    from memlab.run.driver import ERRORS_FILE, run_with_details  # the run's imports: only when a run is asked for
 
     result = run_with_details(config)
     _print_report(Path(config.out), plots=plots)
@@ -417,6 +419,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="register an unpackaged backend or reader first: path/to/file.py:Class or module:Class "
         "(repeatable; see docs/plugins.md)",
     )
+    run_p.add_argument(
+        "--device",
+        metavar="cuda|cuda:N|cpu|auto",
+        help="where every model of the run goes (embedders, the embedding reader, BGE-M3, local LLMs) unless "
+        "its plugin names one (--rag.device, --reader.device, --llm.device win); auto: a GPU where torch sees one. "
+        "Default: cpu (local LLMs: auto)",
+    )
     run_p.add_argument("-v", "--verbose", action="store_true", help="print full tracebacks of failures")
     run_p.add_argument("--no-plots", action="store_true")
     run_p.add_argument("--no-progress", action="store_true")
@@ -526,8 +535,6 @@ def main(argv: list[str] | None = None) -> int:
         return mcp_main(argv[1:])
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    from memlab.run.driver import RunInterrupted
-
     try:
         return int(args.func(args, extra) or 0)
     except RunInterrupted as exc:

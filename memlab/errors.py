@@ -84,3 +84,13 @@ class ReadOnlyItemError(MemlabError):
 
 class ShuttingDownError(MemlabError):
     """The process is stopping: the call was not carried out (nothing of it was stored); retry later."""
+
+
+class RunInterrupted(MemlabError):
+    """Ctrl-C or SIGTERM: the run stopped cleanly; what was answered is saved. (Here, not in the run
+    driver, so the command line catches it without importing the run machinery for every command.)"""
+
+    def __init__(self, saved: int, signal_name: str) -> None:
+        super().__init__(f"interrupted: {saved} answers saved; rerun the same command to resume")
+        self.saved = saved
+        self.signal_name = signal_name

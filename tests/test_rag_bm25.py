@@ -94,3 +94,18 @@ def test_deletion_rebuilds_and_appends_extend() -> None:
     assert np.array_equal(index.scores("hiking hiking", kept, 1), rebuilt_scores(kept, "hiking hiking"))
     assert not index.scores("unknown words", kept, 1).any()
     assert not BM25Index().scores("hiking", [], 0).any()
+
+
+def test_tokenize_equals_bm25s_tokenize_then_porter(personamem_dev: Path) -> None:
+    """rag splits words itself (importing bm25s starts JAX); its tokens are bm25s' then Porter-stemmed, to the word."""
+    import bm25s
+    from nltk.stem.porter import PorterStemmer
+
+    dataset = load_dataset(str(personamem_dev))
+    texts = [m.content for history in dataset.histories.values() for m in history.messages][:800]
+    texts += ["", "a", "Don't STOP the hiking—café 42 x", "über naïve résumé it's"]
+    stem = PorterStemmer().stem
+    expected = [
+        [stem(w) for w in row] for row in bm25s.tokenize(texts, return_ids=False, stopwords="en", show_progress=False)
+    ]
+    assert tokenize(texts) == expected

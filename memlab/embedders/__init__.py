@@ -2,7 +2,9 @@
 
 ``get_embedder`` is the one way code obtains an embedder: it builds each distinct spec once per
 process (models are heavy; several backends and the reader share one) and wraps it in the on-disk
-cache when a cache directory is given.
+cache when a cache directory is given. A model goes on the device it is given, else on the run's
+(``memlab.devices``: ``memlab run --device``), else on the CPU; the device is resolved first, so a
+backend and a reader that name one model reach the same loaded instance however each spelled it.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from memlab.devices import resolve_device
 from memlab.embedders.base import Embedder, normalize
 from memlab.embedders.cache import CachedEmbedder
 from memlab.embedders.hashing import HashingEmbedder
+from memlab.errors import ConfigurationError
 
 __all__ = [
     "Embedder",
@@ -44,6 +48,11 @@ def _build(kind: str, model: str | None, options: dict[str, Any]) -> Embedder:
     if kind == "bge-m3":
         from memlab.embedders.bge_m3 import BGEM3Embedder
 
+        precision = options.pop("precision", None)
+        if precision == "bf16":
+            raise ConfigurationError("bge-m3 runs in fp32 or fp16 (FlagEmbedding has no bf16): precision fp32 or fp16")
+        if precision is not None:
+            options["use_fp16"] = precision == "fp16"
         return BGEM3Embedder(model or "BAAI/bge-m3", **options)
     raise ValueError(f"unknown embedder {kind!r}; choose one of {', '.join(EMBEDDER_KINDS)}")
 
@@ -64,13 +73,26 @@ def get_embedder(
     device: str | None = None,
     batch_size: int | None = None,
     max_length: int | None = None,
+    precision: str | None = None,
 ) -> Embedder:
     """Return the shared embedder for (kind, model and model settings), cached on disk under
     ``cache_dir`` if given (else under the default set by ``set_default_cache_dir``; the hashing
-    embedder is never cached). ``device``, ``batch_size`` and ``max_length`` default to the model's own."""
+    embedder is never cached). ``device`` defaults to the run's (else cpu); ``batch_size``,
+    ``max_length`` and ``precision`` (auto: fp16 on a GPU, fp32 on the CPU) to the model's own."""
     cache_dir = cache_dir or (_default_cache_dir if kind != "hashing" else None)
+    if kind != "hashing":  # the hashing embedder has no model to put anywhere
+        device = resolve_device(device)
+    if precision == "auto":  # the model's own choice: one instance whichever way it was asked for
+        precision = None
     options = {
-        k: v for k, v in (("device", device), ("batch_size", batch_size), ("max_length", max_length)) if v is not None
+        k: v
+        for k, v in (
+            ("device", device),
+            ("batch_size", batch_size),
+            ("max_length", max_length),
+            ("precision", precision),
+        )
+        if v is not None
     }
     settings = tuple(sorted(options.items()))
     key = (kind, model, settings, str(cache_dir) if cache_dir else None)

@@ -11,7 +11,16 @@ benchmarks/bench_floor.py):
 - A call with a few texts is a small forward pass that torch splits across its intra-op threads;
   when another process holds a core, the threads wait for each other: one query took 100-350 ms
   (median) with torch's default 2 threads and 12-17 ms with 1. Calls with at most
-  ``SMALL_CALL_TEXTS`` texts run on one thread; large batches keep torch's setting.
+  ``SMALL_CALL_TEXTS`` texts run on the cores nobody else is using (``idle_cores``: the CPUs less
+  the threads the kernel has ready to run, ourselves excepted), at least one and at most torch's
+  setting: on a busy machine one thread, as before; alone on the machine, every core (a run's many
+  small reader calls otherwise left the second core idle). Large batches keep torch's setting.
+
+On a GPU none of that applies: the model runs in fp16 (``precision="auto"``; ``fp32``/``bf16`` on
+request; the vectors are returned as float32 either way, and the cache keys fp16 vectors apart
+from fp32 ones), and calls keep torch's thread setting, since the CPU only feeds the GPU. fp16 or
+bf16 asked for on the CPU run there too, slowly: what a GPU's half precision does to retrieval
+can be checked on a machine without one.
 
 One forward pass at a time, small calls first (``ModelTurns``): the per-call thread setting is
 process-wide, so two calls must not overlap while one changes it. ``memlab serve`` pins one
@@ -23,6 +32,7 @@ for it (only the tokenizer, which is not thread-safe, is used one call at a time
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 import threading
 import time
@@ -33,8 +43,9 @@ from typing import Any
 
 import numpy as np
 
+from memlab.devices import is_gpu
 from memlab.embedders.base import Embedder
-from memlab.errors import ModelUnavailableError
+from memlab.errors import ConfigurationError, ModelUnavailableError
 
 DEFAULT_MODEL = "minilm"
 PACKAGED_ALIASES = (DEFAULT_MODEL, "all-MiniLM-L6-v2", "default")
@@ -67,8 +78,22 @@ def resolve_model(model: str) -> str:
     return packaged_minilm_path() if model in PACKAGED_ALIASES else model
 
 
-SMALL_CALL_TEXTS = 16  # calls with at most this many texts run on one torch thread
+SMALL_CALL_TEXTS = 16  # calls with at most this many texts run on the idle cores only (at least one)
 _threads_pinned = False  # set by pin_compute_threads: calls keep the process's torch thread count
+PRECISIONS = ("auto", "fp32", "fp16", "bf16")
+
+
+def idle_cores(limit: int, *, loadavg: str = "/proc/loadavg") -> int:
+    """Cores no other thread is ready to run on now, between 1 and ``limit``: the CPUs less the
+    runnable threads the kernel counts (``/proc/loadavg``'s fourth field, which includes the thread
+    asking). Where that count is not available (not Linux), 1: the safe choice on a shared machine."""
+    try:
+        with open(loadavg, encoding="ascii") as handle:
+            running = int(handle.read().split()[3].partition("/")[0])
+    except (OSError, ValueError, IndexError):
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(limit, cpus - (running - 1)))
 
 
 def pin_compute_threads(threads: int) -> None:
@@ -118,11 +143,14 @@ class ModelTurns:
 
 
 @contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """Run the block with ``n`` torch intra-op threads (None: as set), restoring the setting after."""
+def torch_threads(n: int | None, *, small: bool = False) -> Iterator[None]:
+    """Run the block with ``n`` torch intra-op threads (None: as set), restoring the setting after;
+    ``small``: a small call, which takes the idle cores (``idle_cores``) instead of ``n``."""
     import torch
 
     previous = torch.get_num_threads()
+    if small and not _threads_pinned:
+        n = idle_cores(previous)
     if _threads_pinned or n is None or n == previous:
         yield
         return
@@ -142,8 +170,12 @@ class SentenceTransformerEmbedder(Embedder):
         batch_size: int = 64,
         query_prefix: str = "",
         document_prefix: str = "",
+        precision: str = "auto",
     ) -> None:
         super().__init__()
+        if precision not in PRECISIONS:
+            raise ConfigurationError(f"precision {precision!r}: choose one of {', '.join(PRECISIONS)}")
+        on_gpu = is_gpu(device)  # auto: fp16 there; fp16/bf16 asked for on the CPU run (slowly: a proxy of a GPU's)
         from sentence_transformers import SentenceTransformer
 
         self.model_ref = resolve_model(model)
@@ -163,6 +195,16 @@ class SentenceTransformerEmbedder(Embedder):
         self.dim = int(dim_of())
         self.name = cache_name(model, self.model_ref)
         self.device = self.model.device
+        self.precision = ("fp16" if on_gpu else "fp32") if precision == "auto" else precision
+        if self.precision == "fp16":
+            self.model.half()
+        elif self.precision == "bf16":
+            import torch
+
+            self.model.to(torch.bfloat16)
+        if self.precision != "fp32":  # other vectors (to about 1e-3): their own cache rows
+            self.name += f"|{self.precision}"
+        self.on_gpu = on_gpu
         self.model.eval()  # once; encode() would do this (and the move to the device) on every call
         self._turns = ModelTurns()  # one forward pass at a time (the thread setting is per call), small calls first
         self._tokenizer = threading.Lock()  # a fast tokenizer fails when two threads use it at once
@@ -183,7 +225,7 @@ class SentenceTransformerEmbedder(Embedder):
         small = len(texts) <= SMALL_CALL_TEXTS
         if self._own_loop:
             return self._forward(texts, small=small)
-        with self._turns.turn(small=small), torch_threads(1 if small else None):
+        with self._turns.turn(small=small), torch_threads(None, small=small and not self.on_gpu):
             vectors: Any = self.model.encode(
                 texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
             )
@@ -202,7 +244,7 @@ class SentenceTransformerEmbedder(Embedder):
             rows = order[start : start + self.batch_size]
             with (
                 self._turns.turn(small=small, overlap=overlap),
-                torch_threads(1 if small else None),
+                torch_threads(None, small=small and not self.on_gpu),
                 torch.inference_mode(),
             ):
                 with self._tokenizer:

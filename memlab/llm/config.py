@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from memlab.devices import resolve_device, run_device
 from memlab.llm.base import LLM
 from memlab.llm.cache import ResponseCache, default_cache_dir
 from memlab.llm.errors import LLMConfigError
@@ -45,7 +46,9 @@ class LLMConfig(BaseModel):
     langchain_kwargs: dict[str, Any] = Field(default_factory=dict)
     # Local Hugging Face causal LM (transformers), GGUF included
     gguf_file: str | None = Field(default=None, description="GGUF file name inside the model directory")
-    device: str = Field(default="auto", description="auto: cuda if available, else cpu")
+    device: str = Field(
+        default="auto", description="auto: cuda if available, else cpu; unset: the run's --device, else auto"
+    )
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     # Sampling
     temperature: float = Field(default=0.0, ge=0)
@@ -118,11 +121,15 @@ def build_provider(config: LLMConfig) -> LLM:
             raise LLMConfigError("llm.provider 'hf' needs llm.model (a local directory, a .gguf file or a hub id)")
         from memlab.llm.hf_local import HFLocalLLM
 
-        key = (config.model, config.gguf_file, config.device, config.dtype)
+        device = config.device
+        if "device" not in config.model_fields_set and run_device() is not None:
+            device = run_device() or device  # the run's --device, where llm.device is not set
+        device = resolve_device(device)  # "cuda" and "cuda:0" (and auto) name one loaded model
+        key = (config.model, config.gguf_file, device, config.dtype)
         with _local_lock:
             if key not in _local_models:
                 _local_models[key] = HFLocalLLM(
-                    config.model, gguf_file=config.gguf_file, device=config.device, dtype=config.dtype
+                    config.model, gguf_file=config.gguf_file, device=device, dtype=config.dtype
                 )
             return _local_models[key]
     raise LLMConfigError(f"unknown llm.provider {provider!r}")

@@ -53,8 +53,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from memlab.devices import check_device
 from memlab.embedders import Embedder, embed_ahead, get_embedder
 from memlab.errors import MemlabError
 from memlab.readers.base import Reader, ReaderConfig, argmax, strip_option_label
@@ -105,6 +106,11 @@ def _collapse(stances: list[str]) -> list[str]:
 class EmbeddingReaderConfig(ReaderConfig):
     embedder: str = Field(default="minilm", description="embedder kind (see memlab.embedders)")
     model: str | None = Field(default=None, description="model id or local path for the embedder")
+    device: str | None = Field(
+        default=None,
+        description="cpu, cuda, cuda:N, mps or auto; None: the run's --device, else cpu (a backend that loads "
+        "the same model on the same device shares it with the reader)",
+    )
     relevance_weight: float = Field(default=0.5, ge=0.0, description="weight of question-item relevance")
     max_items: int = Field(default=4000, ge=1, description="at most this many items are read (newest kept)")
     max_item_chars: int = Field(default=2000, ge=50)
@@ -130,6 +136,11 @@ class EmbeddingReaderConfig(ReaderConfig):
         default_factory=lambda: dict(STANCE_DESCRIPTIONS),
         description="timeline stance -> words that express it (matched against the pieces of an option)",
     )
+
+    @field_validator("device")
+    @classmethod
+    def _device_spelling(cls, value: str | None) -> str | None:
+        return None if value is None else check_device(value)
 
 
 class EmbeddingReader(Reader):
@@ -161,7 +172,10 @@ class EmbeddingReader(Reader):
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:  # loaded on first use: describe() must not load a model
-            self._embedder = get_embedder(self.config.embedder, self.config.model, cache_dir=self.cache_dir)
+            device = self.config.device if self.config.embedder != "hashing" else None
+            self._embedder = get_embedder(
+                self.config.embedder, self.config.model, cache_dir=self.cache_dir, device=device
+            )
         return self._embedder
 
     def describe(self) -> str:
@@ -191,13 +205,15 @@ class EmbeddingReader(Reader):
     def answer(self, question: Question, retrieval: Retrieval) -> Answer:
         if not question.is_multiple_choice:
             return self._answer_open(question, retrieval)
-        options = self.embedder.embed([strip_option_label(o) for o in question.options])
-        query = self.embedder.embed([question.text], query=True)[0]
         texts = self._memory_texts(retrieval)
+        # The options and the remembered items in one call: one batch, not two small forward passes.
+        labels = [strip_option_label(o) for o in question.options]
+        documents = self.embedder.embed(labels + texts)
+        options, items = documents[: len(labels)], documents[len(labels) :]
+        query = self.embedder.embed([question.text], query=True)[0]
         if not texts:
             scores = options @ query
             return Answer(choice=argmax(scores.tolist()), scores=scores.tolist(), metadata={"blind": True})
-        items = self.embedder.embed(texts)
         if self.asks_for_novelty(question):
             similarity = options @ items.T
             best = similarity.argmax(axis=1)

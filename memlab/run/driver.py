@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.datasets import Dataset
-from memlab.errors import DirectoryInUseError, MemlabError
+from memlab.errors import DirectoryInUseError, MemlabError, RunInterrupted  # noqa: F401 (RunInterrupted: its old home)
 from memlab.locks import DirectoryLock
 from memlab.registry import backends, load_plugin, readers
 from memlab.results import (
@@ -54,15 +54,6 @@ ERRORS_FILE = "errors.log"
 
 class SettingsChangedError(MemlabError):
     """Resume refused: a row's existing predictions were made with other settings."""
-
-
-class RunInterrupted(MemlabError):
-    """Ctrl-C or SIGTERM: the run stopped cleanly; what was answered is saved."""
-
-    def __init__(self, saved: int, signal_name: str) -> None:
-        super().__init__(f"interrupted: {saved} answers saved; rerun the same command to resume")
-        self.saved = saved
-        self.signal_name = signal_name
 
 
 @dataclass
@@ -182,6 +173,7 @@ def plan_jobs(
                     replay=config.replay,
                     fingerprint=row.fingerprint,
                     plugins=config.plugins,
+                    device=config.device,
                 )
             )
     return jobs

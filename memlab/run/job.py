@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlab.datasets import Dataset, History, load_dataset
+from memlab.devices import set_run_device
 from memlab.errors import ConfigurationError, MemlabError
 from memlab.eval.retrieval import evidence_to_indexes, retrieval_metrics, retrieval_ranking, untraceable_items
 from memlab.llm.config import LLMConfig
@@ -65,6 +66,7 @@ class Job(BaseModel):
     replay: ReplayMode = "once"
     fingerprint: str | None = Field(default=None, description="stamped on every prediction of this job")
     plugins: list[str] = Field(default_factory=list, description="--plugin classes to register before the job")
+    device: str | None = Field(default=None, description="the run's --device: models that name none go there")
 
     @property
     def label(self) -> str:
@@ -375,6 +377,14 @@ def run_job(job: Job, emit: Callable[[Prediction], None] | None = None) -> list[
     ``emit`` is called (in this thread) with each prediction as soon as it exists; the full list is
     also returned, in question order.
     """
+    previous = set_run_device(job.device)  # in this process (a worker's too): models that name no device go there
+    try:
+        return _run_job(job, emit)
+    finally:
+        set_run_device(previous)
+
+
+def _run_job(job: Job, emit: Callable[[Prediction], None] | None) -> list[Prediction]:
     for reference in job.plugins:  # a worker process has not seen the driver's --plugin registrations
         load_plugin(reference)
     dataset = cached_dataset(job.dataset)

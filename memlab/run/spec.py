@@ -11,7 +11,8 @@ A run config file holds the same settings as the command line, for example (JSON
         {"name": "rag", "label": "rag-top20", "config": {"top_k": 20}}
       ],
       "reader": {"name": "llm", "config": {"llm": {"model": "gpt-4o-mini", "max_concurrency": 16}}},
-      "replay": "once"
+      "replay": "once",
+      "device": "cuda"
     }
 
 Labels name the result rows, so one backend can appear several times with different settings (a
@@ -25,8 +26,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memlab.devices import check_device
 from memlab.errors import MemlabError
 from memlab.results import CONTROL_BACKEND, CONTROL_READER
 
@@ -165,6 +167,16 @@ class RunConfig(BaseModel):
         default_factory=list,
         description="unpackaged plugin classes to register first (module:Class or path/to/file.py:Class)",
     )
+    device: str | None = Field(
+        default=None,
+        description="where every model of the run goes unless its plugin names a device (--rag.device, "
+        "--reader.device, --llm.device win): cpu, cuda, cuda:N, mps or auto (None: cpu; local LLMs: auto)",
+    )
+
+    @field_validator("device")
+    @classmethod
+    def _device_spelling(cls, value: str | None) -> str | None:
+        return None if value is None else check_device(value)
 
     def run_readers(self) -> list[ReaderSpec]:
         """The readers of rows without a reader of their own: ``readers`` (each with the run reader's

@@ -111,6 +111,11 @@ def embedder_config(config: Mem0Config, cache_dir: Path | None) -> tuple[dict[st
             del probe
         # known dims: mem0 then skips sentence-transformers' deprecated dimension getter (a FutureWarning)
         mem0_embedder["embedding_dims"] = dims
+        from memlab.devices import resolve_device
+
+        device = resolve_device(None)  # the run's --device (mem0 loads this model itself, in fp32)
+        if device != "cpu":
+            mem0_embedder["model_kwargs"] = {"device": device}
         ident = f"huggingface:{Path(model).name}:{dims}"
         return {"provider": "huggingface", "config": mem0_embedder}, dims, ident
     try:

@@ -29,6 +29,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from memlab.devices import check_device
 from memlab.embedders import CachedEmbedder, Embedder, embed_ahead, get_embedder
 from memlab.errors import ConfigurationError, MemlabError
 from memlab.forget import ForgetRequests
@@ -151,7 +152,14 @@ class RagConfig(BackendConfig):
         description="turn chunking: what is embedded for a turn, its text, or its message as JSON "
         '({"role": ..., "content": ...}, as the PersonaMem reference RAG embeds it); the chunk keeps its text',
     )
-    device: str = Field(default="cpu", description="cpu (fp32) or a torch device such as cuda:0 (fp16)")
+    device: str | None = Field(
+        default=None,
+        description="cpu, cuda, cuda:N, mps or auto; None: the run's --device, else cpu. On a GPU the model "
+        "runs in fp16 (precision auto), on the CPU in fp32",
+    )
+    precision: Literal["auto", "fp32", "fp16", "bf16"] = Field(
+        default="auto", description="auto: fp16 on a GPU, fp32 on the CPU (bge-m3: no bf16)"
+    )
     batch_size: int = Field(default=32, ge=1, description="texts per model forward pass (bge-m3)")
     max_length: int = Field(default=512, ge=8, description="model tokens per text; longer texts are truncated (bge-m3)")
     # PostgreSQL store (memlab_plugins.rag.pg.PgRagStore): several workers and hosts share one database.
@@ -172,6 +180,11 @@ class RagConfig(BackendConfig):
         if isinstance(value, str):
             raise ValueError(f"roles must be a list of roles, 'user' or 'all', got {value!r}")
         return value
+
+    @field_validator("device")
+    @classmethod
+    def _device_spelling(cls, value: str | None) -> str | None:
+        return None if value is None else check_device(value)
 
     @model_validator(mode="before")
     @classmethod
@@ -222,11 +235,11 @@ class RagConfig(BackendConfig):
         return self.scoring == "sparse", self.scoring == "colbert"
 
     def embedder_options(self) -> dict[str, Any]:
-        """Model settings that differ from the defaults (device, batch size, max length)."""
+        """Model settings that differ from the defaults (device, batch size, max length, precision)."""
         defaults = type(self).model_fields
         return {
             k: getattr(self, k)
-            for k in ("device", "batch_size", "max_length")
+            for k in ("device", "batch_size", "max_length", "precision")
             if getattr(self, k) != defaults[k].default
         }
 

@@ -13,14 +13,24 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-import faiss
 import numpy as np
 
 from memlab.errors import DataFormatError, NotFoundError
 from memlab.types import MemoryItem
 from memlab_plugins.rag.file_store import ChunkBatch, ChunkStorage
+
+if TYPE_CHECKING:
+    import faiss
+
+
+def _faiss() -> Any:
+    """faiss, imported when an index is first built or read: listing backends and --help need none of it."""
+    import faiss
+
+    return faiss
+
 
 Output = Literal["sparse", "colbert"]
 
@@ -35,6 +45,7 @@ class IndexSpec:
     ef_search: int = 128
 
     def build(self, dim: int) -> faiss.Index:
+        faiss = _faiss()
         if self.kind == "flat":
             return faiss.IndexFlatIP(dim)
         index = faiss.IndexHNSWFlat(dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
@@ -54,6 +65,7 @@ def _one_search_thread() -> Iterator[None]:
     threads wait for each other: a flat search of 20k vectors took 66-104 ms (median) with 2
     threads and 2-23 ms with 1 on a loaded 2-core machine (benchmarks/bench_retrieve_scaling.py).
     """
+    faiss = _faiss()
     previous = faiss.omp_get_max_threads()
     if previous == 1:
         yield
@@ -95,7 +107,7 @@ class ChunkStore:
         saved_index: faiss.Index | None = None
         for number, batch in enumerate(batches):
             if number == 0 and batch.faiss is not None and batch.index_kind == self.spec.as_dict():
-                saved_index = faiss.deserialize_index(np.frombuffer(batch.faiss, dtype=np.uint8))
+                saved_index = _faiss().deserialize_index(np.frombuffer(batch.faiss, dtype=np.uint8))
                 if saved_index.ntotal != len(batch.chunks):
                     saved_index = None
             self._extend(batch, add_to_index=False)
@@ -105,7 +117,7 @@ class ChunkStore:
             self.index = saved_index
             if self.spec.kind == "hnsw":
                 # The snapshot's index_kind matched this HNSW spec, so the saved index is an HNSW one.
-                cast(faiss.IndexHNSW, self.index).hnsw.efSearch = self.spec.ef_search
+                cast("faiss.IndexHNSW", self.index).hnsw.efSearch = self.spec.ef_search
             self.index.add(self.dense[saved_index.ntotal :])
         else:
             self.index.add(self.dense)
@@ -186,7 +198,7 @@ class ChunkStore:
             return removed
 
     def snapshot(self, *, with_index: bool = False) -> ChunkBatch:
-        blob = faiss.serialize_index(self.index).tobytes() if with_index and self.chunks else None
+        blob = _faiss().serialize_index(self.index).tobytes() if with_index and self.chunks else None
         return ChunkBatch(
             chunks=list(self.chunks),
             dense=self.dense,

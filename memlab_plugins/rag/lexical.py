@@ -6,46 +6,133 @@ term), and a query scores the chunks holding its terms. Its scores are bm25s' ("
 full rebuild per ingest this replaced), to the bit. A deletion rebuilds from the tokens kept per
 chunk. Nothing lexical is written to disk, so a deleted chunk leaves no trace in it.
 
-Tokenization: lower-cased words of two or more characters (scikit-learn's pattern, as bm25s does),
-English stopwords removed (bm25s' list), Porter-stemmed (NLTK's stemmer, already a dependency for
-LoCoMo's F1), so "hiking" matches "hike".
+Tokenization: lower-cased words of two or more characters (scikit-learn's pattern, as
+``bm25s.tokenize`` splits), English stopwords removed (bm25s' list), Porter-stemmed (NLTK's stemmer,
+already a dependency for LoCoMo's F1; run from its file, see ``_porter_class_alone``), so "hiking"
+matches "hike". Only bm25s' stopword list is
+read, from its file: importing the ``bm25s`` package runs its ``selection`` module, which starts
+JAX where JAX is installed (``jax.lax.top_k`` at import: seconds, and by JAX's defaults 75 % of a
+GPU's memory reserved). Stems are kept per word (``_stem``), and a batch stems each distinct word
+once, so an ingest's tokenizing costs little beside its embedding.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import re
 import threading
 from array import array
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from memlab.errors import MissingDependencyError
 from memlab.types import MemoryItem
 
 _stem_lock = threading.Lock()
+_WORDS = re.compile(r"(?u)\b\w\w+\b")  # scikit-learn's token pattern, bm25s.tokenize's default
+
+
+# What nltk/stem/porter.py imports from the nltk package: its base class, and two helpers its demo() uses.
+_PORTER_IMPORTS = (
+    "from nltk import redos\n",
+    "from nltk.stem.api import StemmerI\n",
+    "from nltk.termsec import safe_print\n",
+)
+
+
+def _module_from_file(name: str, path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _porter_class_alone() -> Any:
+    """NLTK's ``PorterStemmer`` class, run from its file without importing the ``nltk`` package, whose
+    ``__init__`` imports most of NLTK and scipy.stats (0.3-1.5 s inside a run, up to 5 s alone on a
+    loaded machine: most of a short run's BM25 upkeep). The file needs only ``StemmerI`` (an
+    abstract base, loaded from its own file); its demo's helpers are left out."""
+    found = importlib.util.find_spec("nltk")
+    if found is None or not found.submodule_search_locations:
+        raise ImportError("nltk is not installed")
+    root = Path(next(iter(found.submodule_search_locations)))
+    source = (root / "stem" / "porter.py").read_text(encoding="utf-8")
+    if not all(line in source for line in _PORTER_IMPORTS):
+        raise ImportError("nltk's porter.py imports other things than this loader knows")
+    for line in _PORTER_IMPORTS:
+        source = source.replace(line, "")
+    namespace: dict[str, Any] = {
+        "__name__": "_memlab_nltk_porter",
+        "StemmerI": _module_from_file("_memlab_nltk_stem_api", root / "stem" / "api.py").StemmerI,
+    }
+    exec(compile(source, str(root / "stem" / "porter.py"), "exec"), namespace)  # noqa: S102 (nltk's own file)
+    return namespace["PorterStemmer"]
 
 
 @lru_cache(maxsize=1)
-def _stemmer():
-    from nltk.stem.porter import PorterStemmer
+def _stemmer() -> Any:
+    try:
+        return _porter_class_alone()()
+    except (ImportError, OSError, SyntaxError, KeyError, AttributeError):  # another NLTK layout: its usual import
+        from nltk.stem.porter import PorterStemmer
 
-    return PorterStemmer()
+        return PorterStemmer()
 
 
-@lru_cache(maxsize=200_000)
-def _stem(word: str) -> str:
-    return _stemmer().stem(word)
+@lru_cache(maxsize=1)
+def stopwords() -> frozenset[str]:
+    """bm25s' English stopwords, read from its ``stopwords`` module's file without importing the
+    ``bm25s`` package (whose ``__init__`` imports its JAX-starting ``selection`` module)."""
+    found = importlib.util.find_spec("bm25s")  # finds the package without running its __init__
+    if found is None or not found.submodule_search_locations:
+        raise MissingDependencyError("bm25s", "BM25 needs bm25s' stopword list: pip install bm25s")
+    path = Path(next(iter(found.submodule_search_locations))) / "stopwords.py"
+    spec = importlib.util.spec_from_file_location("_memlab_bm25s_stopwords", path)
+    if spec is None or spec.loader is None:
+        raise MissingDependencyError("bm25s", f"cannot read bm25s' stopword list at {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return frozenset(module.STOPWORDS_EN)
+
+
+_stems: dict[str, str] = {}  # word -> Porter stem; words are few (tens of thousands), turns many
+_MAX_STEMS = 500_000
+
+
+def _stem_all(words: set[str]) -> None:
+    """Stem every word of ``words`` not stemmed yet (under the lock: NLTK's stemmer is not thread-safe)."""
+    new = [w for w in words if w not in _stems]
+    if not new:
+        return
+    stem = _stemmer().stem
+    with _stem_lock:
+        if len(_stems) + len(new) > _MAX_STEMS:  # a bound on memory for a very long-lived process
+            _stems.clear()
+        for word in new:
+            _stems[word] = stem(word)
 
 
 def tokenize(texts: Sequence[str]) -> list[list[str]]:
-    """BM25 tokens of each text (see the module docstring)."""
-    import bm25s
-
-    words = bm25s.tokenize(list(texts), return_ids=False, stopwords="en", show_progress=False)
-    with _stem_lock:
-        return [[_stem(w) for w in row] for row in words]
+    """BM25 tokens of each text (see the module docstring): the same as ``bm25s.tokenize(texts,
+    stopwords="en", return_ids=False)`` then Porter stemming, each distinct word stemmed once."""
+    skip = stopwords()
+    rows = [[w for w in _WORDS.findall(text.lower()) if w not in skip] for text in texts]
+    _stem_all({w for row in rows for w in row})
+    stems = _stems
+    try:
+        return [[stems[w] for w in row] for row in rows]
+    except KeyError:  # another thread cleared the table in between (a bound reached): stem this batch again
+        with _stem_lock:
+            stem = _stemmer().stem
+            return [[stems.get(w) or stem(w) for w in row] for row in rows]
 
 
 class BM25Index:
