@@ -197,8 +197,9 @@ def _run_and_report(config: Any, args: argparse.Namespace, plots: bool) -> int:
 def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     config = build_run_config(args, extra)
     readers = ",".join(dict.fromkeys(r.name for r in config.all_readers()))
+    defaulted = not args.dataset and "dataset" not in config.model_fields_set
     print(
-        f"memlab run: dataset={config.dataset} backends={','.join(b.display for b in config.backends)} "
+        f"memlab run: dataset={config.dataset}{' (the default: no --dataset given)' if defaulted else ''} backends={','.join(b.display for b in config.backends)} "
         f"readers={readers} replay={config.replay} out={config.out} cache={config.resolved_cache_dir()}",
         file=sys.stderr,
     )
@@ -350,8 +351,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Evaluate backends on a dataset. Rerunning the same command into the same --out resumes; "
         "a row whose settings changed is refused (use a new --out or a distinct label).",
     )
-    run_p.add_argument("--dataset", help="synthetic | personamem:32k|128k|1M | <folder> | locomo:<file>")
-    run_p.add_argument("--backends", help="comma-separated backend names (see `memlab backends`)")
+    run_p.add_argument(
+        "--dataset",
+        help="synthetic[:personas=N,seed=S,...] | personamem:32k|128k|1M | <folder> | locomo:<file> | "
+        "longmemeval:... | personamem-v2:... (default: synthetic, the generated offline set, 2 personas)",
+    )
+    run_p.add_argument("--backends", help="comma-separated backend names (see `memlab backends`; default: rag)")
     run_p.add_argument("--reader", help="reader name (default: embedding)")
     run_p.add_argument(
         "--readers",

@@ -31,6 +31,7 @@ from memlab.registry import backends, readers
 from memlab.run.spec import BackendSpec, ReaderSpec, RunConfig
 
 ENDPOINT_TIMEOUT = 10.0
+OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
 class PreflightError(MemlabError):
@@ -54,6 +55,10 @@ def check_directories(config: RunConfig) -> list[str]:
                 f"--out {config.out}: neither {parent} nor {parent.parent} exists; create the parent directory "
                 "first (a mistyped path is not created silently)"
             )
+    # --out under a file (an existing --out that is a file is refused where the run opens it)
+    out_problem = None if problems or out.exists() else _writable_dir_problem(out)
+    if out_problem:  # name --out, not the cache directory beside it
+        problems.append(f"--out {config.out}: {out_problem}, not a directory")
     cache = config.resolved_cache_dir()
     if not problems:
         problem = _writable_dir_problem(cache)
@@ -175,7 +180,7 @@ def _endpoint_of(llm: dict[str, Any]) -> tuple[str, str | None, str | None] | No
         return None
     if parsed.resolved_provider() != "openai":
         return None
-    base = parsed.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    base = parsed.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
     key = parsed.api_key.get_secret_value() if parsed.api_key else os.environ.get("OPENAI_API_KEY")
     return base.rstrip("/"), parsed.model, key
 
@@ -214,6 +219,12 @@ def check_endpoints(
         if endpoint is None:
             return None
         base, model, key = endpoint
+        if base == OPENAI_BASE_URL and not key:  # nothing was set: say what to set, not that OpenAI is unreachable
+            problems.append(
+                f"{who}: no LLM endpoint is set: give --llm.base-url URL (an OpenAI-compatible server) and "
+                "--llm.model NAME, or set OPENAI_API_KEY (and --llm.model) to use OpenAI"
+            )
+            return None
         if base not in listings:  # one request per endpoint
             try:
                 listings[base] = served_models(base, key)
