@@ -487,8 +487,9 @@ def csv_tables(comparison: Comparison) -> dict[str, str]:
     for row in comparison.rows:
         acc = row.accuracy
         cells = [row.name, row.run, row.backend, row.reader, str(row.control).lower()]
-        cells += [_number(acc and acc.accuracy, 100, 2), _number(acc and acc.low, 100, 2)]
-        cells += [_number(acc and acc.high, 100, 2), _number(row.accuracy_std, 100, 2)]
+        low, mid, high = (None, None, None) if acc is None else (acc.low, acc.accuracy, acc.high)
+        cells += [_number(mid, 100, 2), _number(low, 100, 2), _number(high, 100, 2)]
+        cells += [_number(row.accuracy_std, 100, 2)]
         cells += [_number(s.accuracy, 100, 2) if (s := row.per_type.get(t)) and s.n else "" for t in types]
         cells += [str(row.questions), str(row.errors), f"{row.mean_context_tokens:.1f}", f"{row.cost_usd:.6f}"]
         cells += [_number(row.retrieve_ms_p50, 1, 3), _number(row.retrieve_ms_p95, 1, 3)]
