@@ -55,10 +55,10 @@ def check_directories(config: RunConfig) -> list[str]:
                 f"--out {config.out}: neither {parent} nor {parent.parent} exists; create the parent directory "
                 "first (a mistyped path is not created silently)"
             )
-    # --out under a file (an existing --out that is a file is refused where the run opens it)
-    out_problem = None if problems or out.exists() else _writable_dir_problem(out)
-    if out_problem:  # name --out, not the cache directory beside it
-        problems.append(f"--out {config.out}: {out_problem}, not a directory")
+    if not problems and not out.exists():  # --out under a file: name --out, not the cache directory beside it
+        ancestor = next((p for p in out.absolute().parents if p.exists()), None)
+        if ancestor is not None and not ancestor.is_dir():
+            problems.append(f"--out {config.out}: {ancestor} is a file, not a directory")
     cache = config.resolved_cache_dir()
     if not problems:
         problem = _writable_dir_problem(cache)
