@@ -417,15 +417,20 @@ def test_latex_escape_writes_each_special_character_once() -> None:
 
 
 def _odd_comparison() -> Any:
-    """Two rows whose names hold every LaTeX special character, 9 question types (a wide table)."""
+    """Six rows with long names holding every LaTeX special character, 9 question types: both tables are
+    too wide for a page unless scaled (the matrix has only 7 columns, but long row names)."""
     score = Score(n=10, correct=5, accuracy=0.5, low=0.2, high=0.8)
     types = {f"type_{i}%&#": score for i in range(9)}
+    names = [rf"run-{i}:full_context/embedding[minilm] a_b&c#1\d%" for i in range(5)] + ["plain {row} ~^"]
     rows = [
-        ComparedRow(name=n, run="r", backend=n, reader="x", accuracy=score, per_type=types, questions=10)
-        for n in (r"a_b&c#1\d%", "plain {row} ~^")
+        ComparedRow(name=n, run="r", backend=n, reader="x", accuracy=score, per_type=types, questions=10) for n in names
     ]
-    pair = PairwiseTest(row_a=rows[0].name, row_b=rows[1].name, n=10, a_only=2, b_only=1, p=1.0, p_adjusted=1.0)
-    return Comparison(runs=["r"], rows=rows, pairwise=[pair])
+    pairs = [
+        PairwiseTest(row_a=a.name, row_b=b.name, n=10, a_only=12, b_only=10, p=0.0123, p_adjusted=1.0)
+        for i, a in enumerate(rows)
+        for b in rows[i + 1 :]
+    ]
+    return Comparison(runs=["r"], rows=rows, pairwise=pairs)
 
 
 @pytest.mark.slow  # pdflatex: about 5 s
@@ -436,7 +441,7 @@ def test_latex_export_compiles(tmp_path: Path) -> None:
     if shutil.which("pdflatex") is None:
         pytest.skip("pdflatex is not installed (apt-get install texlive-latex-base)")
     body = render_comparison(_odd_comparison(), "latex")
-    assert r"\resizebox" in body  # 13 columns
+    assert body.count(r"\resizebox{") == 2  # both tables scaled to the page
     document = "\\documentclass{article}\n\\usepackage{graphicx}\n\\begin{document}\n" + body + "\\end{document}\n"
     (tmp_path / "t.tex").write_text(document, encoding="utf-8")
     result = subprocess.run(

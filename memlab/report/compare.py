@@ -394,8 +394,9 @@ _LATEX_SPECIAL = {
     "✓": r"$\surd$",
 }
 _LATEX_PATTERN = re.compile("|".join(re.escape(c) for c in _LATEX_SPECIAL))
-# Wider tables than this are scaled to the text width (\resizebox) instead of running off the page.
-LATEX_MAX_COLUMNS = 8
+# A table wider than this many characters (its widest cell per column, plus column gaps) would run off a
+# one-column page at \small: it is scaled to the text width (\resizebox) instead.
+LATEX_MAX_CHARACTERS = 80
 LATEX_PREAMBLE = "% memlab compare export; needs \\usepackage{graphicx} (\\resizebox) in the preamble"
 
 
@@ -406,7 +407,7 @@ def latex_escape(text: str) -> str:
 
 def _latex(headers: list[str], body: list[list[str]], caption: str, label: str = "") -> str:
     """A ``table`` float with plain ``\\hline`` rules (no package beyond graphicx), scaled to the text width
-    when it has more than ``LATEX_MAX_COLUMNS`` columns."""
+    when it is wider than ``LATEX_MAX_CHARACTERS``."""
     spec = "l" + "r" * (len(headers) - 1)
     tabular = [
         rf"\begin{{tabular}}{{{spec}}}",
@@ -417,7 +418,8 @@ def _latex(headers: list[str], body: list[list[str]], caption: str, label: str =
         r"\hline",
         r"\end{tabular}",
     ]
-    if len(headers) > LATEX_MAX_COLUMNS:
+    widths = [max(len(row[i]) if i < len(row) else 0 for row in [headers, *body]) for i in range(len(headers))]
+    if sum(widths) + 3 * len(widths) > LATEX_MAX_CHARACTERS:
         tabular = [r"\resizebox{\linewidth}{!}{%", *tabular, "}"]
     lines = [
         r"\begin{table}[t]",
