@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint install clean
+.PHONY: demo test test-slow test-all lint install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +24,18 @@ install: $(STAMP)
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 MEM0_TELEMETRY=False $(VENV)/bin/memlab demo
 
+# What a contributor runs before a commit: everything but the tests marked slow (real models over
+# whole dev files, golden predictions, local-LLM end-to-end runs). The 15 slowest tests are listed at the end.
 test: $(STAMP)
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow" --durations=15 $(PYTEST_ARGS)
+
+# The tests marked slow alone; .ci/run runs them after `make test`.
+test-slow: $(STAMP)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m slow --durations=15 $(PYTEST_ARGS)
+
+# Everything, slow tests included (= test + test-slow in one pytest run).
+test-all: $(STAMP)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q --durations=15 $(PYTEST_ARGS)
 
 # ruff (lint + format check) and mypy, configured in pyproject.toml; .ci/run calls this before the tests.
 lint: $(STAMP)

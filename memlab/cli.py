@@ -201,8 +201,9 @@ def _run_and_report(config: Any, args: argparse.Namespace, plots: bool) -> int:
 def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     config = build_run_config(args, extra)
     readers = ",".join(dict.fromkeys(r.name for r in config.all_readers()))
+    defaulted = not args.dataset and "dataset" not in config.model_fields_set
     print(
-        f"memlab run: dataset={config.dataset} backends={','.join(b.display for b in config.backends)} "
+        f"memlab run: dataset={config.dataset}{' (the default: no --dataset given)' if defaulted else ''} backends={','.join(b.display for b in config.backends)} "
         f"readers={readers} replay={config.replay} out={config.out} cache={config.resolved_cache_dir()}",
         file=sys.stderr,
     )
@@ -281,8 +282,13 @@ def cmd_compare(args: argparse.Namespace, extra: list[str]) -> int:
         print(compare.render_comparison(comparison, args.format or "plain"), end="")
     else:
         fmt = args.format or _format_of(out, default="md")
-        compare.write_text(out, compare.render_comparison(comparison, fmt))
-        written = [out]
+        if fmt == "csv":  # one file per table: FILE.accuracy.csv, FILE.pairwise.csv (each readable as one frame)
+            written = [
+                compare.write_text(out.with_suffix(f".{name}.csv"), text)
+                for name, text in compare.csv_tables(comparison).items()
+            ]
+        else:
+            written = [compare.write_text(out, compare.render_comparison(comparison, fmt))]
         if fmt != "json":  # the machine-readable record (pairwise p and p_adjusted) goes beside every export
             written.append(compare.write_text(out.with_suffix(".json"), compare.render_comparison(comparison, "json")))
         print(compare.render_comparison(comparison, "plain"), end="")
@@ -368,8 +374,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Evaluate backends on a dataset. Rerunning the same command into the same --out resumes; "
         "a row whose settings changed is refused (use a new --out or a distinct label).",
     )
-    run_p.add_argument("--dataset", help="synthetic | personamem:32k|128k|1M | <folder> | locomo:<file>")
-    run_p.add_argument("--backends", help="comma-separated backend names (see `memlab backends`)")
+    run_p.add_argument(
+        "--dataset",
+        help="synthetic[:personas=N,seed=S,...] | personamem:32k|128k|1M | <folder> | locomo:<file> | "
+        "longmemeval:... | personamem-v2:... (default: synthetic, the generated offline set, 2 personas)",
+    )
+    run_p.add_argument("--backends", help="comma-separated backend names (see `memlab backends`; default: rag)")
     run_p.add_argument("--reader", help="reader name (default: embedding)")
     run_p.add_argument(
         "--readers",
@@ -452,7 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare_p = sub.add_parser(
         "compare",
         help="one table of the rows of several runs, paired tests between every two rows, exports, per-question diff",
-        description="Compare the rows of one or several run directories: accuracy with 95%% CI, per type, context "
+        description="Compare the rows of one or several run directories: accuracy with 95% CI, per type, context "
         "tokens, cost, retrieve latency p50/p95, and an exact McNemar test between every two rows on the questions "
         "both scored (p adjusted by Holm's method). Rows on datasets with different content hashes are not paired. "
         "--diff ROW_A ROW_B lists the questions two rows answer differently.",
@@ -463,7 +473,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["md", "csv", "latex", "json", "plain"],
         help="export format (default: from --out's suffix .md/.csv/.tex/.json, else md; the terminal gets plain)",
     )
-    compare_p.add_argument("--out", metavar="FILE", help="write the export here (and FILE.json beside it)")
+    compare_p.add_argument(
+        "--out",
+        metavar="FILE",
+        help="write the export here (and FILE.json beside it); FILE.csv writes one CSV per table: "
+        "FILE.accuracy.csv and FILE.pairwise.csv",
+    )
     compare_p.add_argument(
         "--diff",
         nargs=2,

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 # Every backend that runs offline on the embedded defaults (no model download, no LLM).
 DEMO_BACKENDS = ("full_context", "rag", "profile", "mem0")
 # 10 personas x 24 questions: 240 questions, enough for the paired tests to separate memory from
-# the blind controls overall and on the types where memory matters, in about two minutes on 2 cores.
+# the blind controls overall and on the types where memory matters: about 250 s of CPU from a cold cache
+# (two to three minutes on 2 quiet cores, far more when they are shared; README).
 DEMO_DATASET = "synthetic:personas=10,seed=7"
 
 # What each design keeps, to say *why* it wins the types it wins (the wins themselves are measured).

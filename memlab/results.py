@@ -65,7 +65,7 @@ class Costs(BaseModel):
     ingest_seconds: float = 0.0
     retrieve_seconds: float = 0.0
     answer_seconds: float = 0.0
-    prompt_tokens: int = 0
+    prompt_tokens: int = Field(default=0, description="the reader's LLM tokens, every answer run's (--answer-runs)")
     completion_tokens: int = 0
     cost_usd: float = 0.0
     ingest_prompt_tokens: int = Field(default=0, description="LLM tokens a backend spent ingesting")

@@ -9,15 +9,28 @@ place of per-query scans) must not change a single answer or ranking. The golden
 ``tests/test_golden_predictions.py`` runs the same evaluation with the current code and compares
 (the PersonaMem dev history whole, LoCoMo's first conversation);
 ``python tests/golden_predictions.py --check [personamem] [locomo]`` compares the whole files.
+
+Recorded embeddings: ``tests/data/golden/personamem-embeddings.sqlite.gz`` is (gzipped) the run's embedding cache
+(MiniLM vectors of the dev history's chunks, statements, questions and options, keyed by model name
+and text hash) from a cold run whose predictions all matched the golden file. The test starts from a
+copy of it, so rag, profile and the readers embed nothing and the test takes minutes instead of half
+an hour; a text the code now embeds differently misses the cache and is embedded by the model, so a
+change in what is embedded still shows. mem0 embeds with its own model wrapper (no memlab cache) and
+is checked on freshly computed vectors. ``--record-embeddings`` makes the file again:
+
+    PYTHONPATH=. python tests/golden_predictions.py --record-embeddings personamem
 Each prediction is kept small: the chosen option or a digest of the open answer, and a digest of
 the ranked retrieved messages.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
+import shutil
+import sqlite3
 import sys
 import tempfile
 from pathlib import Path
@@ -35,6 +48,10 @@ DATASETS = {
     "personamem": SHARED / "personamem" / "128k-dev",
     "locomo": SHARED / "locomo" / "locomo10-dev.json",
 }
+
+
+def recorded_embeddings(name: str) -> Path:
+    return GOLDEN_DIR / f"{name}-embeddings.sqlite.gz"
 
 
 def dataset_spec(name: str) -> str:
@@ -60,12 +77,18 @@ def compact(predictions: list[Any]) -> dict[str, dict[str, Any]]:
     return dict(sorted(out.items()))
 
 
-def predict(name: str, out: Path, contexts: list[str] | None = None) -> dict[str, dict[str, Any]]:
-    """Run every built-in backend (and the controls) on dev file ``name`` into ``out``, cold cache
-    (``contexts``: only those histories; a question's prediction never depends on other histories)."""
+def predict(name: str, out: Path, contexts: list[str] | None = None, warm: bool = False) -> dict[str, dict[str, Any]]:
+    """Run every built-in backend (and the controls) on dev file ``name`` into ``out``, cold cache, or
+    (``warm``) starting from the recorded embeddings when there are some (``contexts``: only those
+    histories; a question's prediction never depends on other histories)."""
     from memlab.results import read_predictions
     from memlab.run.driver import run
     from memlab.run.spec import BackendSpec, RunConfig
+
+    if warm and recorded_embeddings(name).is_file():
+        (out / "cache").mkdir(parents=True, exist_ok=True)
+        with gzip.open(recorded_embeddings(name)) as src, (out / "cache" / "embeddings.sqlite").open("wb") as dst:
+            shutil.copyfileobj(src, dst)
 
     config = RunConfig(
         dataset=dataset_spec(name),
@@ -89,12 +112,13 @@ def write_golden(path: Path, golden: dict[str, dict[str, Any]]) -> None:
     path.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")
 
 
-def differences(name: str, out: Path, contexts: list[str] | None = None) -> tuple[int, list[str]]:
-    """(golden predictions compared, what differs) for dev file ``name`` run now into ``out``."""
+def differences(name: str, out: Path, contexts: list[str] | None = None, warm: bool = False) -> tuple[int, list[str]]:
+    """(golden predictions compared, what differs) for dev file ``name`` run now into ``out``
+    (``warm``: from the recorded embeddings)."""
     golden = json.loads(golden_path(name).read_text(encoding="utf-8"))
     if contexts is not None:
         golden = {k: v for k, v in golden.items() if any(f"|{c}:" in k for c in contexts)}
-    now = predict(name, out, contexts)
+    now = predict(name, out, contexts, warm)
     problems = [f"missing or new: {key}" for key in sorted(set(golden) ^ set(now))]
     problems += [
         f"{key}: was {golden[key]}, now {now[key]}" for key in sorted(golden) if key in now and golden[key] != now[key]
@@ -102,7 +126,25 @@ def differences(name: str, out: Path, contexts: list[str] | None = None) -> tupl
     return len(golden), problems
 
 
+def record_embeddings(name: str) -> int:
+    """Run ``name`` cold; if every prediction matches the golden file, keep its embedding cache."""
+    with tempfile.TemporaryDirectory(prefix="memlab-golden-") as tmp:
+        total, problems = differences(name, Path(tmp) / "run")
+        if problems:
+            print(f"{name}: {len(problems)} of {total} predictions differ; nothing recorded", *problems[:20], sep="\n")
+            return 1
+        target, compact = recorded_embeddings(name), Path(tmp) / "compact.sqlite"
+        with sqlite3.connect(Path(tmp) / "run" / "cache" / "embeddings.sqlite") as cache:
+            cache.execute("VACUUM INTO ?", (str(compact),))  # one compact file, no WAL beside it
+        with compact.open("rb") as src, gzip.GzipFile(target, "wb", mtime=0) as dst:
+            shutil.copyfileobj(src, dst)
+    print(f"{target}: {target.stat().st_size / 1e6:.1f} MB, from a run matching all {total} golden predictions")
+    return 0
+
+
 def main(names: list[str]) -> int:
+    if names[:1] == ["--record-embeddings"]:
+        return max((record_embeddings(name) for name in names[1:] or ["personamem"]), default=0)
     if names[:1] == ["--check"]:  # compare the whole dev files (the test runs a part of LoCoMo)
         failed = 0
         for name in names[1:] or list(DATASETS):

@@ -112,3 +112,38 @@ def test_bad_config_files_and_values_are_clear_errors(tmp_path: Path, capsys: py
     assert main([*base, "--max-questions", "0"]) == 2
     assert "max_questions" in capsys.readouterr().err
     assert not (tmp_path / "x" / "predictions.jsonl").exists()
+
+
+# --------------------------------------------------------------------------- bad input: one line naming the option
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--dataset", "synthetic:persons=2"], "unknown parameter 'persons'; known: style, personas, seed"),
+        (["--dataset", "synthetic:personas=abc"], "personas='abc' is not an integer"),
+        (["--dataset", "synthetic:style=v2,personas=abc"], "personas='abc' is not an integer"),
+        (["--reader", "llm"], "no LLM endpoint is set: give --llm.base-url URL"),
+    ],
+)
+def test_bad_input_gets_one_line_naming_the_option(
+    args: list[str], expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    full = ["run", "--dataset", "synthetic:personas=1", "--backends", "none", "--out", str(tmp_path / "r"), *args]
+    assert main([*full, "--no-progress", "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err, err
+
+
+def test_out_under_a_file_names_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "afile").write_text("x")
+    out = tmp_path / "afile" / "run"
+    assert main(["run", "--dataset", "synthetic:personas=1", "--backends", "none", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {out}: {tmp_path / 'afile'} is a file, not a directory" in err and "cache directory" not in err
+
+
+def test_run_help_states_the_default_dataset(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "(default: synthetic" in " ".join(capsys.readouterr().out.split())

@@ -18,12 +18,24 @@ import run_helpers
 from memlab.cli import main
 from memlab.errors import MemlabError
 from memlab.report import metrics_table
-from memlab.report.compare import CompareError, compare_runs, diff_rows, holm, render_comparison
+from memlab.report.compare import (
+    ComparedRow,
+    CompareError,
+    Comparison,
+    PairwiseTest,
+    compare_runs,
+    diff_rows,
+    holm,
+    latex_escape,
+    render_comparison,
+)
+from memlab.report.document import render_report
 from memlab.report.plots import legend_columns
 from memlab.results import (
     Prediction,
     RowSummary,
     RunSummary,
+    Score,
     mcnemar_exact,
     percentile,
     read_predictions,
@@ -95,11 +107,19 @@ def test_compare_one_table_and_pairwise_tests_across_runs(two_runs: tuple[Path, 
     assert set(record["pairwise"][0]) == {"row_a", "row_b", "n", "a_only", "b_only", "p", "p_adjusted"}
     assert (tmp_path / "acc.png").read_bytes().startswith(b"\x89PNG")
 
-    rows_csv, pairs_csv = render_comparison(comparison, "csv").split("\n\n")
-    assert len(list(csv.reader(io.StringIO(rows_csv)))) == 7
-    assert next(csv.reader(io.StringIO(pairs_csv)))[-1] == "p_adjusted_holm"
+    # One CSV per table, each one rectangular frame with numbers in its numeric columns.
+    assert main(["compare", str(a), str(b), "--out", str(tmp_path / "table.csv")]) == 0
+    rows_csv = list(csv.DictReader(io.StringIO((tmp_path / "table.accuracy.csv").read_text())))
+    pairs_csv = list(csv.DictReader(io.StringIO((tmp_path / "table.pairwise.csv").read_text())))
+    assert not (tmp_path / "table.csv").exists()
+    assert len(rows_csv) == 6 and all(float(r["accuracy_pct"]) <= float(r["ci_high_pct"]) for r in rows_csv)
+    assert len(pairs_csv) == 15 and list(pairs_csv[0])[-1] == "p_adjusted_holm"
+    assert {int(r["n"]) for r in pairs_csv} == {test.n}
     latex = render_comparison(comparison, "latex")
-    assert latex.count(r"\begin{tabular}") == 2 and r"\toprule" in latex and "embedding[hashing]" in latex
+    assert latex.count(r"\begin{tabular}") == 2 and "embedding[hashing]" in latex
+    assert r"95\% intervals" in latex and r"\textbackslash" not in latex
+    assert r"\resizebox{\linewidth}{!}" in latex  # 13 columns: scaled to the page
+    assert f"the same n = {test.n} questions" in render_comparison(comparison, "md")  # n per pair, in the legend
 
 
 def test_rows_on_different_data_are_refused(two_runs: tuple[Path, Path], tmp_path: Path, capsys: Any) -> None:
@@ -174,14 +194,20 @@ def test_readers_flag_runs_every_backend_with_each_reader(tmp_path: Path) -> Non
     args = run_helpers.run_args(out, "--readers", "embedding,longest_option", "--reader.embedder", "hashing")
     assert main([*args, "--backends", "full_context", "--max-questions", "3"]) == 0
     rows = {(r.backend, r.reader) for r in RunSummary.load(out).rows}
-    assert rows == {
-        ("full_context", "embedding[hashing]"),
-        ("full_context", "longest_option"),
-        ("none", "embedding[hashing]"),
-        ("none", "longest_option"),
-    }
+    # longest_option never looks at memory: one row of it, not a copy per backend
+    assert rows == {("full_context", "embedding[hashing]"), ("none", "embedding[hashing]"), ("none", "longest_option")}
     fingerprints = {r.fingerprint for r in RunSummary.load(out).rows}
-    assert len(fingerprints) == 4  # one fingerprint per row
+    assert len(fingerprints) == 3  # one fingerprint per row
+
+
+def test_a_blind_run_reader_gives_one_row_not_one_per_backend() -> None:
+    config = RunConfig(
+        backends=[BackendSpec(name="rag"), BackendSpec(name="profile")],
+        readers=["embedding", "longest_option"],
+        controls=False,
+    )
+    rows = [(b.display, r.name) for b, r in config.all_jobs_specs()]
+    assert rows == [("rag", "embedding"), ("profile", "embedding"), ("none", "longest_option")]
 
 
 # --------------------------------------------------------------------------- sampling
@@ -229,7 +255,15 @@ def test_answer_runs_answer_each_question_n_times_and_report_std(tmp_path: Path)
     assert len(row.accuracy_runs) == 3 and row.accuracy_runs[0] == row.accuracy.accuracy
     assert row.accuracy_mean == pytest.approx(statistics.fmean(row.accuracy_runs))
     assert row.accuracy_std == pytest.approx(statistics.pstdev(row.accuracy_runs))
-    assert all(len(p.run_choices) == 2 for p in read_predictions(out))
+    predictions = read_predictions(out)
+    assert all(len(p.run_choices) == 2 for p in predictions)
+    # Every request of every run is counted: the rows' tokens are what the server was asked.
+    sent = sum(len(str(m["content"])) // 4 for body in server.requests for m in body["messages"])
+    assert sum(p.prompt_tokens for p in predictions) == sent
+    assert sum(p.completion_tokens for p in predictions) == 5 * 3 * 8  # the recording server's 5 a reply
+    report = render_report(RunSummary.load(out))
+    assert "answer runs: 3" in report and "at most 4 questions per history, first" in report
+    assert f"{100 * row.accuracy_mean:.1f} ± {100 * row.accuracy_std:.1f} (3 runs)" in report
     assert RunSummary.load(out).rows[0].settings["answer_runs"] == 3  # part of the fingerprint
 
 
@@ -372,3 +406,75 @@ def test_paper_protocols_script_puts_both_protocols_in_one_run(tmp_path: Path, c
     assert rows[("full_context", "personamem")].llm_model == "scripted-4o-mini"
     assert len({r.fingerprint for r in summary.rows}) == len(summary.rows)
     assert "adjusted by Holm" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- LaTeX export
+def test_latex_escape_writes_each_special_character_once() -> None:
+    assert latex_escape(r"95% of a_b & c #1 \ {x} ~^") == (
+        r"95\% of a\_b \& c \#1 \textbackslash{} \{x\} \textasciitilde{}\textasciicircum{}"
+    )
+    assert latex_escape("68.1 ± 2.0 – · <4k") == r"68.1 $\pm$ 2.0 --  \textless{}4k"
+
+
+def _odd_comparison() -> Any:
+    """Six rows with long names holding every LaTeX special character, 9 question types: both tables are
+    too wide for a page unless scaled (the matrix has only 7 columns, but long row names)."""
+    score = Score(n=10, correct=5, accuracy=0.5, low=0.2, high=0.8)
+    types = {f"type_{i}%&#": score for i in range(9)}
+    names = [rf"run-{i}:full_context/embedding[minilm] a_b&c#1\d%" for i in range(5)] + ["plain {row} ~^"]
+    rows = [
+        ComparedRow(name=n, run="r", backend=n, reader="x", accuracy=score, per_type=types, questions=10) for n in names
+    ]
+    pairs = [
+        PairwiseTest(row_a=a.name, row_b=b.name, n=10, a_only=12, b_only=10, p=0.0123, p_adjusted=1.0)
+        for i, a in enumerate(rows)
+        for b in rows[i + 1 :]
+    ]
+    return Comparison(runs=["r"], rows=rows, pairwise=pairs)
+
+
+@pytest.mark.slow  # pdflatex: about 5 s
+def test_latex_export_compiles(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed (apt-get install texlive-latex-base)")
+    body = render_comparison(_odd_comparison(), "latex")
+    assert body.count(r"\resizebox{") == 2  # both tables scaled to the page
+    document = "\\documentclass{article}\n\\usepackage{graphicx}\n\\begin{document}\n" + body + "\\end{document}\n"
+    (tmp_path / "t.tex").write_text(document, encoding="utf-8")
+    result = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0 and (tmp_path / "t.pdf").is_file(), result.stdout[-2000:]
+    assert "Overfull \\hbox" not in result.stdout, result.stdout[-2000:]
+
+
+def test_compare_says_so_when_a_run_ships_no_predictions(
+    two_runs: tuple[Path, Path], tmp_path: Path, capsys: Any
+) -> None:
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    (shipped / "summary.json").write_bytes((two_runs[0] / "summary.json").read_bytes())  # as docs/results holds
+    assert main(["compare", str(shipped)]) == 0
+    out = capsys.readouterr().out
+    assert "No paired tests:" in out and "no predictions.jsonl" in out and "n/a" not in out
+    assert "rag/embedding[hashing]" in out  # the accuracy table stands
+
+
+def test_plot_labels_of_close_points_do_not_overlap() -> None:
+    from matplotlib.figure import Figure
+
+    from memlab.report.compare import _label_offsets
+
+    ax = Figure(figsize=(6, 4)).add_subplot()
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 100)
+    points = [(f"R{i + 1}", 5.0, 50.0 + 0.3 * i) for i in range(6)]  # six rows within two points of accuracy
+    offsets = _label_offsets(ax, points)
+    assert len(set(offsets)) == 6  # each label in a place of its own

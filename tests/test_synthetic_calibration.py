@@ -54,6 +54,7 @@ def test_longest_option_stays_at_chance(sweep: list[Question]) -> None:
     assert_near_chance("longest_option", blind_accuracy(LongestOptionReader(), sweep))
 
 
+@pytest.mark.slow  # MiniLM embeds the 768 questions and their 3,072 options: 10 minutes on 2 busy cores
 def test_blind_embedding_reader_stays_at_chance(sweep: list[Question]) -> None:
     assert_near_chance("none + embedding", blind_accuracy(EmbeddingReader(), sweep))
 

@@ -18,6 +18,8 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from pathlib import Path
 
 from memlab.datasets.base import DataIssue, Dataset, History, split_at_system
@@ -35,6 +37,20 @@ def _options(text: str) -> dict[str, str]:
     return options
 
 
+def _int_parameters(options: dict[str, str], generator: Callable[..., Dataset], what: str) -> dict[str, int]:
+    """A generator's options as ints; an unknown name or a non-integer value is one line naming it."""
+    known = [name for name in inspect.signature(generator).parameters]
+    parameters = {}
+    for key, value in options.items():
+        if key not in known:
+            raise ValueError(f"{what}: unknown parameter {key!r}; known: {', '.join(['style', *known])}")
+        try:
+            parameters[key] = int(value)
+        except ValueError:
+            raise ValueError(f"{what}: {key}={value!r} is not an integer") from None
+    return parameters
+
+
 def load_dataset(spec: str) -> Dataset:
     """Load a dataset from a spec string (see the module docstring)."""
     kind, _, rest = spec.partition(":")
@@ -46,10 +62,10 @@ def load_dataset(spec: str) -> Dataset:
         if style == "v2":
             from memlab.datasets.synthetic.v2 import generate_v2
 
-            return generate_v2(**{k: int(v) for k, v in options.items()})
+            return generate_v2(**_int_parameters(options, generate_v2, "synthetic:style=v2"))
         from memlab.datasets.synthetic import generate
 
-        return generate(**{k: int(v) for k, v in options.items()})
+        return generate(**_int_parameters(options, generate, "synthetic"))
     if kind == "personamem-v2":
         from memlab.datasets.personamem_v2 import load_personamem_v2
 

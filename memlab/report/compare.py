@@ -16,16 +16,25 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlab.errors import MemlabError
 from memlab.report.loading import ReportError, is_control, load_run
 from memlab.report.tables import _md, _plain, pct_ci, question_types, type_labels
-from memlab.results import Prediction, RowSummary, RunSummary, Score, mcnemar_exact, read_predictions
+from memlab.results import (
+    PREDICTIONS_FILE,
+    Prediction,
+    RowSummary,
+    RunSummary,
+    Score,
+    mcnemar_exact,
+    read_predictions,
+)
 
 CORRECTION = "holm"
 CORRECTION_TEXT = "Holm (step-down, family-wise error over all tested pairs)"
@@ -93,6 +102,11 @@ class Comparison(BaseModel):
     correction_method: str = CORRECTION_TEXT
     pairwise: list[PairwiseTest] = Field(default_factory=list)
     refused: list[RefusedPair] = Field(default_factory=list)
+    without_predictions: list[str] = Field(
+        default_factory=list,
+        description="runs with a summary.json but no predictions.jsonl (e.g. results shipped in docs/results): "
+        "their rows cannot be paired",
+    )
 
 
 # --------------------------------------------------------------------------- building
@@ -125,6 +139,7 @@ class LoadedRun:
             predictions = read_predictions(path)
         self.summary: RunSummary = summary if summary is not None else load_run(path, predictions)
         self.name = self.summary.name or path.resolve().name
+        self.has_predictions = bool(predictions) or (path / PREDICTIONS_FILE).is_file()
         self.predictions = self.summary.current(predictions)
 
 
@@ -165,6 +180,7 @@ def compare_loaded(runs: Sequence[LoadedRun]) -> Comparison:
     several = len(runs) > 1
     rows: list[ComparedRow] = []
     answers: dict[str, dict[str, bool]] = {}
+    unpaired = {name for run, name in zip(runs, names) if not run.has_predictions}
     for run, run_name in zip(runs, names):
         scored = _scored(run.predictions)
         spec = str(run.summary.dataset.get("spec", run.summary.config.get("dataset", "")))
@@ -198,6 +214,8 @@ def compare_loaded(runs: Sequence[LoadedRun]) -> Comparison:
     for i, a in enumerate(rows):
         for b in rows[i + 1 :]:
             reason = pairing_refusal(a, b)
+            if reason is None and (a.run in unpaired or b.run in unpaired):
+                reason = f"no predictions.jsonl in run {a.run if a.run in unpaired else b.run} (a summary alone)"
             if reason is not None:
                 refused.append(RefusedPair(row_a=a.name, row_b=b.name, reason=reason))
                 continue
@@ -213,7 +231,13 @@ def compare_loaded(runs: Sequence[LoadedRun]) -> Comparison:
         PairwiseTest(row_a=a, row_b=b, n=n, a_only=ao, b_only=bo, p=p, p_adjusted=adj)
         for (a, b, n, ao, bo, p), adj in zip(tests, adjusted)
     ]
-    return Comparison(runs=[str(r.path) for r in runs], rows=rows, pairwise=pairwise, refused=refused)
+    return Comparison(
+        runs=[str(r.path) for r in runs],
+        rows=rows,
+        pairwise=pairwise,
+        refused=refused,
+        without_predictions=[str(r.path) for r in runs if not r.has_predictions],
+    )
 
 
 def pairing_refusal(a: ComparedRow, b: ComparedRow) -> str | None:
@@ -304,6 +328,8 @@ def pairwise_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     adjusted p; refused pairs show 'n/a'."""
     ids = _short_ids(comparison)
     tests = {(t.row_a, t.row_b): t for t in comparison.pairwise}
+    # n (questions both rows scored) goes into each cell unless every pair has the same n (then: the note).
+    per_cell_n = len({t.n for t in comparison.pairwise}) > 1
     refused = {(r.row_a, r.row_b) for r in comparison.refused} | {(r.row_b, r.row_a) for r in comparison.refused}
     headers = ["", *(ids[r.name] for r in comparison.rows)]
     body = []
@@ -314,10 +340,10 @@ def pairwise_grid(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
                 cells.append("·")
             elif (a.name, b.name) in tests:
                 t = tests[(a.name, b.name)]
-                cells.append(f"+{t.a_only}/-{t.b_only} p={t.p_adjusted:.2g}")
+                cells.append(f"+{t.a_only}/-{t.b_only} p={t.p_adjusted:.2g}" + (f" n={t.n}" if per_cell_n else ""))
             elif (b.name, a.name) in tests:
                 t = tests[(b.name, a.name)]
-                cells.append(f"+{t.b_only}/-{t.a_only} p={t.p_adjusted:.2g}")
+                cells.append(f"+{t.b_only}/-{t.a_only} p={t.p_adjusted:.2g}" + (f" n={t.n}" if per_cell_n else ""))
             else:
                 cells.append("n/a" if (a.name, b.name) in refused else "–")
         body.append(cells)
@@ -330,6 +356,31 @@ PAIRWISE_NOTE = (
 )
 
 
+def pairwise_note(comparison: Comparison) -> str:
+    """The matrix's legend, with the number of questions each pair was tested on."""
+    sizes = sorted({t.n for t in comparison.pairwise})
+    n_text = (
+        f" Every pair was tested on the same n = {sizes[0]} questions."
+        if len(sizes) == 1
+        else " n = questions both rows scored (in each cell)."
+        if sizes
+        else ""
+    )
+    return PAIRWISE_NOTE.format(method=CORRECTION_TEXT) + n_text
+
+
+def no_pairs_line(comparison: Comparison) -> str | None:
+    """One clear line instead of an all-n/a matrix when no run holds its predictions."""
+    if comparison.pairwise or not comparison.without_predictions:
+        return None
+    runs = ", ".join(comparison.without_predictions)
+    return (
+        f"No paired tests: {runs} holds a summary.json but no predictions.jsonl (results shipped without their "
+        "per-question answers, as under docs/results/), and paired tests need each question's answer. Run the "
+        "evaluation (memlab run ... --out DIR) and compare DIR."
+    )
+
+
 def _csv(headers: list[str], body: list[list[str]]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -338,38 +389,60 @@ def _csv(headers: list[str], body: list[list[str]]) -> str:
     return buffer.getvalue()
 
 
-def _latex_escape(text: str) -> str:
-    out = text
-    for char, repl in (
-        ("\\", r"\textbackslash{}"),
-        ("&", r"\&"),
-        ("%", r"\%"),
-        ("$", r"\$"),
-        ("#", r"\#"),
-        ("_", r"\_"),
-        ("{", r"\{"),
-        ("}", r"\}"),
-        ("~", r"\textasciitilde{}"),
-        ("^", r"\textasciicircum{}"),
-    ):
-        out = out.replace(char, repl)
-    return out.replace("±", r"$\pm$").replace("–", "--").replace("·", "")
+# One pass over the text, so what one replacement writes is never escaped again (95% -> 95\%, not 95\textbackslash...).
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "±": r"$\pm$",
+    "–": "--",
+    "·": "",
+    "✓": r"$\surd$",
+}
+_LATEX_PATTERN = re.compile("|".join(re.escape(c) for c in _LATEX_SPECIAL))
+# A table wider than this many characters (its widest cell per column, plus column gaps) would run off a
+# one-column page at \small: it is scaled to the text width (\resizebox) instead.
+LATEX_MAX_CHARACTERS = 80
+LATEX_PREAMBLE = "% memlab compare export; needs \\usepackage{graphicx} (\\resizebox) in the preamble"
 
 
-def _latex(headers: list[str], body: list[list[str]], caption: str) -> str:
+def latex_escape(text: str) -> str:
+    """``text`` as LaTeX text: its special characters escaped, the few non-ASCII signs memlab prints spelled out."""
+    return _LATEX_PATTERN.sub(lambda m: _LATEX_SPECIAL[m.group(0)], text)
+
+
+def _latex(headers: list[str], body: list[list[str]], caption: str, label: str = "") -> str:
+    """A ``table`` float with plain ``\\hline`` rules (no package beyond graphicx), scaled to the text width
+    when it is wider than ``LATEX_MAX_CHARACTERS``."""
     spec = "l" + "r" * (len(headers) - 1)
+    tabular = [
+        rf"\begin{{tabular}}{{{spec}}}",
+        r"\hline",
+        " & ".join(latex_escape(h) for h in headers) + r" \\",
+        r"\hline",
+        *(" & ".join(latex_escape(c) for c in row) + r" \\" for row in body),
+        r"\hline",
+        r"\end{tabular}",
+    ]
+    widths = [max(len(row[i]) if i < len(row) else 0 for row in [headers, *body]) for i in range(len(headers))]
+    if sum(widths) + 3 * len(widths) > LATEX_MAX_CHARACTERS:
+        tabular = [r"\resizebox{\linewidth}{!}{%", *tabular, "}"]
     lines = [
         r"\begin{table}[t]",
         r"\centering",
         r"\small",
-        rf"\begin{{tabular}}{{{spec}}}",
-        r"\toprule",
-        " & ".join(_latex_escape(h) for h in headers) + r" \\",
-        r"\midrule",
-        *(" & ".join(_latex_escape(c) for c in row) + r" \\" for row in body),
-        r"\bottomrule",
-        r"\end{tabular}",
-        rf"\caption{{{_latex_escape(caption)}}}",
+        *tabular,
+        rf"\caption{{{latex_escape(caption)}}}",
+        *([rf"\label{{{label}}}"] if label else []),
         r"\end{table}",
     ]
     return "\n".join(lines)
@@ -389,32 +462,61 @@ def render_comparison(comparison: Comparison, fmt: Format = "md") -> str:
         return comparison.model_dump_json(indent=2)
     headers, body, notes = rows_grid(comparison)
     p_headers, p_body = pairwise_grid(comparison)
-    note = PAIRWISE_NOTE.format(method=CORRECTION_TEXT)
+    note = pairwise_note(comparison)
     refused = _refused_lines(comparison)
-    if fmt == "csv":
-        pair_rows = [
-            [t.row_a, t.row_b, str(t.n), str(t.a_only), str(t.b_only), f"{t.p:.6g}", f"{t.p_adjusted:.6g}"]
-            for t in comparison.pairwise
-        ]
-        pair_headers = ["row_a", "row_b", "n", "a_only", "b_only", "p", f"p_adjusted_{CORRECTION}"]
-        return _csv(headers, body) + "\n" + _csv(pair_headers, pair_rows)
+    no_pairs = no_pairs_line(comparison)
+    if fmt == "csv":  # both tables, a blank line between; --out FILE.csv writes one file each (csv_tables)
+        return "\n".join(csv_tables(comparison).values())
     if fmt == "latex":
         caption = (
-            "Accuracy with Wilson 95\\% intervals; context tokens are the mean tokens of memory shown to "
-            "the reader; controls never see memory."
+            "Accuracy with Wilson 95% intervals; context tokens are the mean tokens of memory shown to "
+            "the reader; controls never see memory." + (" " + "; ".join(notes) + "." if notes else "")
         )
-        return _latex(headers, body, caption) + "\n\n" + _latex(p_headers, p_body, note) + "\n"
+        tables = [LATEX_PREAMBLE, _latex(headers, body, caption, "tab:memlab-accuracy")]
+        if no_pairs is None:
+            tables.append(_latex(p_headers, p_body, note, "tab:memlab-pairwise"))
+        return "\n\n".join(tables) + "\n"
     if fmt == "plain":
-        parts = [_plain(headers, body, set(range(1, len(headers)))), *notes]
-        parts += ["", _plain(p_headers, p_body, set()), note, *refused]
+        parts = [_plain(headers, body, set(range(1, len(headers)))), *notes, ""]
+        parts += [no_pairs] if no_pairs else [_plain(p_headers, p_body, set()), note, *refused]
         return "\n".join(parts) + "\n"
     parts = [_md(headers, body, set(range(1, len(headers))))]
     if notes:
         parts.append("Columns: " + "; ".join(notes) + ".")
-    parts += ["### Paired tests between rows", _md(p_headers, p_body, set()), note]
-    if refused:
+    parts += ["### Paired tests between rows", *([no_pairs] if no_pairs else [_md(p_headers, p_body, set()), note])]
+    if refused and not no_pairs:
         parts.append("\n".join(f"- {line}" for line in refused))
     return "\n\n".join(parts) + "\n"
+
+
+def _number(value: float | None, scale: float = 1.0, digits: int = 4) -> str:
+    return "" if value is None else f"{scale * value:.{digits}f}"
+
+
+def csv_tables(comparison: Comparison) -> dict[str, str]:
+    """One CSV per table, numbers as numbers (percent columns ``*_pct``): ``accuracy`` (a row per compared
+    row) and ``pairwise`` (a line per tested pair)."""
+    types = _types(comparison)
+    headers = ["row", "run", "backend", "reader", "control", "accuracy_pct", "ci_low_pct", "ci_high_pct"]
+    headers += ["accuracy_std_pct", *(f"{t}_pct" for t in types), "n", "errors", "mean_context_tokens"]
+    headers += ["cost_usd", "retrieve_ms_p50", "retrieve_ms_p95"]
+    body = []
+    for row in comparison.rows:
+        acc = row.accuracy
+        cells = [row.name, row.run, row.backend, row.reader, str(row.control).lower()]
+        low, mid, high = (None, None, None) if acc is None else (acc.low, acc.accuracy, acc.high)
+        cells += [_number(mid, 100, 2), _number(low, 100, 2), _number(high, 100, 2)]
+        cells += [_number(row.accuracy_std, 100, 2)]
+        cells += [_number(s.accuracy, 100, 2) if (s := row.per_type.get(t)) and s.n else "" for t in types]
+        cells += [str(row.questions), str(row.errors), f"{row.mean_context_tokens:.1f}", f"{row.cost_usd:.6f}"]
+        cells += [_number(row.retrieve_ms_p50, 1, 3), _number(row.retrieve_ms_p95, 1, 3)]
+        body.append(cells)
+    pair_headers = ["row_a", "row_b", "n", "a_only", "b_only", "p", f"p_adjusted_{CORRECTION}"]
+    pair_rows = [
+        [t.row_a, t.row_b, str(t.n), str(t.a_only), str(t.b_only), f"{t.p:.6g}", f"{t.p_adjusted:.6g}"]
+        for t in comparison.pairwise
+    ]
+    return {"accuracy": _csv(headers, body), "pairwise": _csv(pair_headers, pair_rows)}
 
 
 # --------------------------------------------------------------------------- plot
@@ -430,6 +532,8 @@ def plot_comparison(comparison: Comparison, path: str | Path, x: Literal["tokens
     ax = fig.add_subplot()
     ids = _short_ids(comparison)
     palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
+    markers = ["o", "s", "^", "D", "v", "P", "*", "h"]  # with the colour, tells apart rows a colour repeats for
+    points: list[tuple[str, float, float]] = []
     for i, row in enumerate(rows):
         assert row.accuracy is not None
         value = row.mean_context_tokens if x == "tokens" else row.cost_usd
@@ -442,12 +546,12 @@ def plot_comparison(comparison: Comparison, path: str | Path, x: Literal["tokens
             [value],
             [acc],
             yerr=err,
-            fmt="x" if row.control else "o",
+            fmt="x" if row.control else markers[(i // len(palette)) % len(markers)],
             capsize=3,
             color=color,
             label=f"{ids[row.name]} {row.name} (n={row.accuracy.n})",
         )
-        ax.annotate(ids[row.name], (value, acc), textcoords="offset points", xytext=(5, 3 + 7 * (i % 3)), fontsize=7)
+        points.append((ids[row.name], value, acc))
     fig.legend(loc="outside lower center", ncols=1, fontsize="small", frameon=False)
     ax.set_xscale("symlog", linthresh=10 if x == "tokens" else 1e-4)
     ax.set_xlabel("mean context tokens shown to the reader" if x == "tokens" else "total cost (USD)")
@@ -455,9 +559,43 @@ def plot_comparison(comparison: Comparison, path: str | Path, x: Literal["tokens
     ax.set_ylim(0, 100)
     ax.grid(alpha=0.3)
     ax.set_title("Accuracy against " + ("context tokens" if x == "tokens" else "cost"))
+    fig.draw_without_rendering()  # the final layout, so label positions are measured where they will be
+    for label, offset in zip(points, _label_offsets(ax, points)):
+        ax.annotate(label[0], label[1:], textcoords="offset points", xytext=offset, fontsize=8)
     path = Path(path)
     fig.savefig(path, dpi=120)
     return path
+
+
+# Where a point's label may go, in points from the point: right, then above/below, then left, then further out.
+_LABEL_CANDIDATES = [(5, 3), (5, -11), (5, 12), (5, -20), (-22, 3), (-22, -11), (-22, 12), (-22, -20)]
+_LABEL_CANDIDATES += [(5, 21), (5, -29), (-22, 21), (-22, -29), (32, 3), (32, -11)]
+
+
+def _label_offsets(ax: Any, points: list[tuple[str, float, float]]) -> list[tuple[int, int]]:
+    """An offset per label such that no two labels overlap and no label covers a point (greedy; the first
+    free candidate, else the least crowded)."""
+    to_px = ax.figure.dpi / 72.0
+    anchors = [ax.transData.transform((px, py)) for _, px, py in points]
+    placed: list[tuple[float, float, float, float]] = []
+    offsets = []
+
+    def clashes(box: tuple[float, float, float, float]) -> int:
+        x0, y0, x1, y1 = box
+        hits = sum(not (x1 <= a or b <= x0 or y1 <= c or d <= y0) for a, c, b, d in placed)
+        return hits + sum(x0 - 3 <= ax_ <= x1 + 3 and y0 - 3 <= ay <= y1 + 3 for ax_, ay in anchors)
+
+    for (label, _, _), (ax_, ay) in zip(points, anchors):
+        width, height = 5.0 * len(label) * to_px, 8.0 * to_px  # 8-point text
+        boxes = []
+        for dx, dy in _LABEL_CANDIDATES:
+            x0, y0 = ax_ + dx * to_px, ay + dy * to_px
+            boxes.append(((dx, dy), (x0, y0, x0 + width, y0 + height)))
+        best = min(boxes, key=lambda b: clashes(b[1]))
+        free = next((b for b in boxes if clashes(b[1]) == 0), best)
+        placed.append(free[1])
+        offsets.append(free[0])
+    return offsets
 
 
 # --------------------------------------------------------------------------- per-question diff
@@ -630,9 +768,11 @@ __all__ = [
     "LoadedRun",
     "compare_loaded",
     "compare_runs",
+    "csv_tables",
     "row_name",
     "run_names",
     "diff_rows",
+    "latex_escape",
     "find_row",
     "holm",
     "pairing_refusal",

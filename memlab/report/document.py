@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from memlab.report.loading import load_run
 from memlab.report.plots import plot_run
@@ -26,6 +27,22 @@ def _section(title: str, body: str) -> list[str]:
     return [f"## {title}", "", body, ""] if body else []
 
 
+def sampling_settings(config: dict[str, Any]) -> str:
+    """Which questions were answered and how often (--max-questions, --sample, --seed, --answer-runs)."""
+    limit = config.get("max_questions")
+    if limit:
+        sample = config.get("sample", "first")
+        chosen = f"at most {limit} questions per history, {sample}" + (
+            f" (seed {config.get('seed', 0)})" if sample == "stratified" else ""
+        )
+    else:
+        chosen = "every question"
+    runs = int(config.get("answer_runs") or 1)
+    return f"questions: {chosen}; answer runs: {runs}" + (
+        " (accuracy is run 1's; mean ± std over the runs beside it)" if runs > 1 else ""
+    )
+
+
 def render_report(summary: RunSummary, images: Sequence[Path] = ()) -> str:
     """The Markdown of ``report.md``; ``images`` are linked by file name (they sit beside it)."""
     out = [f"# Run report: {summary.name or 'unnamed run'}", ""]
@@ -35,6 +52,7 @@ def render_report(summary: RunSummary, images: Sequence[Path] = ()) -> str:
     if summary.embedder:
         facts.append(f"- embedder: {summary.embedder}")
     facts.append(f"- replay: {summary.config.get('replay', 'once')}")
+    facts.append("- " + sampling_settings(summary.config))
     judge = summary.config.get("judge")
     if judge:
         model = (judge.get("llm") or {}).get("model") or "default model"

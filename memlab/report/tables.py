@@ -108,9 +108,19 @@ def _accuracy_grid(summary: RunSummary) -> tuple[list[str], list[list[str]], set
     show_cost = any(r.cost_usd > 0 for r in summary.rows)
     headers = ["Backend", "Reader", "Accuracy % [95% CI]", *(labels[t] for t in types), "n", "Ctx tokens", "Errors"]
     headers += ["Cost USD"] if show_cost else []
+    # --answer-runs N: the spread over the N runs stands beside run 1's accuracy.
+    show_runs = any(r.accuracy_std is not None for r in summary.rows)
+    if show_runs:
+        headers.insert(3, "Runs mean ± std %")
     body = []
     for row in ordered_rows(summary):
         cells = [row.backend + (" (control)" if is_control(row) else ""), row.reader, pct_ci(row.accuracy)]
+        if show_runs:
+            cells.append(
+                "–"
+                if row.accuracy_mean is None or row.accuracy_std is None
+                else f"{100 * row.accuracy_mean:.1f} ± {100 * row.accuracy_std:.1f} ({len(row.accuracy_runs)} runs)"
+            )
         cells += [pct(row.per_type.get(t)) for t in types]
         cells += [str(row.questions), f"{row.mean_context_tokens:,.0f}", str(row.errors)]
         cells += [f"{row.cost_usd:.4f}"] if show_cost else []

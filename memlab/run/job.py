@@ -273,7 +273,14 @@ def _answer_and_score(
     )
     if job.answer_runs > 1 and question.is_multiple_choice and answer.error is None:
         if repeats:
-            prediction.run_choices = [_answer(r, question, retrieval)[0].choice for r in repeats]
+            # Every run's requests are paid for: the prediction's tokens, cost and time are all N runs'.
+            for repeat in repeats:
+                again, again_seconds, _trace = _answer(repeat, question, retrieval)
+                prediction.run_choices.append(again.choice)
+                prediction.prompt_tokens += again.prompt_tokens
+                prediction.completion_tokens += again.completion_tokens
+                prediction.cost_usd += float(again.metadata.get("cost_usd", 0.0))
+                prediction.answer_seconds += again_seconds
         else:  # a reader without an LLM answers the same question the same way every time
             prediction.run_choices = [answer.choice] * (job.answer_runs - 1)
     return prediction

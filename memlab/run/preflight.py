@@ -34,6 +34,7 @@ from memlab.registry import backends, readers
 from memlab.run.spec import BackendSpec, ReaderSpec, RunConfig
 
 ENDPOINT_TIMEOUT = 10.0
+OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
 class PreflightError(MemlabError):
@@ -57,6 +58,10 @@ def check_directories(config: RunConfig) -> list[str]:
                 f"--out {config.out}: neither {parent} nor {parent.parent} exists; create the parent directory "
                 "first (a mistyped path is not created silently)"
             )
+    if not problems and not out.exists():  # --out under a file: name --out, not the cache directory beside it
+        ancestor = next((p for p in out.absolute().parents if p.exists()), None)
+        if ancestor is not None and not ancestor.is_dir():
+            problems.append(f"--out {config.out}: {ancestor} is a file, not a directory")
     cache = config.resolved_cache_dir()
     if not problems:
         problem = _writable_dir_problem(cache)
@@ -181,7 +186,7 @@ def _endpoint_of(llm: dict[str, Any]) -> tuple[str, str | None, str | None] | No
         return None
     if parsed.resolved_provider() != "openai":
         return None
-    base = parsed.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    base = parsed.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
     key = parsed.api_key.get_secret_value() if parsed.api_key else os.environ.get("OPENAI_API_KEY")
     return base.rstrip("/"), parsed.model, key
 
@@ -220,6 +225,12 @@ def check_endpoints(
         if endpoint is None:
             return None
         base, model, key = endpoint
+        if base == OPENAI_BASE_URL and not key:  # nothing was set: say what to set, not that OpenAI is unreachable
+            problems.append(
+                f"{who}: no LLM endpoint is set: give --llm.base-url URL (an OpenAI-compatible server) and "
+                "--llm.model NAME, or set OPENAI_API_KEY (and --llm.model) to use OpenAI"
+            )
+            return None
         if base not in listings:  # one request per endpoint
             try:
                 listings[base] = served_models(base, key)

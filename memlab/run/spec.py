@@ -88,6 +88,13 @@ class ReaderSpec(BaseModel):
         return json.dumps([self.name, self.config], sort_keys=True, default=str)
 
 
+def reader_uses_memory(name: str) -> bool:
+    """Whether reader ``name`` is ever shown a retrieval (False for the blind controls)."""
+    from memlab.registry import readers
+
+    return bool(readers.get(name).uses_memory)
+
+
 def reader_fields(name: str) -> set[str]:
     """The config keys of reader ``name`` (unknown names: none; the name is refused where specs are checked)."""
     from memlab.registry import readers
@@ -213,11 +220,19 @@ class RunConfig(BaseModel):
         run reader), then the blind controls (the ``none`` backend with each reader, and the
         longest-option reader once)."""
         pairs: list[tuple[BackendSpec, ReaderSpec]] = []
+        blind: list[ReaderSpec] = []
         for backend in self.backends:
             if backend.has_own_reader:
                 pairs.append((backend.without_reader(), self.reader_for(backend)))
-            else:
-                pairs += [(backend, reader) for reader in self.run_readers()]
+                continue
+            for reader in self.run_readers():
+                if reader_uses_memory(reader.name):
+                    pairs.append((backend, reader))
+                elif reader.key not in {r.key for r in blind}:
+                    blind.append(reader)
+        # A run reader that never looks at memory (--readers ...,longest_option) would answer every
+        # backend's row alike: it gets one row, on the none backend, instead of one copy per backend.
+        pairs += [(BackendSpec(name=CONTROL_BACKEND), reader) for reader in blind]
         if self.controls:
             used = list({r.key: r for _, r in pairs}.values())
             present = {(b.display, r.key) for b, r in pairs}

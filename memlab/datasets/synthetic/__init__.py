@@ -29,7 +29,8 @@ Each question records:
   item), and ``metadata["subject"]``: the fact kind or aspect asked about.
 
 Distractors are calibrated (see :mod:`.questions`): without memory the correct option cannot be
-told from them, so blind readers stay near 25 %.
+told from them, so blind readers stay near 25 %. The correct option's letter is balanced per question
+type and over the dataset (:mod:`.positions`), so a reader biased towards a letter gains nothing.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from memlab.datasets.synthetic.phrases import (
     STANCES,
     person,
 )
+from memlab.datasets.synthetic.positions import balance_answers
 from memlab.datasets.synthetic.questions import questions as build_questions
 
 __all__ = ["ACK_FAMILIES", "ASPECTS", "STANCES", "generate"]
@@ -93,6 +95,8 @@ def generate(
         )
         histories[context_id] = history
         all_questions += build_questions(persona, history, questions, seed, prng)
+    # The correct option's letter: balanced per question type and overall (no position bias to exploit).
+    all_questions = balance_answers(all_questions, random.Random(f"memlab-synthetic-positions:{seed}"))
     spec = (
         f"synthetic:personas={personas},seed={seed},sessions={sessions},turns={turns},"
         f"aspects={aspects},questions={questions}"

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 from memlab.datasets.base import Dataset, History
 from memlab.datasets.personamem_v2 import BREAKDOWN_FIELDS, distance_bin
+from memlab.datasets.synthetic.positions import balance_answers
 from memlab.tokens import count_tokens
 from memlab.types import Message, Question
 
@@ -423,6 +424,7 @@ def generate_v2(personas: int = 4, seed: int = 0, tokens: int = 6000, others_sha
         history = _history(context_id, plans, number, tokens, rng)
         histories[context_id] = history
         questions += _questions(context_id, history, plans, number)
+    questions = balance_answers(questions, random.Random(f"memlab-synthetic-v2-positions:{seed}"))  # no letter bias
     spec = f"synthetic:style=v2,personas={personas},seed={seed},tokens={tokens},others_share={others_share}"
     return Dataset(name=f"synthetic-v2-{seed}", histories=histories, questions=questions, source=spec)
 
