@@ -221,17 +221,19 @@ class RunConfig(BaseModel):
         longest-option reader once)."""
         pairs: list[tuple[BackendSpec, ReaderSpec]] = []
         blind: list[ReaderSpec] = []
+        # A run reader that never looks at memory (--readers ...,longest_option) would answer every
+        # backend's row alike: with several backends it gets one row, on the none backend, instead of
+        # one copy per backend; with one backend it stays on it (the run still exercises that backend).
+        several = sum(not backend.has_own_reader for backend in self.backends) > 1
         for backend in self.backends:
             if backend.has_own_reader:
                 pairs.append((backend.without_reader(), self.reader_for(backend)))
                 continue
             for reader in self.run_readers():
-                if reader_uses_memory(reader.name):
+                if not several or reader_uses_memory(reader.name):
                     pairs.append((backend, reader))
                 elif reader.key not in {r.key for r in blind}:
                     blind.append(reader)
-        # A run reader that never looks at memory (--readers ...,longest_option) would answer every
-        # backend's row alike: it gets one row, on the none backend, instead of one copy per backend.
         pairs += [(BackendSpec(name=CONTROL_BACKEND), reader) for reader in blind]
         if self.controls:
             used = list({r.key: r for _, r in pairs}.values())
