@@ -353,7 +353,7 @@ class PostgresForgetLedger(ForgetLedger):
     def _events(
         self, user_id: str, item_ids: Sequence[str], event: str, request: str | None, at: float, until: float | None
     ) -> None:
-        with self._pool.connection() as conn, conn.cursor() as cursor:
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cursor:
             cursor.executemany(
                 f"INSERT INTO {EVENTS_TABLE} (user_id, item_id, event, reason, request, at, restorable_until)"
                 " VALUES (%s, %s, %s, %s, %s, %s, %s)",

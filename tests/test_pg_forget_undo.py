@@ -22,10 +22,14 @@ OTHER = "I have a cat called Miso."
 REQUEST = "Please forget my weight."
 
 
-def _client(url: str, data_dir: Path | None = None, **options: object) -> MemoryClient:
+def _client(url: str, data_dir: Path | None = None, *, forget_undo_hours: float = 24.0) -> MemoryClient:
     return MemoryClient(
-        "rag", {"embedder": "hashing", "store": url}, data_dir=data_dir, require_persistence=True, **options
-    )  # type: ignore[arg-type]
+        "rag",
+        {"embedder": "hashing", "store": url},
+        data_dir=data_dir,
+        require_persistence=True,
+        forget_undo_hours=forget_undo_hours,
+    )
 
 
 def _ledger_text(url: str) -> str:
@@ -86,7 +90,7 @@ def test_the_window_ends_for_every_worker_and_leaves_no_request_text(pg_server, 
         text = _ledger_text(url)
         assert "forget my weight" not in text and "7731" not in text
         with psycopg.connect(url) as conn:
-            assert conn.execute(f"SELECT count(*) FROM {PENDING_TABLE}").fetchone()[0] == 0
+            assert conn.execute(f"SELECT count(*) FROM {PENDING_TABLE}").fetchone() == (0,)
     finally:
         first.close()
         second.close()
