@@ -71,6 +71,12 @@ class HidingFilter(MemoryFilter):
         return item.id not in self._hidden and (super().empty or super().matches(item))
 
 
+def _checked_hours(undo_hours: float) -> float:
+    if not isinstance(undo_hours, (int, float)) or isinstance(undo_hours, bool) or undo_hours < 0:
+        raise ValueError(f"forget_undo_hours must be a number >= 0 (0 deletes at once), got {undo_hours!r}")
+    return float(undo_hours)
+
+
 def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat()
 
@@ -79,9 +85,7 @@ class ForgetLedger:
     """Pending deletions and their history events (see the module doc); a ``memlab.forget.Remover``."""
 
     def __init__(self, data_dir: Path | None, *, undo_hours: float = DEFAULT_UNDO_HOURS) -> None:
-        if not isinstance(undo_hours, (int, float)) or isinstance(undo_hours, bool) or undo_hours < 0:
-            raise ValueError(f"forget_undo_hours must be a number >= 0 (0 deletes at once), got {undo_hours!r}")
-        self.undo_hours = float(undo_hours)
+        self.undo_hours = _checked_hours(undo_hours)
         self.path = Path(data_dir) / LEDGER_FILE if data_dir is not None else None
         self._lock = threading.Lock()
         self._db = sqlite3.connect(
@@ -308,9 +312,7 @@ class PostgresForgetLedger(ForgetLedger):
     def __init__(self, url: str, *, undo_hours: float = DEFAULT_UNDO_HOURS) -> None:
         from memlab.pg import lock_key, open_pool
 
-        if not isinstance(undo_hours, (int, float)) or isinstance(undo_hours, bool) or undo_hours < 0:
-            raise ValueError(f"forget_undo_hours must be a number >= 0 (0 deletes at once), got {undo_hours!r}")
-        self.undo_hours = float(undo_hours)
+        self.undo_hours = _checked_hours(undo_hours)
         self.path = None
         self._pool = open_pool(url, max_size=POOL_SIZE, autocommit=True)
         with self._pool.connection() as conn, conn.transaction():

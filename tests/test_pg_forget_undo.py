@@ -126,3 +126,16 @@ def test_concurrent_purges_claim_each_row_once(pg_server, tmp_path: Path) -> Non
     finally:
         first.close()
         second.close()
+
+
+def test_undo_hours_zero_deletes_at_once_on_postgres(pg_server, tmp_path: Path) -> None:  # noqa: F811
+    url = pg_server.database_for(tmp_path)
+    with _client(url, forget_undo_hours=0) as client:
+        client.remember("alice", [("user", FACT), ("user", OTHER)])
+        report = client.remember("alice", [("user", REQUEST)])
+        assert report.forgotten and all(f.restorable_until is None for f in report.forgotten)
+        assert [m.text for m in client.memories("alice")] == [OTHER]
+        with pytest.raises(NotFoundError):
+            client.restore("alice", report.forgotten[0].item_id)
+        assert client.history("alice", report.forgotten[0].item_id)[0]["request"] is None
+    assert "forget my weight" not in _ledger_text(url)
