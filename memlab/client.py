@@ -36,7 +36,6 @@ import asyncio
 import contextlib
 import functools
 import json
-import logging
 import shutil
 import threading
 import time
@@ -50,7 +49,7 @@ from typing import Any
 
 from memlab import data_subject
 from memlab.errors import MemlabError, NotFoundError
-from memlab.forget_ledger import DEFAULT_UNDO_HOURS, ForgetLedger, HidingFilter
+from memlab.forget_ledger import DEFAULT_UNDO_HOURS, ForgetLedger, HidingFilter, open_ledger
 from memlab.idempotency import open_log
 from memlab.locks import ReadWriteLock
 from memlab.memory import Capability, FilterLike, IngestReport, Memory, MemoryFilter, as_filter, validate_user_id
@@ -298,21 +297,16 @@ class MemoryClient:
 
     def _open_forget_ledger(self, undo_hours: float) -> ForgetLedger:
         """Items removed by forget requests stay restorable for ``undo_hours`` (``memlab.forget_ledger``):
-        in the data directory, or in process memory for an in-process memory. With a database store
-        (N workers share it) a ledger in one worker's directory would hide an item from that worker
-        only, so there they are deleted at once until the ledger can live in the database."""
-        from memlab.pg import config_uses_database
-
-        uses_database = config_uses_database(self.memory.config)
-        if undo_hours and uses_database:
-            logging.getLogger("memlab.client").warning(
-                "forget_undo_hours is not available with a database store yet (pending deletions would be "
-                "per worker): items removed by forget requests are deleted at once"
-            )
-            undo_hours = 0.0
-        # A database store writes nothing to the data directory (the docs say it is unused there).
-        on_disk = self.persistent and not uses_database
-        ledger = ForgetLedger(self.data_dir if on_disk else None, undo_hours=undo_hours)
+        with a database store in that database (every worker hides, restores and purges the same
+        items; nothing is written to the data directory), else in the data directory, else in
+        process memory for an in-process memory."""
+        store = getattr(self.memory.config, "store", None)
+        uses_database = self.persistent and is_database_url(store)
+        ledger = open_ledger(
+            data_dir=self.data_dir if self.persistent and not uses_database else None,
+            database_url=store if uses_database else None,
+            undo_hours=undo_hours,
+        )
         self.memory.forget_remover = ledger
         return ledger
 
