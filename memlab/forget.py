@@ -85,14 +85,18 @@ def word_share(text: str, subject: str) -> float:
     if subject.lower().startswith(("where i", "how much i", "how old", "how tall", "which bank", "who i")):
         head = subject.lower()
     for topic, cues in TOPICS:
-        if topic.search(head) and cues.search(lowered) and not _PAST_STATE.search(lowered):
+        if topic.search(head) and cues.search(lowered):
             # The topic stands for the head word only: "my maiden name" is not "my married name".
-            rest = wanted - content_words(head) - _GENERIC
+            # A person it belongs to ("my kid's school") is often left implicit in the fact.
+            rest = wanted - content_words(head) - _GENERIC - _PERSON_WORDS
             found_rest = sum(1 for word in rest if any(_same_word(word, other) for other in found))
             return max(share, 1.0 - (len(rest) - found_rest) / len(wanted))
     return share
 
 
+_PERSON_WORDS = frozenset(
+    "kid kids child children son daughter mum mom dad wife husband partner sister brother family parent".split()
+)
 # A state that no longer holds ("I used to live in Brixton") does not state the topic's current fact.
 _PAST_STATE = re.compile(r"\bused\s+to\b|\bno\s+longer\b|\bformerly\b|\bnot\s+any\s*more\b")
 # Words that name no topic of their own: "my medical info" is about the medical.
@@ -120,7 +124,7 @@ TOPICS = [
     _topic(r"weight|weigh", r"weigh|kilos?\b|kg\b|stone\b|lbs?\b|pounds\b"),
     _topic(r"height|how\s+tall", r"tall\b|\d\s*(?:cm|m)\b|foot\b|feet\b|\d\s*ft\b|metres?\b|meters?\b"),
     _topic(r"age|how\s+old", r"years?\s+old|\baged?\b|born\s+in\s+(?:19|20)\d\d|\bi'?m\s+\d\d\b|turned\s+\d\d\b"),
-    _topic(r"birthday|birth\s*date|date\s+of\s+birth", r"born\s+on|birthday|date\s+of\s+birth"),
+    _topic(r"birthday|birth\s*date|date\s+of\s+birth", r"born\s+(?:on|in\s+(?:19|20)\d\d)|birthday|date\s+of\s+birth"),
     _topic(
         r"salary|income|pay|wage|wages|earnings|how\s+much\s+i\s+(?:earn|make)|money",
         r"earn|salary|income|paid\b|wage|\d+\s*k\b|£|\$|€|a\s+year\b|per\s+(?:year|annum|hour|month)",
@@ -225,15 +229,12 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
             if best < low:
                 continue
             floor = max(low, best - (WIDE_MARGIN if wide else near))
-            taken = {i for i, score in enumerate(scores) if score >= floor}
-            # A second item far below the best one still goes when it is above the threshold on its
-            # own evidence: it states the named topic or all its words ("my medication": lithium
-            # and omeprazole), not only a nearby meaning.
-            taken |= {
+            # A second item goes only when it is close to the best one and above the threshold on
+            # its own, and never when it is about someone else or a state that no longer holds.
+            taken = {int(scores.argmax())} | {
                 i
                 for i, score in enumerate(scores)
-                if score >= low
-                and word_share(texts[i], part) >= 1.0
+                if score >= floor
                 and not _about_someone_else(texts[i], part)
                 and not _PAST_STATE.search(texts[i].lower())
             }
@@ -246,7 +247,9 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
                 chosen |= {
                     i
                     for i, score in enumerate(scores)
-                    if (score >= low or needed == 1.0) and _plain_share(texts[i], part) >= needed
+                    if (score >= low or needed == 1.0)
+                    and _plain_share(texts[i], part) >= needed
+                    and not _about_someone_else(texts[i], part)
                 }
         return [items[i].id for i in sorted(chosen)]
 
@@ -292,7 +295,10 @@ def _plain_share(text: str, subject: str) -> float:
     return len(wanted & content_words(text)) / len(wanted) if wanted else 0.0
 
 
-_MANY = re.compile(r"\b(?:everything|all\s+(?:the|of|that)|both|anything|all\s+i|any\s+(?:mention|info|details))\b")
+_MANY = re.compile(
+    r"\b(?:everything|all\s+(?:the|of|that)|both|anything|all\s+i|any\s+(?:mention|info|details)|whatever|"
+    r"what\s+you\s+(?:know|have|hold|keep|store|stored|saved|remember))\b"
+)
 # People a fact may be about instead of the user: "my sister lives in Manchester" is not "where I live".
 _OTHERS = re.compile(
     r"\b(?:my|our|his|her|their)\s+(?:\w+\s+)?(?:sister|brother|mum|mom|mother|dad|father|son|daughter|wife|husband|"
