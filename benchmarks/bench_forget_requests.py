@@ -41,7 +41,9 @@ def summary(scores: list[Score]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", nargs="+", default=["dev", "dev2", "heldout"], help="dev, dev2, heldout or .jsonl paths")
+    parser.add_argument(
+        "--parts", nargs="+", default=["dev", "dev2", "heldout"], help="dev, dev2, heldout or .jsonl paths"
+    )
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
     parser.add_argument("--show", action="store_true", help="list the cases each backend got wrong")
     args = parser.parse_args()

@@ -116,7 +116,9 @@ _POLITE = (
     r"(?:i'?d|i\s+would)\s+(?:really\s+)?(?:like|love|prefer|appreciate\s+it\s+if)\s+(?:it\s+if\s+)?you(?:\s+(?:to|would|could|can))?|"
     r"i\s+(?:want|need|ask)\s+you\s+to|"
     r"(?:you\s+(?:really\s+)?(?:can|may|should|could|must)|feel\s+free\s+to|go\s+ahead\s+and|make\s+sure\s+(?:to|you))(?:\s+(?:now|just|also|go\s+ahead\s+and))?|"
-    r"(?:i'?m|i\s+am)\s+asking\s+you\s+to|(?:let'?s|let\s+us)\s+have\s+you|"
+    r"(?:i'?m|i\s+am)\s+asking\s+you\s+to|(?:can|could|may)\s+i\s+(?:ask|get)\s+you\s+to|"
+    r"(?:would|will)\s+you\s+be\s+(?:able|willing)\s+to|are\s+you\s+able\s+to|do\s+me\s+a\s+favou?r\s+and|"
+    r"i'?(?:m|ll)\s+(?:going\s+to\s+)?need\s+you\s+to|(?:let'?s|let\s+us)\s+have\s+you|"
     r"is\s+there\s+(?:any\s+)?way\s+(?:you\s+(?:could|can)|(?:for\s+you\s+)?to)|"
     r"it'?s\s+(?:time|okay|ok|fine)\s+(?:for\s+you\s+)?to)"
 )
@@ -200,6 +202,7 @@ _ERASE = _verb(
     "scrub",
     "strike",
     "scratch",
+    "expunge",
     "clear out",
     "throw away",
     "wipe out",
@@ -228,6 +231,7 @@ _EMPTY_SUBJECT = re.compile(
 # Things deleted or erased that are not what the assistant keeps (files, stains, apps ...).
 _NOT_MEMORY = re.compile(
     r"^(?:(?:a|an|the|this|that|these|those|some|all|my|our|his|her|their|any|your)\s+)?(?:old\s+|new\s+|extra\s+|last\s+|whole\s+)?"
+    r"(?:(?:browser|search|phone|work|email|google|bank|shopping|spam|chat|call|old|duplicate)\s+)?"
     r"(?:file|files|folder|stain|stains|photo|photos|picture|pictures|email|emails|message|messages|app|apps|account|"
     r"line|lines|paragraph|sentence|word|words|page|pages|draft|drafts|row|rows|column|table|code|cache|cookies|"
     r"mark|marks|mess|dust|tab|tabs|song|songs|video|videos|post|posts|comment|comments|text|texts|contact|"
@@ -340,6 +344,9 @@ _EXPLICIT_MEMORY = re.compile(
     rf"\b(?:in|from|out\s+of)\s+{_MEMORY}\b|\b(?:don'?t|do\s+not|never)\s+(?:keep|store|save|remember|record)\b"
 )
 _FROM_MEMORY = re.compile(rf"\b(?:from|in|out\s+of|off)\s+(?:your|the|my)\s+{_MEMORY_WORD}\b")
+_FROM_THING = re.compile(
+    rf"\b(?:from|off|out\s+of)\s+(?:the|my|this|that|a|an|our|his|her|their)\s+(?!{_MEMORY_WORD}\b)\w+"
+)
 _ADDRESS = re.compile(rf"\b{_PLEASE}\b|\byou\b|\byour\b")
 
 
@@ -422,6 +429,8 @@ def _clause_subject(clause: str, turn: str) -> str | None:
             continue  # "erase a stain": erasing only counts for what was said or a personal detail
         if name in ("erase", "erase-from") and _NOT_MEMORY.match(subject) and not ref:
             continue
+        if name == "erase" and not ref and _FROM_THING.search(raw):
+            continue  # "remove my name from the list": taken out of a thing, not out of memory
         return subject
     if _PRONOUN_REQUEST.match(clause):
         said = _SAID_BEFORE.search(turn)
