@@ -1,13 +1,14 @@
 """Forget requests on the labelled set: honoured requests, false deletions, collateral, per backend.
 
-    python benchmarks/bench_forget_requests.py                       # dev and heldout, all four backends
+    python benchmarks/bench_forget_requests.py                       # dev, dev2 and heldout, all four backends
     python benchmarks/bench_forget_requests.py --parts heldout --backends full_context --show
 
 Every deleting built-in backend (full_context, rag, profile, mem0), LLM-free, with the packaged
 MiniLM embedder; each case for a fresh user through ``MemoryClient.remember`` with forget requests
-on (see ``memlab.testing.forget_requests``). The rules were tuned on the dev part only; the
-held-out part (tests/data/forget_requests/heldout.jsonl) is reported, never tuned on. The last
-line is the held-out part's summary.
+on (see ``memlab.testing.forget_requests``). The rules were tuned on the dev parts only (dev.jsonl and
+dev2.jsonl, the second written independently of the rules); the held-out part
+(tests/data/forget_requests/heldout.jsonl) is reported, never tuned on: ``--show`` prints case ids,
+never turns. The last line is the held-out part's summary.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ def summary(scores: list[Score]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", nargs="+", default=["dev", "heldout"], help="dev, heldout or .jsonl paths")
+    parser.add_argument(
+        "--parts", nargs="+", default=["dev", "dev2", "heldout"], help="dev, dev2, heldout or .jsonl paths"
+    )
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
     parser.add_argument("--show", action="store_true", help="list the cases each backend got wrong")
     args = parser.parse_args()

@@ -80,13 +80,27 @@ def word_share(text: str, subject: str) -> float:
     found = content_words(text)
     share = sum(1 for word in wanted if any(_same_word(word, other) for other in found)) / len(wanted)
     lowered = text.lower()
-    head = (re.findall(r"[a-z']+", subject.lower()) or [""])[-1]  # "my kid's school": the school
-    if subject.lower().startswith(("where i", "how much i", "how old", "how tall", "which bank")):
+    words = [w for w in re.findall(r"[a-z']+", subject.lower()) if w not in _GENERIC]
+    head = (words or [""])[-1]  # "my kid's school": the school; "my medical info": medical
+    if subject.lower().startswith(("where i", "how much i", "how old", "how tall", "which bank", "who i")):
         head = subject.lower()
     for topic, cues in TOPICS:
         if topic.search(head) and cues.search(lowered):
-            return max(share, 1.0)
+            # The topic stands for the head word only: "my maiden name" is not "my married name".
+            # A person it belongs to ("my kid's school") is often left implicit in the fact.
+            rest = wanted - content_words(head) - _GENERIC - _PERSON_WORDS
+            found_rest = sum(1 for word in rest if any(_same_word(word, other) for other in found))
+            return max(share, 1.0 - (len(rest) - found_rest) / len(wanted))
     return share
+
+
+_PERSON_WORDS = frozenset(
+    "kid kids child children son daughter mum mom dad wife husband partner sister brother family parent".split()
+)
+# A state that no longer holds ("I used to live in Brixton") does not state the topic's current fact.
+_PAST_STATE = re.compile(r"\bused\s+to\b|\bno\s+longer\b|\bformerly\b|\bnot\s+any\s*more\b")
+# Words that name no topic of their own: "my medical info" is about the medical.
+_GENERIC = frozenset("info information details detail stuff history data records record".split())
 
 
 def _same_word(a: str, b: str) -> bool:
@@ -109,17 +123,17 @@ def _topic(names: str, cues: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
 TOPICS = [
     _topic(r"weight|weigh", r"weigh|kilos?\b|kg\b|stone\b|lbs?\b|pounds\b"),
     _topic(r"height|how\s+tall", r"tall\b|\d\s*(?:cm|m)\b|foot\b|feet\b|\d\s*ft\b|metres?\b|meters?\b"),
-    _topic(
-        r"age|how\s+old|birthday|birth\s*date|date\s+of\s+birth",
-        r"years?\s+old|\baged?\b|born\b|birthday|\bi'?m\s+\d\d\b",
-    ),
+    _topic(r"age|how\s+old", r"years?\s+old|\baged?\b|born\s+in\s+(?:19|20)\d\d|\bi'?m\s+\d\d\b|turned\s+\d\d\b"),
+    _topic(r"birthday|birth\s*date|date\s+of\s+birth", r"born\s+(?:on|in\s+(?:19|20)\d\d)|birthday|date\s+of\s+birth"),
     _topic(
         r"salary|income|pay|wage|wages|earnings|how\s+much\s+i\s+(?:earn|make)|money",
         r"earn|salary|income|paid\b|wage|\d+\s*k\b|£|\$|€|a\s+year\b|per\s+(?:year|annum|hour|month)",
     ),
     _topic(
-        r"medication|medications|meds|medicine|medicines|pills|prescription|tablets|drugs|injections?|jabs?",
-        r"take\s+\w+|taking\b|prescribed|pills?\b|tablets?\b|\bmg\b|medication|\w+(?:ine|ol|pril|statin|azole|pam|done|mab|tide)\b",
+        r"medication|medications|meds|medicine|medicines|pills|prescription|tablets|drugs|injections?|jabs?|"
+        r"antidepressants?|antibiotics?|inhalers?|statins?|painkillers?",
+        r"take\s+\w+|taking\b|prescribed|pills?\b|tablets?\b|\bmg\b|medication|"
+        r"\w+(?:ine|ol|pril|statin|azole|pam|pram|done|mab|tide|ium)\b",
     ),
     _topic(
         r"where\s+i\s+live|address|home|postcode|zip|flat|house|neighbourhood|neighborhood",
@@ -127,7 +141,7 @@ TOPICS = [
     ),
     _topic(
         r"where\s+i\s+work|job|work|employer|workplace|career|occupation|company",
-        r"\bwork|\bjob\b|employed|employer|\bas\s+an?\s+\w+|office\b|company\b",
+        r"\bwork|\bjob\b|employed|employer|\bas\s+an?\s+\w+|office\b|company\b|^i'?m\s+an?\s+\w+\s+(?:at|for)\b",
     ),
     _topic(
         r"religion|faith|beliefs?",
@@ -136,7 +150,15 @@ TOPICS = [
     _topic(r"school|schools", r"school|primary\b|secondary\b|academy\b|college\b|nursery\b"),
     _topic(r"sexuality|orientation", r"\bgay\b|lesbian|bisexual|\bbi\b|straight\b|queer|asexual|pansexual"),
     _topic(r"kids|kid|children|child|son|daughter", r"\bkids?\b|children|\bchild\b|\bson\b|daughter"),
-    _topic(r"partner|spouse|husband|wife|boyfriend|girlfriend", r"partner|husband|wife|boyfriend|girlfriend|married"),
+    _topic(
+        r"partner|spouse|husband|wife|boyfriend|girlfriend|dating|seeing|relationship|love\s+life",
+        r"partner|husband|wife|boyfriend|girlfriend|married|seeing\s+(?:a|someone)|dating|going\s+out\s+with",
+    ),
+    _topic(r"ex|exes|ex-wife|ex-husband|ex-partner|break-?up", r"broke\s+up|split\s+up|divorc|\bex\b|\bex-"),
+    _topic(
+        r"ethnicity|race|heritage|ethnic\s+background",
+        r"\bhalf\s+\w+|mixed\s+race|heritage|descent|\b(?:black|white|asian)\b",
+    ),
     _topic(
         r"debt|debts|finances|loan|loans|money\s+problems", r"debt|owe\b|loan|overdraft|credit\s+card|bankrupt|arrears"
     ),
@@ -160,8 +182,9 @@ TOPICS = [
     _topic(r"name|names", r"\bcalled\b|\bname\s+is\b|\bnamed\b"),
     _topic(r"password|pin|passcode", r"password|\bpin\b|passcode|\bcode\b"),
     _topic(
-        r"health|condition|diagnosis|illness|disability",
-        r"diagnos|condition|syndrome|disease|disorder|itis\b|cancer|diabetes|asthma|\bibs\b|adhd|autism|epilepsy|migraine",
+        r"health|medical|condition|diagnosis|illness|disability",
+        r"diagnos|condition|syndrome|disease|disorder|itis\b|cancer|diabetes|asthma|\bibs\b|adhd|autism|epilepsy|migraine|"
+        r"allerg",
     ),
     _topic(r"benefits|welfare", r"universal\s+credit|benefits|jobseeker|\bpip\b|\besa\b|welfare|housing\s+benefit"),
     _topic(
@@ -206,7 +229,16 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
             if best < low:
                 continue
             floor = max(low, best - (WIDE_MARGIN if wide else near))
-            chosen |= {i for i, score in enumerate(scores) if score >= floor}
+            # A second item goes only when it is close to the best one and above the threshold on
+            # its own, and never when it is about someone else or a state that no longer holds.
+            taken = {int(scores.argmax())} | {
+                i
+                for i, score in enumerate(scores)
+                if score >= floor
+                and not _about_someone_else(texts[i], part)
+                and not _PAST_STATE.search(texts[i].lower())
+            }
+            chosen |= taken | _same_person(part, taken, texts)
             # What restates it in its own words goes too: all of a two-word subject ("spicy ramen"),
             # three quarters of a longer one.
             words = len(content_words(part))
@@ -215,7 +247,9 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
                 chosen |= {
                     i
                     for i, score in enumerate(scores)
-                    if (score >= low or needed == 1.0) and _plain_share(texts[i], part) >= needed
+                    if (score >= low or needed == 1.0)
+                    and _plain_share(texts[i], part) >= needed
+                    and not _about_someone_else(texts[i], part)
                 }
         return [items[i].id for i in sorted(chosen)]
 
@@ -223,6 +257,36 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
 
 
 WIDE_MARGIN = 0.35
+# A capitalised name in a fact ("My ex-wife is called Sandra"), the sentence's first word left out.
+_NAME = re.compile(r"(?<!^)(?<![.!?]\s)\b([A-Z][a-z]{2,})\b")
+
+
+def _about_someone_else(text: str, subject: str) -> bool:
+    """Whether ``text`` is about a person the subject does not name ("my mum takes sertraline" for
+    "my medication"), or about the user when the subject names someone else."""
+    named = {_person(m.group(0)) for m in _OTHERS.finditer(subject.lower())}
+    others = {_person(m.group(0)) for m in _OTHERS.finditer(text.lower())}
+    if named and re.search(rf"{_OTHERS.pattern}'s?\s", subject.lower()):
+        return not others & named  # "my dad's drinking" is not "I don't drink alcohol"
+    return bool(others) and not others & named and not re.match(r"\s*(?:i|i'm|i've|i'd)\b", text.lower())
+
+
+def _same_person(subject: str, taken: set[int], texts: list[str]) -> set[int]:
+    """A request about a person ("my ex", "my ex-wife") covers the other facts naming the person its
+    facts name ("Sandra still lives in our old house"); a request about anything else takes nothing more."""
+    head = subject.lower().rstrip()
+    if not (re.search(rf"{_OTHERS.pattern}$", head) or re.search(r"\bex(?:-\w+)?$|\bwho\s+i\b", head)):
+        return set()
+    names = {name for i in taken for name in _NAME.findall(texts[i]) if name not in _NOT_NAMES}
+    return {
+        i for i, text in enumerate(texts) if i not in taken and names & set(re.findall(r"\b[A-Z][a-z]{2,}\b", text))
+    }
+
+
+_NOT_NAMES = frozenset(
+    "January February March April May June July August September October November December Monday "
+    "Tuesday Wednesday Thursday Friday Saturday Sunday Christmas Easter".split()
+)
 RESTATED_WORDS = 3  # a subject of this many content words, 3/4 of them in an item: the item restates it
 
 
@@ -231,10 +295,14 @@ def _plain_share(text: str, subject: str) -> float:
     return len(wanted & content_words(text)) / len(wanted) if wanted else 0.0
 
 
-_MANY = re.compile(r"\b(?:everything|all\s+(?:the|of|that)|both|anything|all\s+i|any\s+(?:mention|info|details))\b")
+_MANY = re.compile(
+    r"\b(?:everything|all\s+(?:the|of|that)|both|anything|all\s+i|any\s+(?:mention|info|details)|whatever|"
+    r"what\s+you\s+(?:know|have|hold|keep|store|stored|saved|remember))\b"
+)
 # People a fact may be about instead of the user: "my sister lives in Manchester" is not "where I live".
 _OTHERS = re.compile(
     r"\b(?:my|our|his|her|their)\s+(?:\w+\s+)?(?:sister|brother|mum|mom|mother|dad|father|son|daughter|wife|husband|"
+    r"parents|grandparents|grandchildren|grandkids|stepdad|stepmum|sisters|brothers|sons|daughters|friends|"
     r"partner|friend|boss|colleague|neighbou?r|cousin|aunt|uncle|nan|gran|grandma|grandmother|grandad|grandfather|"
     r"grandpa|niece|nephew|kids?|children|child|boyfriend|girlfriend|ex|fianc[eé]e?|flatmate|roommate|landlord|"
     r"dog|cat|teacher|doctor|therapist)\b"
@@ -264,17 +332,7 @@ def _scores(embedder: Embedder, subject: str, texts: list[str], vectors: np.ndar
     query = embedder.embed([subject], query=True)[0]
     cosine = (vectors @ query).astype(np.float64)
     lexical = np.array([word_share(text, subject) for text in texts])
-    named = {_person(m.group(0)) for m in _OTHERS.finditer(subject.lower())}
-    penalty = np.array(
-        [
-            OTHERS_PENALTY
-            if (others := {_person(m.group(0)) for m in _OTHERS.finditer(text.lower())})
-            and not others & named
-            and not re.match(r"\s*(?:i|i'm|i've|i'd)\b", text.lower())
-            else 0.0
-            for text in texts
-        ]
-    )
+    penalty = np.array([OTHERS_PENALTY if _about_someone_else(text, subject) else 0.0 for text in texts])
     return cosine + LEXICAL_WEIGHT * lexical - penalty
 
 

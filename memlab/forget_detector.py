@@ -115,8 +115,11 @@ _POLITE = (
     r"is\s+it\s+(?:possible|ok|okay)\s+(?:for\s+you\s+)?to|"
     r"(?:i'?d|i\s+would)\s+(?:really\s+)?(?:like|love|prefer|appreciate\s+it\s+if)\s+(?:it\s+if\s+)?you(?:\s+(?:to|would|could|can))?|"
     r"i\s+(?:want|need|ask)\s+you\s+to|"
-    r"(?:you\s+(?:can|may|should|could|must)|feel\s+free\s+to|go\s+ahead\s+and|make\s+sure\s+(?:to|you))(?:\s+(?:now|just|also|go\s+ahead\s+and))?|"
-    r"(?:i'?m|i\s+am)\s+asking\s+you\s+to|"
+    r"(?:you\s+(?:really\s+)?(?:can|may|should|could|must)|feel\s+free\s+to|go\s+ahead\s+and|make\s+sure\s+(?:to|you))(?:\s+(?:now|just|also|go\s+ahead\s+and))?|"
+    r"(?:i'?m|i\s+am)\s+asking\s+you\s+to|(?:can|could|may)\s+i\s+(?:ask|get)\s+you\s+to|"
+    r"(?:would|will)\s+you\s+be\s+(?:able|willing)\s+to|are\s+you\s+able\s+to|do\s+me\s+a\s+favou?r\s+and|"
+    r"i'?(?:m|ll)\s+(?:going\s+to\s+)?need\s+you\s+to|(?:let'?s|let\s+us)\s+have\s+you|"
+    r"is\s+there\s+(?:any\s+)?way\s+(?:you\s+(?:could|can)|(?:for\s+you\s+)?to)|"
     r"it'?s\s+(?:time|okay|ok|fine)\s+(?:for\s+you\s+)?to)"
 )
 _LEAD = rf"^{_OPENER}(?:{_PLEASE}[\s,]+)?(?:{_POLITE}\s+){{0,2}}(?:{_PLEASE}[\s,]+)?"
@@ -133,7 +136,7 @@ _PIECE = (
 )
 _REFERENCE = (
     rf"(?:(?:the|that|this|those|these|any|all|every|your|both|the\s+two)\s+(?:\w+\s+)?{_PIECE}\s+"
-    rf"(?:about|of|on|regarding|concerning|related\s+to|re|where\s+i\s+{_SAID}(?:\s+(?:you\s+)?about)?|"
+    rf"(?:about|of|on|regarding|concerning|related\s+to|re|with|containing|mentioning|where\s+i\s+{_SAID}(?:\s+(?:you\s+)?about)?|"
     rf"(?:that\s+)?(?:i|you)\s+(?:{_SAID}|{_HELD})(?:\s+(?:you\s+)?(?:about|on|regarding))?)|"
     rf"{_PIECE}\s+(?:about|on|regarding|concerning)|"
     rf"what(?:ever)?\s+(?:i|you)(?:\s+(?:just|earlier|once|ever))?\s*(?:{_SAID}|{_HELD})(?:\s+(?:you|me))?(?:\s+(?:earlier|before))?\s+(?:about|regarding|concerning|on)|"
@@ -199,6 +202,10 @@ _ERASE = _verb(
     "scrub",
     "strike",
     "scratch",
+    "expunge",
+    "clear out",
+    "throw away",
+    "wipe out",
     "discard",
     "get rid of",
     "throw out",
@@ -212,7 +219,7 @@ _ERASE = _verb(
     "lose",
 )
 _NEGATION = (
-    r"(?:don'?t|do\s+not|never|not|no\s+more|stop|quit|no\s+need\s+to|there'?s\s+no\s+need\s+to|"
+    r"(?:don'?t|do\s+not|never|not|no\s+more|stop|quit|(?:there'?s\s+|there\s+is\s+)?no\s+need(?:\s+for\s+you)?\s+to|"
     r"you\s+(?:don'?t|do\s+not)\s+(?:need|have)\s+to|(?:can|could|would)\s+you\s+not|you\s+(?:can|could)\s+stop)"
 )
 # Subjects that name nothing: "forget it", "forget about that", "forget everything".
@@ -224,6 +231,7 @@ _EMPTY_SUBJECT = re.compile(
 # Things deleted or erased that are not what the assistant keeps (files, stains, apps ...).
 _NOT_MEMORY = re.compile(
     r"^(?:(?:a|an|the|this|that|these|those|some|all|my|our|his|her|their|any|your)\s+)?(?:old\s+|new\s+|extra\s+|last\s+|whole\s+)?"
+    r"(?:(?:browser|search|phone|work|email|google|bank|shopping|spam|chat|call|old|duplicate)\s+)?"
     r"(?:file|files|folder|stain|stains|photo|photos|picture|pictures|email|emails|message|messages|app|apps|account|"
     r"line|lines|paragraph|sentence|word|words|page|pages|draft|drafts|row|rows|column|table|code|cache|cookies|"
     r"mark|marks|mess|dust|tab|tabs|song|songs|video|videos|post|posts|comment|comments|text|texts|contact|"
@@ -242,7 +250,8 @@ _SUBJECT_LEAD = re.compile(r"^(?:about|that|of|on|regarding|concerning|the\s+fac
 _CLAUSE_SPLIT = re.compile(
     r"(?<=[.!?;:])\s+|\n+|\s+[-–—]+\s+|"
     r",?\s+(?=(?:and\s+|so\s+|but\s+)?(?:please|could\s+you|can\s+you|would\s+you|i'?d\s+(?:really\s+)?(?:rather|prefer|appreciate|like))\b)|"
-    r"\s+(?:and|so|but)\s+(?=i'?d\s+(?:really\s+)?(?:rather|prefer|appreciate|like)\b)"
+    r"\s+(?:and|so|but)\s+(?=i'?d\s+(?:really\s+)?(?:rather|prefer|appreciate|like)\b)|"
+    r",\s+(?=(?:forget|delete|erase|remove|wipe|drop|bin|scrap|ditch)\s+(?:it|that|this)\b)"
 )
 _NEGATED_FORGET = re.compile(
     r"\b(?:don'?t|do\s+not|never|not|won'?t|will\s+not|cannot|can'?t|shouldn'?t|mustn'?t|let'?s\s+not|lest\s+(?:you|we|i)|let\s+me)\s+(?:ever\s+)?forget\b"
@@ -265,6 +274,7 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
         re.compile(
             rf"^{_OPENER}(?:i\s+(?:really\s+)?(?:don'?t|do\s+not|no\s+longer)\s+want\s+you(?:\s+to)?|"
             rf"(?:i'?d|i\s+would)\s+(?:really\s+)?appreciate\s+it\s+if\s+you(?:\s+(?:would|could|didn'?t|did\s+not))?|"
+            rf"would\s+it\s+be\s+(?:alright|all\s+right|ok|okay|fine)\s+if\s+you(?:\s+(?:didn'?t|did\s+not|wouldn'?t|would\s+not))|"
             rf"(?:i'?d|i\s+would)\s+(?:rather|prefer)(?:\s+it\s+if)?\s+you(?:\s+(?:didn'?t|did\s+not|not|wouldn'?t|would\s+not))?(?:\s+to)?)\s+"
             rf"(?:{_KEEP}|{_FORGET}|forgot|deleted|erased|removed|dropped)\s+(?:(?P<ref>{_REFERENCE})\s+)?(?P<subject>.+)$"
         ),
@@ -279,7 +289,7 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "off-record",
         re.compile(
-            rf"{_LEAD}(?:(?:let'?s|let\s+us)\s+)?keep\s+(?P<subject>.+?)\s+off\s+(?:the\s+|your\s+)?(?:record|records|books)\b.*$"
+            rf"{_LEAD}(?:(?:let'?s|let\s+us)\s+)?keep\s+(?P<subject>.+?)\s+(?:off\s+(?:the\s+|your\s+)?(?:record|records|books)|out\s+of\s+{_MEMORY})\b.*$"
         ),
     ),
     (
@@ -295,30 +305,48 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
+        "quoted",
+        re.compile(
+            rf"{_LEAD}{_ERASE}\s+(?:the|that|this)\s+(?:memory|note|entry|fact|line|record)\s+\"(?P<subject>[^\"]+)\"?$"
+        ),
+    ),
+    (
+        "take-back",
+        re.compile(
+            rf"^{_OPENER}i\s+(?:want\s+to\s+)?take\s+back\s+(?P<ref>what(?:ever)?\s+i\s+(?:{_SAID})(?:\s+you)?\s+(?:about|regarding))\s+(?P<subject>.+)$"
+        ),
+    ),
+    (
         "pretend",
         re.compile(
-            rf"{_LEAD}(?:(?:let'?s|let\s+us)\s+)?(?:pretend|act\s+(?:like|as\s+if|as\s+though)|assume)\s+(?:that\s+)?(?:i\s+never|you\s+never|i\s+didn'?t\s+ever|i\s+did\s+not\s+ever|i\s+didn'?t|you\s+didn'?t)\s+"
+            rf"{_LEAD}(?:(?:let'?s|let\s+us|(?:can|could|shall)\s+we)\s+)?(?:just\s+)?(?:pretend|act\s+(?:like|as\s+if|as\s+though)|assume)\s+(?:that\s+)?(?:i\s+never|you\s+never|i\s+didn'?t\s+ever|i\s+did\s+not\s+ever|i\s+didn'?t|you\s+didn'?t)\s+"
             rf"(?:{_SAID}|heard|learned|knew|know|hear)\s+(?:you\s+|me\s+)?(?:anything\s+)?(?:about\s+|that\s+|of\s+)?(?P<subject>.+)$"
         ),
     ),
 ]
 # A pronoun object ("forget that, please", "please delete it"): a request only when addressed.
 _PRONOUN_REQUEST = re.compile(
-    rf"{_LEAD}(?:{_FORGET}|{_ERASE}|{_NEGATION}\s+{_KEEP})\s+(?:that|this|it|them|those|both)(?:\s+(?:bit|part|one|too|as\s+well))?"
+    rf"(?:{_LEAD}(?:{_FORGET}|{_ERASE}|{_NEGATION}\s+{_KEEP}|take|get)\s+(?:that|this|it|them|those|both)(?:\s+(?:bit|part|one|too|as\s+well))?(?:\s+(?:out|gone|deleted))?|"
+    rf"^{_OPENER}i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+you\s+(?:to\s+)?(?:have|having|know|knowing|keep|keeping)\s+(?:that|this|it))"
     rf"(?:\s+(?:in|from|to|off|out\s+of)\s+{_MEMORY})?\s*(?:,?\s*(?:please|thanks|thank\s+you|for\s+me|now|too|as\s+well|then))*$"
 )
 # Where the same turn says what "that" is: "I told you my husband lost his job - please forget that".
 _SAID_BEFORE = re.compile(
-    r"(?:i\s+(?:told\s+you|said|mentioned|shared|admitted)(?:\s+to\s+you)?|you\s+know\s+how\s+i\s+(?:said|told\s+you|mentioned)|"
+    r"(?:^(?:re|regarding|about|as\s+for)(?=\s+(?:my|our)\s)|^(?=(?:my|our|how\s+much\s+i|where\s+i)\s[^.?!;,:]+?(?:\s*:|\s+[-–—]+\s|\s+is\s+(?:\w+\s+)?none\s+of\s+your\s+business))|"
+    r"(?:told\s+you|telling\s+you|mentioned|mentioning)(?:\s+to\s+you)?|i\s+(?:said|shared|admitted)(?:\s+to\s+you)?|"
+    r"you\s+(?:even\s+|already\s+)?know\s+about|you\s+know\s+how\s+i\s+(?:said|told\s+you|mentioned)|"
     r"remember\s+(?:when|how)\s+i\s+(?:said|told\s+you|mentioned)|(?:with\s+)?you\s+knowing|"
     r"you\s+(?:don'?t|do\s+not|no\s+longer)\s+need\s+to\s+(?:know|remember|keep)(?:\s+(?:about|that))?|"
-    r"(?:the\s+)?(?:bit|part|thing|stuff|info|information)\s+(?:about|on))\s+(?:that\s+|about\s+)?(?P<subject>[^.?!;,]+?)"
-    r"(?=\s*(?:[.?!;,]|\s-\s|$|\s+(?:anymore|any\s+more|please|so\b|and\s+(?:please|i)\b)))"
+    r"(?:the\s+)?(?:bit|part|thing|stuff|info|information)\s+(?:about|on))(?:\s+|(?<=^))(?:that\s+|about\s+)?(?P<subject>[^.?!;,:]+?)"
+    r"(?=\s*(?:[.?!;,:]|\s[-–—]+\s|\s+is\s+(?:\w+\s+)?none\s+of\s+your\s+business|$|\s+(?:anymore|any\s+more|please|so\b|and\s+(?:please|i)\b)))"
 )
 _EXPLICIT_MEMORY = re.compile(
     rf"\b(?:in|from|out\s+of)\s+{_MEMORY}\b|\b(?:don'?t|do\s+not|never)\s+(?:keep|store|save|remember|record)\b"
 )
 _FROM_MEMORY = re.compile(rf"\b(?:from|in|out\s+of|off)\s+(?:your|the|my)\s+{_MEMORY_WORD}\b")
+_FROM_THING = re.compile(
+    rf"\b(?:from|off|out\s+of)\s+(?:the|my|this|that|a|an|our|his|her|their)\s+(?!{_MEMORY_WORD}\b)\w+"
+)
 _ADDRESS = re.compile(rf"\b{_PLEASE}\b|\byou\b|\byour\b")
 
 
@@ -401,10 +429,12 @@ def _clause_subject(clause: str, turn: str) -> str | None:
             continue  # "erase a stain": erasing only counts for what was said or a personal detail
         if name in ("erase", "erase-from") and _NOT_MEMORY.match(subject) and not ref:
             continue
+        if name == "erase" and not ref and _FROM_THING.search(raw):
+            continue  # "remove my name from the list": taken out of a thing, not out of memory
         return subject
     if _PRONOUN_REQUEST.match(clause):
         said = _SAID_BEFORE.search(turn)
-        if said is not None and _ADDRESS.search(turn) is not None:
+        if said is not None and (_ADDRESS.search(turn) is not None or _EXPLICIT_MEMORY.search(clause)):
             subject = _subject(said.group("subject"))
             if subject:
                 return subject
@@ -435,9 +465,9 @@ _DISMISSIVE = re.compile(
 
 def _plain_personal(raw: str, clause: str) -> bool:
     """ "Forget my birthday." asks to forget a personal detail; "forget my problems, let's ..." is talk."""
-    return raw.startswith(("my ", "our ", "where i ", "how much i ", "when i ", "which ")) and not _DISMISSIVE.search(
-        raw
-    )
+    return raw.startswith(
+        ("my ", "our ", "where i ", "how much i ", "when i ", "which ", "who i")
+    ) and not _DISMISSIVE.search(raw)
 
 
 def _personal_or_memory(subject: str, clause: str) -> bool:
