@@ -406,10 +406,18 @@ def detect(text: str) -> str | None:
     return "" if pointing_back else None
 
 
+# A clause that opens on a gerund ("Losing my job was hard", "Deleting the app helped") talks about
+# an act; it does not ask for one.
+_GERUND_START = re.compile(rf"^{_OPENER}(?P<verb>{_FORGET}|{_ERASE})\b")
+_IMPERATIVE_RULES = frozenset({"forget", "forget-named", "erase", "erase-from", "wipe-of", "quoted"})
+
+
 def _clause_subject(clause: str, turn: str) -> str | None:
+    opening = _GERUND_START.match(clause)
+    gerund = opening is not None and opening.group("verb").split()[0].endswith("ing")
     for name, rule in _RULES:
         match = rule.match(clause)
-        if match is None:
+        if match is None or (gerund and name in _IMPERATIVE_RULES):
             continue
         raw = match.group("subject")
         ref = ((match.group("ref") if "ref" in rule.groupindex else None) or "").strip()

@@ -61,3 +61,28 @@ def test_full_context_reaches_the_issue_targets(tmp_path: Path) -> None:
 @pytest.mark.parametrize("backend", ["rag", "profile", "mem0"])
 def test_every_deleting_backend_on_the_held_out_set(backend: str, tmp_path: Path) -> None:
     _check_floor(_score(backend, tmp_path))
+
+
+def _real_user_turns(personamem_dev: Path, locomo_dev: Path) -> list[str]:
+    import json
+
+    turns = []
+    for line in (personamem_dev / "shared_contexts.jsonl").read_text(encoding="utf-8").splitlines():
+        for messages in json.loads(line).values():
+            turns += [m["content"] for m in messages if m["role"] == "user"]
+    for conversation in json.loads(locomo_dev.read_text(encoding="utf-8")):
+        for value in conversation["conversation"].values():
+            if isinstance(value, list):
+                turns += [turn.get("text", "") for turn in value]
+    return turns
+
+
+def test_real_chat_turns_are_never_forget_requests(personamem_dev: Path, locomo_dev: Path) -> None:
+    """2,440 turns of real benchmark chat (PersonaMem dev history, LoCoMo dev conversations) hold no
+    forget request: the detector finds none ("Losing my job was hard" once read as "lose my job")."""
+    from memlab.forget_detector import detect
+
+    turns = _real_user_turns(personamem_dev, locomo_dev)
+    assert len(turns) > 2000
+    found = [(turn[:120], subject) for turn in turns if (subject := detect(turn)) is not None]
+    assert found == []
