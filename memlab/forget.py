@@ -80,10 +80,7 @@ def word_share(text: str, subject: str) -> float:
     found = content_words(text)
     share = sum(1 for word in wanted if any(_same_word(word, other) for other in found)) / len(wanted)
     lowered = text.lower()
-    words = [w for w in re.findall(r"[a-z']+", subject.lower()) if w not in _GENERIC]
-    head = (words or [""])[-1]  # "my kid's school": the school; "my medical info": medical
-    if subject.lower().startswith(("where i", "how much i", "how old", "how tall", "which bank", "who i")):
-        head = subject.lower()
+    head = _head(subject)
     for topic, cues in TOPICS:
         if topic.search(head) and cues.search(lowered):
             # The topic stands for the head word only: "my maiden name" is not "my married name".
@@ -92,6 +89,26 @@ def word_share(text: str, subject: str) -> float:
             found_rest = sum(1 for word in rest if any(_same_word(word, other) for other in found))
             return max(share, 1.0 - (len(rest) - found_rest) / len(wanted))
     return share
+
+
+def _head(subject: str) -> str:
+    """The word a subject is about: "my kid's school": the school; "my medical info": medical."""
+    words = [w for w in re.findall(r"[a-z']+", subject.lower()) if w not in _GENERIC]
+    if subject.lower().startswith(("where i", "how much i", "how old", "how tall", "which bank", "who i")):
+        return subject.lower()
+    return (words or [""])[-1]
+
+
+def topic_cues(subject: str) -> re.Pattern[str] | None:
+    """How facts state the topic a subject names and nothing more ("my medication": "I take ...",
+    "... mg"), if it names one ("my maiden name" names more than the topic "name")."""
+    head = _head(subject)
+    if content_words(subject) - _GENERIC - content_words(head):
+        return None
+    for topic, cues in TOPICS:
+        if topic.search(head):
+            return cues
+    return None
 
 
 _PERSON_WORDS = frozenset(
@@ -104,8 +121,15 @@ _GENERIC = frozenset("info information details detail stuff history data records
 
 
 def _same_word(a: str, b: str) -> bool:
-    """Equal, or sharing a stem of five letters or more (allergy ~ allergic, diabetes ~ diabetic)."""
+    """Equal, sharing a stem of five letters or more (allergy ~ allergic, diabetes ~ diabetic), a
+    clipped form (poly ~ polyamorous, meds ~ medication is not: only a prefix of four letters or more),
+    or a misspelling of a long word (one letter off: chlamidia ~ chlamydia)."""
     if a == b:
+        return True
+    short, long_ = sorted((a, b), key=len)
+    if len(short) >= 4 and long_.startswith(short):
+        return True
+    if min(len(a), len(b)) >= 7 and abs(len(a) - len(b)) <= 1 and _one_edit(a, b):
         return True
     n = 0
     for x, y in zip(a, b):
@@ -113,6 +137,16 @@ def _same_word(a: str, b: str) -> bool:
             break
         n += 1
     return n >= 5 and n >= min(len(a), len(b)) - 3
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether one substitution, insertion or deletion turns ``a`` into ``b``."""
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    return a[i + (len(a) == len(b)) :] == b[i + 1 :]
 
 
 def _topic(names: str, cues: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
@@ -127,7 +161,8 @@ TOPICS = [
     _topic(r"birthday|birth\s*date|date\s+of\s+birth", r"born\s+(?:on|in\s+(?:19|20)\d\d)|birthday|date\s+of\s+birth"),
     _topic(
         r"salary|income|pay|wage|wages|earnings|how\s+much\s+i\s+(?:earn|make)|money",
-        r"earn|salary|income|paid\b|wage|\d+\s*k\b|£|\$|€|a\s+year\b|per\s+(?:year|annum|hour|month)",
+        # "£" alone is a price, a rent or a mortgage as often as pay: a figure counts as pay with "on" or a period
+        r"earn|salary|income|paid\b|wage|\bon\s+(?:£|\$|€)?\d+\s*k\b|a\s+year\b|per\s+(?:year|annum|hour|month)",
     ),
     _topic(
         r"medication|medications|meds|medicine|medicines|pills|prescription|tablets|drugs|injections?|jabs?|"
@@ -219,7 +254,7 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
             return []
         texts = [item.text for item in items]
         vectors = embedder.embed(texts)
-        wide = bool(_MANY.search(request.text.lower()))
+        wide = bool(_MANY.search(_WHERE_HELD.sub(" ", request.text.lower())))
         low = THRESHOLD if threshold is None else threshold
         near = MARGIN if margin is None else margin
         chosen: set[int] = set()
@@ -227,14 +262,21 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
             scores = _scores(embedder, part, texts, vectors)
             best = float(scores.max())
             if best < low:
+                # What an earlier part took ("the Ozempic and the weight loss") competes no more.
+                rest = np.array([score if i not in chosen else -np.inf for i, score in enumerate(scores)])
+                if _stands_out(rest, texts, part):
+                    chosen.add(int(rest.argmax()))
                 continue
             floor = max(low, best - (WIDE_MARGIN if wide else near))
+            # A topic ("my medication") covers every fact that states it ("I take lithium", "I take
+            # omeprazole"), each above the threshold on its own.
+            cues = topic_cues(part)
             # A second item goes only when it is close to the best one and above the threshold on
             # its own, and never when it is about someone else or a state that no longer holds.
             taken = {int(scores.argmax())} | {
                 i
                 for i, score in enumerate(scores)
-                if score >= floor
+                if (score >= floor or (cues is not None and score >= low and cues.search(texts[i].lower())))
                 and not _about_someone_else(texts[i], part)
                 and not _PAST_STATE.search(texts[i].lower())
             }
@@ -242,14 +284,14 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
             # What restates it in its own words goes too: all of a two-word subject ("spicy ramen"),
             # three quarters of a longer one.
             words = len(content_words(part))
-            if words >= 2:
+            if words >= 2 or wide:  # "everything about Daniel": every item naming Daniel
                 needed = 1.0 if words < RESTATED_WORDS else 0.75
                 chosen |= {
                     i
                     for i, score in enumerate(scores)
                     if (score >= low or needed == 1.0)
                     and _plain_share(texts[i], part) >= needed
-                    and not _about_someone_else(texts[i], part)
+                    and (needed == 1.0 or not _about_someone_else(texts[i], part))
                 }
         return [items[i].id for i in sorted(chosen)]
 
@@ -257,6 +299,18 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
 
 
 WIDE_MARGIN = 0.35
+# Below the threshold, one item is still taken when it alone is about the subject: it shares a word
+# with it ("the eviction stuff" ~ "my landlord is trying to evict me") and leads every other item by
+# ``LEAD`` ("us trying for a baby" ~ "I've been trying to get pregnant").
+LOWEST = 0.4
+LEAD = 0.2
+
+
+def _stands_out(scores: np.ndarray, texts: list[str], subject: str) -> bool:
+    order = np.argsort(scores)[::-1]
+    best = float(scores[order[0]])
+    second = float(scores[order[1]]) if len(order) > 1 and np.isfinite(scores[order[1]]) else -1.0
+    return best >= LOWEST and best - second >= LEAD and word_share(texts[int(order[0])], subject) > 0
 # A capitalised name in a fact ("My ex-wife is called Sandra"), the sentence's first word left out.
 _NAME = re.compile(r"(?<!^)(?<![.!?]\s)\b([A-Z][a-z]{2,})\b")
 
@@ -299,9 +353,14 @@ _MANY = re.compile(
     r"\b(?:everything|all\s+(?:the|of|that)|both|anything|all\s+i|any\s+(?:mention|info|details)|whatever|"
     r"what\s+you\s+(?:know|have|hold|keep|store|stored|saved|remember))\b"
 )
+# Where the items are held, not how many: "remove my income from whatever you have on me".
+_WHERE_HELD = re.compile(
+    r"\b(?:from|in|out\s+of|off)\s+(?:whatever|what|everything|anything|all)\s+(?:you|u)\s+(?:\w+\s+){0,3}?(?:on|about)\s+me\b"
+)
 # People a fact may be about instead of the user: "my sister lives in Manchester" is not "where I live".
+# (A profile entry names the person first: "wife's birthday: in July", "partner: 6 foot 2".)
 _OTHERS = re.compile(
-    r"\b(?:my|our|his|her|their)\s+(?:\w+\s+)?(?:sister|brother|mum|mom|mother|dad|father|son|daughter|wife|husband|"
+    r"(?:\b(?:my|our|his|her|their)\s+(?:\w+\s+)?|^)(?:sister|brother|mum|mom|mother|dad|father|son|daughter|wife|husband|"
     r"parents|grandparents|grandchildren|grandkids|stepdad|stepmum|sisters|brothers|sons|daughters|friends|"
     r"partner|friend|boss|colleague|neighbou?r|cousin|aunt|uncle|nan|gran|grandma|grandmother|grandad|grandfather|"
     r"grandpa|niece|nephew|kids?|children|child|boyfriend|girlfriend|ex|fianc[eé]e?|flatmate|roommate|landlord|"

@@ -30,6 +30,7 @@ I delete a file", "remove a coffee stain", "delete the meeting from my calendar"
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from memlab.types import Session
@@ -53,7 +54,8 @@ def content_words(text: str) -> set[str]:
         if word in _STOP or len(word) < 2:
             continue
         for suffix in ("ing", "ed", "es", "s"):
-            if len(word) > len(suffix) + 3 and word.endswith(suffix) and not word.endswith("ss"):
+            short_plural = suffix == "s" and len(word) == 4 and word[-2] not in "su"  # dogs, kids, dads
+            if (len(word) > len(suffix) + 3 or short_plural) and word.endswith(suffix) and not word.endswith("ss"):
                 word = word[: -len(suffix)]
                 break
         words.add(word)
@@ -101,20 +103,42 @@ _SPELLING = {
     "delet": "delete",
     "thx": "thanks",
     "rmv": "remove",
+    "fogret": "forget",
+    "cud": "could",
+    "cn": "can",
+    "wud": "would",
+    "rememberin": "remembering",
+    "keepin": "keeping",
+    "storin": "storing",
+    "wasnt": "wasn't",
+    "didnt": "didn't",
+    "isnt": "isn't",
+    "shouldnt": "shouldn't",
+    "wouldnt": "wouldn't",
+    "info's": "info",
+    "exs": "ex's",
+    "rember": "remember",
+    "memry": "memory",
+    "memmory": "memory",
+    "memroy": "memory",
+    "wieght": "weight",
+    "erace": "erase",
 }
 
 _OPENER = (
-    r"(?:(?:oh|ok|okay|actually|also|and|so|hey|hi|but|just|well|um|uh|hmm|now|then|yeah|yes|no|sorry|wait|look|"
+    r"(?:(?:oh|ok|okay|actually|also|and|so|hey|hi|hiya|yo|but|just|well|um|uh|hmm|now|then|yeah|yes|no|nope|sorry|wait|look|"
+    r"lol|lmao|omg|ugh|tbh|ngl|ah|ahh|god|oh\s+god|right\s+so|"
     r"listen|honestly|right|alright|anyway|on\s+second\s+thought|one\s+more\s+thing|thinking\s+about\s+it|"
     r"come\s+to\s+think\s+of\s+it|before\s+i\s+go|by\s+the\s+way|btw)\b[\s,:-]*)*"
 )
 _PLEASE = r"(?:please|kindly)"
 _POLITE = (
     r"(?:(?:can|could|would|will)\s+you(?:\s+please)?(?:\s+(?:just|also|now|maybe|kindly))?|"
-    r"(?:would|do)\s+you\s+mind|mind|"
-    r"is\s+it\s+(?:possible|ok|okay)\s+(?:for\s+you\s+)?to|"
+    r"(?:would|do)\s+you\s+mind|mind|(?:can|could)\s+we|"
+    r"(?:is|would)\s+it\s+(?:be\s+)?(?:possible|ok|okay)\s+(?:for\s+you\s+)?to|(?:be\s+)?so\s+kind\s+as\s+to|"
     r"(?:i'?d|i\s+would)\s+(?:really\s+)?(?:like|love|prefer|appreciate\s+it\s+if)\s+(?:it\s+if\s+)?you(?:\s+(?:to|would|could|can))?|"
     r"i\s+(?:want|need|ask)\s+you\s+to|"
+    r"(?:i'?d|i\s+would)\s+be\s+(?:very\s+|really\s+|so\s+|most\s+)?(?:grateful|thankful)\s+if\s+you\s+(?:could|would|can)|"
     r"(?:you\s+(?:really\s+)?(?:can|may|should|could|must)|feel\s+free\s+to|go\s+ahead\s+and|make\s+sure\s+(?:to|you))(?:\s+(?:now|just|also|go\s+ahead\s+and))?|"
     r"(?:i'?m|i\s+am)\s+asking\s+you\s+to|(?:can|could|may)\s+i\s+(?:ask|get)\s+you\s+to|"
     r"(?:would|will)\s+you\s+be\s+(?:able|willing)\s+to|are\s+you\s+able\s+to|do\s+me\s+a\s+favou?r\s+and|"
@@ -123,7 +147,7 @@ _POLITE = (
     r"it'?s\s+(?:time|okay|ok|fine)\s+(?:for\s+you\s+)?to)"
 )
 _LEAD = rf"^{_OPENER}(?:{_PLEASE}[\s,]+)?(?:{_POLITE}\s+){{0,2}}(?:{_PLEASE}[\s,]+)?"
-_MEMORY_WORD = r"(?:memory|memories|mind|notes?|records?|files?|profile|database|system|data|brain|head)"
+_MEMORY_WORD = r"(?:memory|memories|mind|notes?|records?|files?|profile|database|system|data|brain|head|info|information)"
 _MEMORY = rf"(?:(?:your|the|my)\s+)?{_MEMORY_WORD}"
 _SAID = (
     r"(?:said|say|told\s+you|tell\s+you|mentioned|mention|shared|wrote|typed|brought\s+up|let\s+slip|"
@@ -189,6 +213,7 @@ _KEEP = _verb(
     "write down",
     "hang on to",
     "hang onto",
+    "keep hold of",
     "know",
 )
 _ERASE = _verb(
@@ -224,9 +249,10 @@ _NEGATION = (
 )
 # Subjects that name nothing: "forget it", "forget about that", "forget everything".
 _EMPTY_SUBJECT = re.compile(
-    r"^(?:it|that|this|them|those|these|him|her|all|everything|anything|all\s+that|all\s+of\s+it|all\s+of\s+that|"
+    r"^(?:it|that|this|them|those|these|him|her|all|either|neither|both|both\s+of\s+(?:them|those|these)|everything|anything|all\s+that|all\s+of\s+it|all\s+of\s+that|"
     r"the\s+whole\s+thing|the\s+rest|me|us|about\s+it|about\s+that|it\s+all|that\s+stuff|this\s+stuff|whatever|"
-    r"something|someone|somebody|anyone|nothing|myself|yourself|about\s+me|me\s+\w+|you|it\s+\w+)$"
+    r"something|someone|somebody|anyone|nothing|myself|yourself|about\s+me|me\b.*|you|it\s+\w+|"
+    r"(?:everything|anything|all|whatever)\s+(?:that\s+)?(?:i|you)\s+(?:say|said|tell|told|do|did|mention)(?:\s+(?:you|me))?(?:\s+\w+)?)$"
 )
 # Things deleted or erased that are not what the assistant keeps (files, stains, apps ...).
 _NOT_MEMORY = re.compile(
@@ -240,11 +266,16 @@ _NOT_MEMORY = re.compile(
     r"(?:\s+(?:on|from|in|off|at|with|of|for|before|after|that|which)\b.*)?$"
 )
 _SUBJECT_END = re.compile(
-    r"\s*(?:,|;|:|\?|!|\s-\s|\s–\s|\s—\s|\(|\bfrom\s+(?:your\s+|the\s+|my\s+)?(?:memory|memories|records?|notes|files?|mind|profile|head|brain)\b|"
+    r"\s*(?:,|;|:|\?|!|\s-\s|\s–\s|\s—\s|\(|\bfrom\s+(?:your\s+|the\s+|my\s+)?(?:memory|memories|records?|notes|files?|mind|profile|head|brain|info|information)\b|"
+    r"\b(?:that\s+)?i\s+(?:gave|told|sent|shared\s+with|mentioned\s+to)\s+you\b(?!\s+(?:about|regarding|concerning|on|re)\b)|\bfrom\s+earlier\b|\bearlier\s*$|"
     r"\bfrom\s+(?:whatever|what|everything|anything)\s+you\b|"
     r"\b(?:in|into|to)\s+(?:your\s+)?(?:memory|memories|mind|records?|notes|files?)\b|\bon\s+(?:file|record)\b|"
     r"\b(?:please|thanks|thank\s+you|anymore|any\s+more|any\s+longer|for\s+now|for\s+good|entirely|completely|altogether|gone)\b|"
     r"\b(?:but|because|since|so|cause|cuz|it'?s|it\s+was|that'?s|that\s+was)\b|\b(?:and|or)\b(?!\s+(?:my|our|i|the|where|what|how|which|when)\b)).*$"
+)
+_PIECE_LEAD = re.compile(
+    rf"^(?:the|that|this|those|these|any|all\s+the)\s+(?:\w+\s+)?{_PIECE}\s+(?:(?:that\s+)?i\s+(?:gave|told|sent|shared\s+with|mentioned\s+to)\s+you\s+)?"
+    r"(?:about|on|regarding|concerning|of|re)\s+"
 )
 _SUBJECT_LEAD = re.compile(r"^(?:about|that|of|on|regarding|concerning|the\s+fact\s+that|re)\s+")
 _CLAUSE_SPLIT = re.compile(
@@ -260,9 +291,16 @@ _NEGATED_FORGET = re.compile(
 _RULES: list[tuple[str, re.Pattern[str]]] = [
     ("forget", re.compile(rf"{_LEAD}{_FORGET}\s+(?:all\s+)?(?P<ref>{_REFERENCE})\s+(?P<subject>.+)$")),
     (
+        # "forget I got signed off with stress": what the user did, not "forget I asked"
+        "forget-i",
+        re.compile(
+            rf"{_LEAD}{_FORGET}\s+(?:that\s+)?(?P<subject>i\s+(?!asked\b|ask\b|even\s+asked\b|was\s+(?:asking|going)\b|said\b|mentioned\b|told\b)\w+.+)$"
+        ),
+    ),
+    (
         "forget-named",
         re.compile(
-            rf"{_LEAD}{_FORGET}\s+(?:about\s+)?(?P<subject>(?:my|our|the|where|which|what|how|when|who|whether)\s.+)$"
+            rf"{_LEAD}{_FORGET}\s+(?:about\s+)?(?P<subject>(?:both\s+)?(?:my|our|the|where|which|what|how|when|who|whether)\s.+)$"
         ),
     ),
     (
@@ -272,10 +310,10 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "rather",
         re.compile(
-            rf"^{_OPENER}(?:i\s+(?:really\s+)?(?:don'?t|do\s+not|no\s+longer)\s+want\s+you(?:\s+to)?|"
+            rf"^{_OPENER}(?:i\s+(?:really\s+)?(?:don'?t|do\s+not|no\s+longer)\s+(?:really\s+)?want\s+you(?:\s+to)?|"
             rf"(?:i'?d|i\s+would)\s+(?:really\s+)?appreciate\s+it\s+if\s+you(?:\s+(?:would|could|didn'?t|did\s+not))?|"
             rf"would\s+it\s+be\s+(?:alright|all\s+right|ok|okay|fine)\s+if\s+you(?:\s+(?:didn'?t|did\s+not|wouldn'?t|would\s+not))|"
-            rf"(?:i'?d|i\s+would)\s+(?:rather|prefer)(?:\s+it\s+if)?\s+you(?:\s+(?:didn'?t|did\s+not|not|wouldn'?t|would\s+not))?(?:\s+to)?)\s+"
+            rf"(?:i'?d|i\s+would)\s+(?:really\s+|much\s+)?(?:rather|prefer)(?:\s+it\s+if)?\s+you(?:\s+(?:didn'?t|did\s+not|not|wouldn'?t|would\s+not))?(?:\s+to)?)\s+"
             rf"(?:{_KEEP}|{_FORGET}|forgot|deleted|erased|removed|dropped)\s+(?:(?P<ref>{_REFERENCE})\s+)?(?P<subject>.+)$"
         ),
     ),
@@ -324,6 +362,36 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
 ]
+_STORED = (
+    r"(?:stored|saved|kept|recorded|remembered|logged|noted|on\s+(?:file|record)|in\s+(?:your\s+)?(?:memory|memories|records?|notes|system))"
+)
+# "I don't want my address stored", "I'd prefer my stammer wasn't stored", "not sure I want how I voted on file".
+_UNWANTED = re.compile(
+    rf"^(?:[^,]{{0,40}},\s*)?{_OPENER}(?:i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+(?:really\s+)?want|(?:i'?m\s+)?not\s+sure\s+(?:if\s+)?i\s+want|"
+    rf"(?:i'?d|i\s+would)\s+(?:really\s+)?(?:prefer|rather)(?:\s+(?:it\s+)?if)?)\s+(?P<subject>.+?)\s+"
+    rf"(?:(?:wasn'?t|weren'?t|isn'?t|aren'?t|was\s+not|were\s+not|not\s+be|not\s+being|wasn'?t\s+being)\s+)?{_STORED}"
+    rf"(?P<rest>\s+(?:by|with|on|to|in)\s+(?!you\b|your\b|here\b|anywhere\b|file\b|record\b|memory\b|the\s+(?:record|file|system)\b)\w+.*|.*\b(?:online|cloud|internet|phone|laptop|computer|"
+    rf"google|facebook|instagram|icloud|drive|server|website|app|apps|company|companies)\b.*)?(?:\s.*)?$"
+)
+# "forget I said that": the turn's own earlier words are what it takes back.
+_RETRACTION = re.compile(
+    rf"^{_OPENER}(?:{_PLEASE}\s+)?(?:just\s+)?(?:{_FORGET}|pretend)\s+(?:that\s+)?i\s+(?:ever\s+|even\s+|just\s+|never\s+)?"
+    rf"{_SAID}\s+(?:that|this|it|any\s+of\s+(?:that|this|it))\b(?P<rest>.*)$"
+)
+_CORRECTION = re.compile(r"^\W*(?:i\s+mean|i\s+meant|make\s+it|it'?s\s+actually|it\s+was\s+actually|\d)")
+# A topic named by a thing-word: "the salary thing", "the marcus stuff", "my pill stuff", "the poly bit".
+_TOPICAL = re.compile(
+    r"^(?:both\s+)?(?:the|that|this|my|our|your|all\s+the)\s+(?P<topic>(?:(?!(?:from|about|of|in|on|to|with|for)\s)[\w'-]+\s+){0,3}?[\w'-]+)\s+"
+    r"(?:thing|things|stuff|bit|bits|info|information|details|business|situation|story|news|part|issue|saga|drama|convo|conversation|episode)\b"
+)
+_TOPIC_WORD = re.compile(
+    r"(?<=\w)\s+(?:thing|things|stuff|bit|bits|info|information|details|business|situation|story|news|part|issue|saga|drama|convo|conversation|episode)\b"
+)
+# "forget the wedding stuff for now", "forget the novel thing, can you help me with ...": moving on, not a request.
+_FOR_A_WHILE = re.compile(
+    r"\bfor\s+(?:now|a\s+(?:sec|second|minute|moment|bit)|today|tonight)\b|"
+    r",\s*(?:let'?s|i\s+need|i\s+want|what'?s|whats|how|can\s+you|could\s+you|help|tell\s+me|anyway|instead|we)\b"
+)
 # A pronoun object ("forget that, please", "please delete it"): a request only when addressed.
 _PRONOUN_REQUEST = re.compile(
     rf"(?:{_LEAD}(?:{_FORGET}|{_ERASE}|{_NEGATION}\s+{_KEEP}|take|get)\s+(?:that|this|it|them|those|both)(?:\s+(?:bit|part|one|too|as\s+well))?(?:\s+(?:out|gone|deleted))?|"
@@ -334,6 +402,7 @@ _PRONOUN_REQUEST = re.compile(
 _SAID_BEFORE = re.compile(
     r"(?:^(?:re|regarding|about|as\s+for)(?=\s+(?:my|our)\s)|^(?=(?:my|our|how\s+much\s+i|where\s+i)\s[^.?!;,:]+?(?:\s*:|\s+[-–—]+\s|\s+is\s+(?:\w+\s+)?none\s+of\s+your\s+business))|"
     r"(?:told\s+you|telling\s+you|mentioned|mentioning)(?:\s+to\s+you)?|i\s+(?:said|shared|admitted)(?:\s+to\s+you)?|"
+    r"should(?:n'?t|\s+not|\s+never)?\s+have\s+(?:told\s+you|said|shared|mentioned)(?:\s+to\s+you)?|"
     r"you\s+(?:even\s+|already\s+)?know\s+about|you\s+know\s+how\s+i\s+(?:said|told\s+you|mentioned)|"
     r"remember\s+(?:when|how)\s+i\s+(?:said|told\s+you|mentioned)|(?:with\s+)?you\s+knowing|"
     r"you\s+(?:don'?t|do\s+not|no\s+longer)\s+need\s+to\s+(?:know|remember|keep)(?:\s+(?:about|that))?|"
@@ -352,6 +421,9 @@ _ADDRESS = re.compile(rf"\b{_PLEASE}\b|\byou\b|\byour\b")
 
 def _normalise(text: str) -> str:
     text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"').lower()
+    # Emoji and other symbols say nothing here and would hide where a clause starts ("🙌 oh and btw forget ...").
+    text = "".join(" " if unicodedata.category(ch) in ("So", "Sk", "Cs", "Co") else ch for ch in text)
+    text = re.sub(r"\bpor\s+favou?r\b|\bbitte\b|\bs'il\s+vous\s+pla[iî]t\b", "please", text)
     text = re.sub(r"[a-z']+", lambda m: _SPELLING.get(m.group(0), m.group(0)), text)
     return re.sub(r"\s+", " ", text).strip()
 
@@ -369,6 +441,9 @@ def _subject(raw: str) -> str | None:
     subject = _SUBJECT_END.sub("", raw.strip())
     subject = _SUBJECT_LEAD.sub("", subject).strip(" .!?\"'")
     subject = re.sub(r"^(?:that|the\s+fact\s+that)\s+", "", subject)
+    subject = _PIECE_LEAD.sub("", subject)  # "the bit about gareth": gareth
+    if _TOPICAL.match(subject):
+        subject = _TOPIC_WORD.sub("", subject)  # "the eviction stuff": the eviction
     if not subject or _EMPTY_SUBJECT.match(subject) or not content_words(subject):
         return None
     return subject
@@ -403,18 +478,36 @@ def detect(text: str) -> str | None:
             pointing_back = True
     if subjects:
         return "; ".join(dict.fromkeys(subjects))
-    return "" if pointing_back else None
+    if pointing_back:
+        return ""
+    return _loose_request(turn)
 
 
 # A clause that opens on a gerund ("Losing my job was hard", "Deleting the app helped") talks about
 # an act; it does not ask for one.
 _GERUND_START = re.compile(rf"^{_OPENER}(?P<verb>{_FORGET}|{_ERASE})\b")
-_IMPERATIVE_RULES = frozenset({"forget", "forget-named", "erase", "erase-from", "wipe-of", "quoted"})
+
+
+def opens_on_gerund(clause: str) -> bool:
+    opening = _GERUND_START.match(clause)
+    return opening is not None and opening.group("verb").split()[0].endswith("ing")
+
+
+_IMPERATIVE_RULES = frozenset({"forget", "forget-i", "forget-named", "erase", "erase-from", "wipe-of", "quoted"})
 
 
 def _clause_subject(clause: str, turn: str) -> str | None:
-    opening = _GERUND_START.match(clause)
-    gerund = opening is not None and opening.group("verb").split()[0].endswith("ing")
+    retraction = _RETRACTION.match(clause)
+    if retraction is not None and not _CORRECTION.match(retraction.group("rest")):
+        return _earlier_statement(turn, clause)
+    unwanted = _UNWANTED.match(clause)
+    if unwanted is not None and not unwanted.group("rest"):
+        raw = unwanted.group("subject")
+        topical = _TOPICAL.match(raw)
+        subject = _subject(topical.group("topic") if topical else raw)
+        if subject and (topical or _personal_or_memory(raw, clause)) and not _NOT_MEMORY.match(subject):
+            return subject
+    gerund = opens_on_gerund(clause)
     for name, rule in _RULES:
         match = rule.match(clause)
         if match is None or (gerund and name in _IMPERATIVE_RULES):
@@ -422,6 +515,17 @@ def _clause_subject(clause: str, turn: str) -> str | None:
         raw = match.group("subject")
         ref = ((match.group("ref") if "ref" in rule.groupindex else None) or "").strip()
         head = clause[: match.start("subject")]
+        topical = None if ref else _TOPICAL.match(raw)
+        if topical is not None and not _NOT_MEMORY.match(topical.group("topic")) and not _FROM_THING.search(raw):
+            if name == "forget" or name == "forget-named":
+                after = turn[turn.find(clause) + len(clause) :][:40] if clause in turn else ""
+                if _FOR_A_WHILE.search(raw + after) and not _addressed(head, turn):
+                    continue  # "forget the wedding stuff for now, let's ..."
+            subject = _subject(_TOPIC_WORD.sub("", raw))
+            if subject:
+                return subject
+        if name == "forget-i" and not _addressed(head, turn):
+            continue
         if name == "forget-named" and not (_addressed(head, turn) or _plain_personal(raw, clause)):
             continue
         if name == "forget" and not _EXPLICIT_REF.match(ref) and not _addressed(head, turn):
@@ -459,10 +563,21 @@ def _clause_subject(clause: str, turn: str) -> str | None:
     return None
 
 
+def _earlier_statement(turn: str, clause: str) -> str:
+    """What "forget I said that" takes back: the turn's last statement before it ("" when the turn
+    has none: then it is the user's turn before)."""
+    before = turn[: turn.find(clause)] if clause in turn else ""
+    for sentence in reversed(re.split(r"(?<=[.!?;])\s+|\s+[-–—]+\s+", before)):
+        sentence = re.sub(rf"^{_OPENER}", "", sentence.strip(" .!?;,")).strip()
+        if len(content_words(sentence)) >= 2:
+            return sentence
+    return ""
+
+
 def _addressed(head: str, turn: str) -> bool:
     """A bare "forget (about) X" counts only when the turn speaks to the assistant: please, you, its memory."""
     return bool(re.search(rf"\b{_PLEASE}\b|\byou\b", head)) or bool(
-        re.search(rf"(?:from|in|out\s+of)\s+{_MEMORY}\b|\b{_NEGATION}\s+{_KEEP}\b|\b{_PLEASE}\b|\bstored\b", turn)
+        re.search(rf"(?:from|in|out\s+of)\s+{_MEMORY}\b|\b{_NEGATION}\s+{_KEEP}\b|\b{_PLEASE}\b|\b{_STORED}\b", turn)
     )
 
 
@@ -484,3 +599,150 @@ def _personal_or_memory(subject: str, clause: str) -> bool:
     ) or bool(
         re.search(rf"(?:from|in|on|out\s+of)\s+{_MEMORY}\b|\bon\s+(?:file|record)\b|\bremember|\bmemori[sz]", clause)
     )
+
+
+# ---------------------------------------------------------------------------------------------- loose reading
+# The rules above read the shapes they list; people phrase the same request in many more ("I must
+# request that you forget what I mentioned concerning my wife's diagnosis", "Delete salary info.",
+# "I regret telling you about Elena. Please get rid of that"). The loose reading takes a sentence
+# apart instead: an act on memory (forget, delete, "don't keep", "not on file" ...) asked of the
+# assistant (not done by someone, not wondered about), and a reference to what the user told it.
+_BASE_ACT = (
+    r"(?:forget|delete|erase|erace|remove|wipe|scratch|drop|purge|clear|scrub|expunge|unlearn|discard|"
+    r"get\s+rid\s+of|take\s+(?P<taken>(?:[\w'-]+\s+){1,5}?)(?:out|off)\b(?!\s+(?:of\s+)?(?:the|a|my|that|this)\s+(?!memory|records?|notes|files?|info)))"
+)
+# Who asks it of the assistant: a sentence that starts on the verb, "please ...", "you ...", "... you to ...".
+_ASKED = (
+    rf"(?:^{_OPENER}(?:(?:dear\s+assistant|my\s+friend|assistant)[\s,]+)?(?:(?:please|pls|kindly|just|simply|now)[\s,]+)*|"
+    r"\b(?:please|pls|kindly)\s+(?:(?:you|u|just|my\s+friend)[\s,]+)*|"
+    r"\b(?:you|u)\s+(?:(?:can|could|would|will|should|must|may|to|kindly|just|please|now|also|then|maybe|simply|be\s+so\s+kind\s+as\s+to)\s+)*|"
+    r"\b(?:ask|asking|like|want|need|request|requesting|beg|tell|telling)\s+(?:you|u)\b[^.?!]*?\bto\s+(?:(?:kindly|please|just)\s+)?)"
+)
+_LOOSE_ACT = re.compile(
+    rf"{_ASKED}(?P<act>{_BASE_ACT})\b|^(?:you|u)\s+(?P<done>forgot|deleted|erased|removed|wiped|dropped|scratched|got\s+rid\s+of)\b"
+)
+_KEEP_WORDS = (
+    r"(?:keep|keeping|store|storing|save|saving|remember|remembering|rember|hold|holding|retain|retaining|"
+    r"record|recording|track|tracking|have|having|log|logging)"
+)
+_LOOSE_KEEP = re.compile(
+    rf"(?:\b(?:you|u)\s+(?:didn'?t|did\s+not|not|wouldn'?t|would\s+not|don'?t|do\s+not|never|stop(?:ped)?|no\s+longer)\s+(?:(?:really|actually|even|still|always|keep)\s+)?(?!have\b|having\b){_KEEP_WORDS}|"
+    rf"(?:^{_OPENER}|\b(?:please|pls|so|and|just)\s+)(?:don'?t|do\s+not|never|stop|quit)\s+{_KEEP_WORDS}|"
+    rf"\b(?:not|un)\s*(?:really\s+)?(?:comfortable|happy|ok|okay|keen)\s+(?:with\s+)?(?:you|u)\s+{_KEEP_WORDS}|"
+    r"\b(?:wasn'?t|weren'?t|isn'?t|aren'?t|not\s+be|no\s+longer\s+be)\s+(?:\w+\s+)?(?:in\s+(?:your|ur)\s+(?:memory|memories|records?|notes)|"
+    r"on\s+(?:file|record)|stored|saved|kept|remembered))\b(?P<act>)"
+)
+_WONDERING = re.compile(
+    r"\bif\s+(?:i|we|you|u|someone)\b|\bhypothetical|\bin\s+theory\b|\bwhat\s+happens\b|\bhow\s+(?:do|does|can|would|long|much)\b|"
+    r"\bwould\s+(?:it|you|u)\s+(?:actually|really|automatically|ever)\b|\bjust\s+wondering\b|\bnot\s+asking\b|\bone\s+day\b|"
+    r"\bcan\s+(?:you|u)\s+(?:even|actually|ever)\b|\bdo\s+(?:you|u)\s+(?:ever|actually|automatically|still)\b|\bwhen\s+(?:you|u|i)\b|"
+    r"\bhow\s+to\b|\bwhy\s+(?:do|does|did|would|can'?t)\b|\bwhether\b|\bshould\s+i\b|\bis\s+it\s+(?:normal|safe|bad|possible\s+to\s+(?!forget))"
+)
+# "I would appreciate it if you ...", "it would make me feel better if ...": asking, not wondering.
+_POLITE_IF = re.compile(
+    r"^.*?\b(?:appreciate\s+it|grateful|thankful|better|happier|prefer(?:\s+it)?|rather|like\s+it|nicer|relieved|"
+    r"(?:be\s+)?(?:ok|okay|fine|alright|good|great))\s+if\s+"
+)
+_ADDRESSED_TURN = re.compile(r"\b(?:you|u|your|ur|please|pls|kindly|assistant)\b")
+_REFERS = re.compile(
+    rf"\b(?:i\s+(?:\w+\s+)?(?:{_SAID}|gave\s+you|told\s+u|telling\s+you)|about|regarding|concerning|re)\s+(?P<about>.+)$|"
+    rf"^(?P<topical>(?:both\s+)?(?:the|that|this|my|our)\s+(?:[\w'-]+\s+){{0,3}}?[\w'-]+\s+(?:thing|things|stuff|bit|bits|info|information|details|business|situation|story|news|part|status|episode))\b|"
+    rf"^(?:that\s+)?(?P<clause>i(?:'m|'ve|\s)\s*.+)$|"
+    rf"^(?P<named>(?:my|our|which|where|how|what|who|when)\s.+|[a-z][\w'-]*(?:\s+[a-z][\w'-]*){{0,2}}\s+(?:info|information|details|status))$"
+)
+_REFERENCE_END = re.compile(
+    rf"\s*(?:,|;|:|\?|!|\s[-–—]+\s|\b(?:from|in|out\s+of|off|of)\s+(?:what(?:ever)?\s+(?:you|u)\b|(?:your|ur|the|my)\s+{_MEMORY_WORD}\b|{_MEMORY_WORD}\b)|"
+    r"\bon\s+(?:file|record)\b|\bout\b|\b(?:please|pls|immediately|now|anymore|any\s+more|for\s+good|completely|entirely|altogether|straight\s+away|right\s+away)\b|"
+    r"\b(?:but|because|since|so|as|cause|cuz|it'?s|that'?s|if|i\s+don'?t|i\s+do\s+not)\b).*$"
+)
+_PRONOUN_OBJECT = re.compile(
+    r"^(?:it|that|this|them|those|these|both(?:\s+of\s+(?:them|those|these|it))?|all\s+(?:of\s+)?(?:that|this|it|them)|either|everything|any\s+of\s+(?:it|that|this))\b"
+)
+# "I regret telling you about Elena", "I can't believe I told you about crying": what "that" points to.
+_TOLD_ABOUT = re.compile(
+    r"\b(?:told|telling|tell|mentioned|mentioning|shared|sharing|said)\s+(?:(?:you|u)\s+)?(?:about|that|how)\s+(?P<about>[^.?!;,]+)"
+)
+
+
+def _loose_request(turn: str) -> str | None:
+    """The loose reading of ``turn`` (normalised): what it asks the assistant to forget, or None."""
+    if not _ADDRESSED_TURN.search(turn) and not re.match(rf"^{_OPENER}{_BASE_ACT}\b", turn):
+        return None
+    memory_talk = bool(re.search(rf"\b(?:your|ur)\s+{_MEMORY_WORD}\b|\bon\s+(?:file|record)\b|\b{_STORED}\b", turn))
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?;])\s+|\s+[-–—]+\s+|\n+", turn) if s.strip()]
+    for index, sentence in enumerate(sentences):
+        sentence = sentence.rstrip(" .!?;")
+        polite = _POLITE_IF.match(sentence) is not None
+        sentence = _POLITE_IF.sub("", sentence)
+        if _NEGATED_FORGET.search(sentence) or _WONDERING.search(sentence) or opens_on_gerund(sentence):
+            continue
+        act = _LOOSE_ACT.search(sentence) or _LOOSE_KEEP.search(sentence)
+        if act is None:
+            continue
+        found = act.groupdict()
+        if found.get("done") and not polite:
+            continue  # "you forgot my birthday": a complaint; "I'd appreciate it if you forgot ...": a request
+        verb = found.get("act") or found.get("done") or ""
+        if verb.startswith("forget") and (
+            not re.search(r"\b(?:please|pls|kindly|you|u)\b", sentence[: act.start("act")])
+            and not re.search(rf"\b{_MEMORY_WORD}\b|\bon\s+(?:file|record)\b", sentence)
+            or _FOR_A_WHILE.search(sentence)
+        ):
+            continue  # a bare "forget the novel, ..." moves on; "please forget ..." asks
+        after = re.split(r",|\s[-–—]+\s", sentence[act.end() :].strip(" ,"), maxsplit=1)[0].strip()
+        before = sentence[: act.start()].strip(" ,")
+        if found.get("taken"):  # "take the stammer out of what you remember"
+            subject = _loose_reference(found["taken"], memory_talk=True)
+        else:
+            subject = _loose_reference(after, memory_talk=memory_talk) or _loose_reference(
+                before, leading=True, memory_talk=memory_talk
+            )
+        if subject is None and (not after or _PRONOUN_OBJECT.match(after)):
+            subject = _pointed_at(" ".join(sentences[:index]), before)
+        if subject and not _NOT_MEMORY.match(subject) and not _FROM_THING.search(after):
+            return subject
+    return None
+
+
+# What "it" or "that" points to in the same turn: "I regret telling you about Elena", "I'm so ashamed
+# about the drunk email", "my PIN and my mother's maiden name - delete both".
+_REGRET_ABOUT = re.compile(
+    r"\b(?:ashamed|embarrassed|mortified|regret\w*|sorry|awkward|cringe\w*|stupid|silly|foolish|shouldn'?t\s+have\s+\w+|"
+    r"changed\s+my\s+mind)\s+"
+    r"(?:\w+\s+){0,3}?(?:about|for|of)\s+(?P<about>[^.?!;,]+)"
+)
+
+
+def _pointed_at(earlier: str, before: str) -> str | None:
+    for pattern in (_TOLD_ABOUT, _REGRET_ABOUT):
+        told = pattern.search(before) or pattern.search(earlier)
+        if told is not None:
+            return _subject(told.group("about"))
+    last = re.split(r"(?<=[.!?;])\s+|\s+[-–—]+\s+", earlier)[-1] if earlier else ""
+    for candidate in (before, re.sub(rf"^(?:{_OPENER}|oh\s+no|no)[\s,]*", "", last.strip(" .!?;,"))):
+        if candidate and _REFERS.match(candidate) and (re.match(r"(?:my|our)\s", candidate) or _TOPICAL.match(candidate)):
+            return _loose_reference(candidate, leading=True)
+    return None
+
+
+def _loose_reference(text: str, *, leading: bool = False, memory_talk: bool = False) -> str | None:
+    """What ``text`` (the words after an act, or, ``leading``, before it) refers to, if anything; a
+    plain "the X" counts only when the turn speaks of the assistant's memory (``memory_talk``)."""
+    text = re.sub(rf"^(?:{_OPENER}|about\s+|of\s+)+", "", text.strip(" ,")).strip()
+    if not text or _PRONOUN_OBJECT.match(text):
+        return None
+    match = _REFERS.search(text) if not leading else _REFERS.match(re.sub(r",?\s*(?:please|pls)?\s*(?:you|u)?$", "", text))
+    if match is None:
+        plain = re.match(r"^(?:the|that|this)\s+(?P<thing>[\w'-]+(?:\s+(?:and\s+(?:the\s+)?)?[\w'-]+){0,4})$", _REFERENCE_END.sub("", text))
+        return _subject(plain.group("thing")) if memory_talk and plain else None
+    for group in ("about", "topical", "clause", "named"):
+        raw = match.group(group)
+        if raw:
+            raw = _REFERENCE_END.sub("", raw).strip()
+            if group == "topical":
+                raw = _TOPIC_WORD.sub("", raw)
+            if group == "clause" and re.match(r"i\s+(?:asked|was\s+asking|said\s+anything)\b", raw):
+                return None  # "forget I asked"
+            subject = _subject(raw)
+            return subject if subject and not _PRONOUN_OBJECT.match(subject) else None
+    return None

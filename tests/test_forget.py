@@ -41,6 +41,15 @@ def _session(sid: str, *turns: tuple[str, str]) -> Session:
         ("Please forget my weight.", "my weight"),
         ("Could you forget where I live?", "where i live"),
         ("Please stop remembering my medication.", "my medication"),
+        # shapes first seen in dev3 (phrased here apart from it)
+        ("can u drop the gym membership thing pls", "the gym membership"),
+        ("Please don't keep the Lucas stuff.", "the lucas"),
+        ("I don't want my blood type stored. Delete it.", "my blood type"),
+        ("I'd prefer my religion wasn't kept on file.", "my religion"),
+        ("honestly i still miss my ex. ugh forget i said that", "i still miss my ex"),
+        ("I'd be very grateful if you could erase the information about my arrest.", "my arrest"),
+        ("🙈 oh and pls forget the overdraft thing", "the overdraft"),
+        ("cud u not remember the rehab stuff", "the rehab"),
     ],
 )
 def test_detector_finds_requests_and_their_subject(text: str, subject: str):
@@ -64,6 +73,14 @@ def test_detector_finds_requests_and_their_subject(text: str, subject: str):
         "How do I erase a stain from my shirt?",
         "My husband always forgets my birthday.",
         "Don't keep me waiting!",
+        # ordinary talk the shapes above must not take
+        "Losing my job was hard, but I'm fine now.",
+        "Deleting the app helped a lot.",
+        "I don't want my photos stored on Google.",
+        "Forget I said that, I meant Tuesday.",
+        "forget i said anything",
+        "Forget the wedding stuff for now, let's do the budget.",
+        "forget the money thing, can you help me with my CV",
     ],
 )
 def test_detector_leaves_other_turns_alone(text: str):
