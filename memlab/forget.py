@@ -14,11 +14,13 @@ assistant about what it keeps.
   "never forget", "don't forget to", "I forgot my ...", someone else forgetting, deleting or erasing
   things that are not memories ("delete a file", "erase a stain"), and bare "forget about X" or
   "forget what I said about X" without a word that makes it a request (please, you, memory ...).
-- :func:`resolve`: what a request refers to, by meaning and by words: each stored item is scored by
+- :func:`semantic_matcher`: what a request refers to, by meaning and by words: each stored item is scored by
   the cosine similarity of its text to the request's subject (the embedder the backend already has;
   the packaged MiniLM for backends without one) plus the share of the subject's content words it
-  contains. Items scoring at least ``THRESHOLD`` and close to the best one (``MARGIN``) are taken;
-  below the threshold nothing is deleted and the result says "nothing matched". A request that
+  contains. Items scoring at least ``THRESHOLD`` and close to the best one (``MARGIN``) are taken,
+  and every fact stating the topic a request names ("my medication": both pills); below the
+  threshold one item is still taken when it alone shares a word with the request and leads every
+  other item by ``LEAD``; otherwise nothing is deleted and the result says "nothing matched". A request that
   points back ("don't keep that in memory") refers to the user's turn just before it.
 - :func:`honour_forget_requests`: runs after the backend stored the session (``Memory.ingest``):
   removes what each request refers to, the request turn itself included (it restates it), through
@@ -261,6 +263,7 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
         for part in request.parts() or [request.subject]:
             scores = _scores(embedder, part, texts, vectors)
             best = float(scores.max())
+            cues = topic_cues(part)
             if best < low:
                 # What an earlier part took ("the Ozempic and the weight loss") competes no more.
                 rest = np.array([score if i not in chosen else -np.inf for i, score in enumerate(scores)])
@@ -270,7 +273,6 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
             floor = max(low, best - (WIDE_MARGIN if wide else near))
             # A topic ("my medication") covers every fact that states it ("I take lithium", "I take
             # omeprazole"), each above the threshold on its own.
-            cues = topic_cues(part)
             # A second item goes only when it is close to the best one and above the threshold on
             # its own, and never when it is about someone else or a state that no longer holds.
             taken = {int(scores.argmax())} | {
@@ -322,6 +324,8 @@ def _about_someone_else(text: str, subject: str) -> bool:
     others = {_person(m.group(0)) for m in _OTHERS.finditer(text.lower())}
     if named and re.search(rf"{_OTHERS.pattern}'s?\s", subject.lower()):
         return not others & named  # "my dad's drinking" is not "I don't drink alcohol"
+    if named and re.search(r"\b[a-z]+'s\s", subject.lower()) and not others & named:
+        return True  # "Ben's mum" is not "I'm married to Ben"
     return bool(others) and not others & named and not re.match(r"\s*(?:i|i'm|i've|i'd)\b", text.lower())
 
 
@@ -358,9 +362,10 @@ _WHERE_HELD = re.compile(
     r"\b(?:from|in|out\s+of|off)\s+(?:whatever|what|everything|anything|all)\s+(?:you|u)\s+(?:\w+\s+){0,3}?(?:on|about)\s+me\b"
 )
 # People a fact may be about instead of the user: "my sister lives in Manchester" is not "where I live".
-# (A profile entry names the person first: "wife's birthday: in July", "partner: 6 foot 2".)
+# (A profile entry names the person first: "wife's birthday: in July", "partner: 6 foot 2"; a request
+# may name them through someone else: "Ben's mum".)
 _OTHERS = re.compile(
-    r"(?:\b(?:my|our|his|her|their)\s+(?:\w+\s+)?|^)(?:sister|brother|mum|mom|mother|dad|father|son|daughter|wife|husband|"
+    r"(?:\b(?:my|our|his|her|their|[a-z]+'s)\s+(?:\w+\s+)?|^)(?:sister|brother|mum|mom|mother|dad|father|son|daughter|wife|husband|"
     r"parents|grandparents|grandchildren|grandkids|stepdad|stepmum|sisters|brothers|sons|daughters|friends|"
     r"partner|friend|boss|colleague|neighbou?r|cousin|aunt|uncle|nan|gran|grandma|grandmother|grandad|grandfather|"
     r"grandpa|niece|nephew|kids?|children|child|boyfriend|girlfriend|ex|fianc[eé]e?|flatmate|roommate|landlord|"

@@ -21,6 +21,19 @@ named:
   knee surgery - please delete it"); with explicit memory words and nothing named ("please don't
   keep that in memory") the request points back at the user's previous turn.
 
+- a topic named by a thing-word: "scratch the salary thing", "don't keep the Marcus stuff", "wipe
+  the dating app bit";
+- unwanted storage: "I don't want my address stored", "I'd prefer my stammer wasn't kept on file";
+- a retraction: "... I cried at work today. Forget I said that" (the turn's own earlier statement).
+
+When none of these shapes fits, a looser reading (:func:`_loose_request`) takes each sentence apart:
+an act on memory (forget, delete, erase, wipe, scratch, "take X out", "don't keep", "not in your
+memory") asked of the assistant ("please ...", "you ...", "I must request that you ...", "I would
+appreciate it if you erased that"), not wondered about ("if I asked you to ...", "how do I ...") and
+not done by someone ("he forgot", "Losing my job"), about something the user said ("what I told you
+about Harold", "my PIN", "the part about us trying for a baby", "it" after "I regret telling you about
+Elena").
+
 Never a request: "forget it", "forget about it, let's ...", "never forget", "don't forget to",
 "I forgot my ...", "I wish I could forget ...", others forgetting, questions about forgetting,
 titles ("Forget You"), and deleting or erasing things that are not what the assistant keeps ("how do
@@ -75,9 +88,10 @@ class ForgetRequest:
         if not self.subject:
             return []
         pieces = re.split(
-            r"\s*;\s*|\s+(?:and|&|or)\s+(?=(?:my|our|the|where|what|how|which|when|that)\b)", self.subject
+            r"\s*;\s*|\s+(?:and|&|or)\s+(?=(?:my|our|the|where|what|how|which|when|that|me)\b)", self.subject
         )
-        return [p for p in (piece.strip() for piece in pieces) if content_words(p)]
+        pieces = [_TOPIC_WORD.sub("", piece.strip()) for piece in pieces]  # "the getting fired thing"
+        return [p for p in pieces if content_words(p)]
 
 
 # Chat spellings and typos, read as the words they stand for.
@@ -123,18 +137,21 @@ _SPELLING = {
     "memroy": "memory",
     "wieght": "weight",
     "erace": "erase",
+    "remov": "remove",
+    "yuo": "you",
+    "thign": "thing",
 }
 
 _OPENER = (
     r"(?:(?:oh|ok|okay|actually|also|and|so|hey|hi|hiya|yo|but|just|well|um|uh|hmm|now|then|yeah|yes|no|nope|sorry|wait|look|"
     r"lol|lmao|omg|ugh|tbh|ngl|ah|ahh|god|oh\s+god|right\s+so|"
-    r"listen|honestly|right|alright|anyway|on\s+second\s+thought|one\s+more\s+thing|thinking\s+about\s+it|"
+    r"listen|honestly|right|alright|anyway|mate|bud|buddy|dude|pal|on\s+second\s+thought|one\s+more\s+thing|thinking\s+about\s+it|"
     r"come\s+to\s+think\s+of\s+it|before\s+i\s+go|by\s+the\s+way|btw)\b[\s,:-]*)*"
 )
 _PLEASE = r"(?:please|kindly)"
 _POLITE = (
     r"(?:(?:can|could|would|will)\s+you(?:\s+please)?(?:\s+(?:just|also|now|maybe|kindly))?|"
-    r"(?:would|do)\s+you\s+mind|mind|(?:can|could)\s+we|"
+    r"(?:would|do)\s+you\s+mind|mind|(?:can|could)\s+we|do\s+you\s+think\s+you\s+(?:could|can|would)|"
     r"(?:is|would)\s+it\s+(?:be\s+)?(?:possible|ok|okay)\s+(?:for\s+you\s+)?to|(?:be\s+)?so\s+kind\s+as\s+to|"
     r"(?:i'?d|i\s+would)\s+(?:really\s+)?(?:like|love|prefer|appreciate\s+it\s+if)\s+(?:it\s+if\s+)?you(?:\s+(?:to|would|could|can))?|"
     r"i\s+(?:want|need|ask)\s+you\s+to|"
@@ -251,7 +268,7 @@ _NEGATION = (
 _EMPTY_SUBJECT = re.compile(
     r"^(?:it|that|this|them|those|these|him|her|all|either|neither|both|both\s+of\s+(?:them|those|these)|everything|anything|all\s+that|all\s+of\s+it|all\s+of\s+that|"
     r"the\s+whole\s+thing|the\s+rest|me|us|about\s+it|about\s+that|it\s+all|that\s+stuff|this\s+stuff|whatever|"
-    r"something|someone|somebody|anyone|nothing|myself|yourself|about\s+me|me\b.*|you|it\s+\w+|"
+    r"something|someone|somebody|anyone|nothing|myself|yourself|about\s+me|me(?:\s+(?!\w+in[g']?\b|and\s+(?:my|our)\b)\S+.*)?|you|it\s+\w+|"
     r"(?:everything|anything|all|whatever)\s+(?:that\s+)?(?:i|you)\s+(?:say|said|tell|told|do|did|mention)(?:\s+(?:you|me))?(?:\s+\w+)?)$"
 )
 # Things deleted or erased that are not what the assistant keeps (files, stains, apps ...).
@@ -271,8 +288,10 @@ _SUBJECT_END = re.compile(
     r"\bfrom\s+(?:whatever|what|everything|anything)\s+you\b|"
     r"\b(?:in|into|to)\s+(?:your\s+)?(?:memory|memories|mind|records?|notes|files?)\b|\bon\s+(?:file|record)\b|"
     r"\b(?:please|thanks|thank\s+you|anymore|any\s+more|any\s+longer|for\s+now|for\s+good|entirely|completely|altogether|gone)\b|"
-    r"\b(?:but|because|since|so|cause|cuz|it'?s|it\s+was|that'?s|that\s+was)\b|\b(?:and|or)\b(?!\s+(?:my|our|i|the|where|what|how|which|when)\b)).*$"
+    r"\b(?:but|because|since|so|cause|cuz|it'?s|it\s+was|that'?s|that\s+was)\b|\b(?:and|or)\b(?!\s+(?:my|our|i|the|where|what|how|which|when|me)\b)).*$"
 )
+# "the debt, the getting fired thing, and the psychiatrist": one list, each named thing its own part.
+_LIST = re.compile(r"^(?:the|my|our)\s[^,;?!.]+(?:,\s*(?:and\s+)?(?:the|my|our)\s[^,;?!.]+)+")
 _PIECE_LEAD = re.compile(
     rf"^(?:the|that|this|those|these|any|all\s+the)\s+(?:\w+\s+)?{_PIECE}\s+(?:(?:that\s+)?i\s+(?:gave|told|sent|shared\s+with|mentioned\s+to)\s+you\s+)?"
     r"(?:about|on|regarding|concerning|of|re)\s+"
@@ -363,7 +382,7 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
     ),
 ]
 _STORED = (
-    r"(?:stored|saved|kept|recorded|remembered|logged|noted|on\s+(?:file|record)|in\s+(?:your\s+)?(?:memory|memories|records?|notes|system))"
+    r"(?:stored|saved|kept|recorded|remembered|logged|noted|written\s+down|on\s+(?:file|record)|in\s+(?:your\s+)?(?:memory|memories|records?|notes|system))"
 )
 # "I don't want my address stored", "I'd prefer my stammer wasn't stored", "not sure I want how I voted on file".
 _UNWANTED = re.compile(
@@ -381,7 +400,7 @@ _RETRACTION = re.compile(
 _CORRECTION = re.compile(r"^\W*(?:i\s+mean|i\s+meant|make\s+it|it'?s\s+actually|it\s+was\s+actually|\d)")
 # A topic named by a thing-word: "the salary thing", "the marcus stuff", "my pill stuff", "the poly bit".
 _TOPICAL = re.compile(
-    r"^(?:both\s+)?(?:the|that|this|my|our|your|all\s+the)\s+(?P<topic>(?:(?!(?:from|about|of|in|on|to|with|for)\s)[\w'-]+\s+){0,3}?[\w'-]+)\s+"
+    r"^(?:both\s+)?(?:the|that|this|my|our|your|all\s+(?:of\s+)?(?:the|my|our))\s+(?P<topic>(?:(?!(?:from|about|of|in|on|to|with|for)\s)[\w'-]+\s+){0,3}?[\w'-]+)\s+"
     r"(?:thing|things|stuff|bit|bits|info|information|details|business|situation|story|news|part|issue|saga|drama|convo|conversation|episode)\b"
 )
 _TOPIC_WORD = re.compile(
@@ -438,10 +457,12 @@ def _clauses(text: str) -> list[str]:
 
 
 def _subject(raw: str) -> str | None:
-    subject = _SUBJECT_END.sub("", raw.strip())
+    raw = _LIST.sub(lambda m: re.sub(r",\s*(?:and\s+)?", " and ", m.group(0)), raw.strip())
+    subject = _SUBJECT_END.sub("", raw)
     subject = _SUBJECT_LEAD.sub("", subject).strip(" .!?\"'")
     subject = re.sub(r"^(?:that|the\s+fact\s+that)\s+", "", subject)
     subject = _PIECE_LEAD.sub("", subject)  # "the bit about gareth": gareth
+    subject = re.sub(r"\s+(?:both|too|as\s+well|all\s+three|the\s+lot)$", "", subject)
     if _TOPICAL.match(subject):
         subject = _TOPIC_WORD.sub("", subject)  # "the eviction stuff": the eviction
     if not subject or _EMPTY_SUBJECT.match(subject) or not content_words(subject):
@@ -493,6 +514,7 @@ def opens_on_gerund(clause: str) -> bool:
     return opening is not None and opening.group("verb").split()[0].endswith("ing")
 
 
+_CLEAR = re.compile(rf"{_LEAD}(?:clear|clearing)\b")
 _IMPERATIVE_RULES = frozenset({"forget", "forget-i", "forget-named", "erase", "erase-from", "wipe-of", "quoted"})
 
 
@@ -532,11 +554,13 @@ def _clause_subject(clause: str, turn: str) -> str | None:
             continue  # "forget what I said about work, let's go" is talk; "please forget ..." asks
         if name in ("keep", "rather") and not ref and not _personal_or_memory(raw, clause):
             continue  # "don't keep me waiting", "don't keep the receipt"
-        if name == "want-gone" and not (ref or raw.startswith(("my ", "the info", "the details"))):
+        if name == "want-gone" and not (ref or raw.startswith(("my ", "the info", "the details")) or _FROM_MEMORY.search(clause)):
             continue
         subject = _subject(raw)
         if subject is None:
             continue
+        if name == "erase" and not ref and _CLEAR.match(clause) and not _FROM_MEMORY.search(clause):
+            continue  # "clear my friday", "clear my head": clearing counts only out of memory
         if name == "erase" and not ref and not (subject.startswith(("my ", "our ")) or _FROM_MEMORY.search(clause)):
             continue  # "erase a stain": erasing only counts for what was said or a personal detail
         if name in ("erase", "erase-from") and _NOT_MEMORY.match(subject) and not ref:
@@ -545,7 +569,11 @@ def _clause_subject(clause: str, turn: str) -> str | None:
             continue  # "remove my name from the list": taken out of a thing, not out of memory
         return subject
     if _PRONOUN_REQUEST.match(clause):
-        said = _SAID_BEFORE.search(turn)
+        upto = turn.find(clause) + len(clause) if clause in turn else len(turn)
+        said = _SAID_BEFORE.search(turn[:upto])
+        apposition = re.match(r"\s*[.!]?\s*(?:[-–—:]+)\s*(?P<rest>.+)$", turn[upto:])
+        if said is None and apposition is not None:
+            said = _SAID_BEFORE.search(apposition.group("rest"))
         if said is not None and (_ADDRESS.search(turn) is not None or _EXPLICIT_MEMORY.search(clause)):
             subject = _subject(said.group("subject"))
             if subject:
@@ -567,6 +595,9 @@ def _earlier_statement(turn: str, clause: str) -> str:
     """What "forget I said that" takes back: the turn's last statement before it ("" when the turn
     has none: then it is the user's turn before)."""
     before = turn[: turn.find(clause)] if clause in turn else ""
+    told = _TOLD_ABOUT.search(before)  # "re what I said the other night about Jordan ... forget I said that"
+    if told is not None and (subject := _subject(told.group("about"))):
+        return subject
     for sentence in reversed(re.split(r"(?<=[.!?;])\s+|\s+[-–—]+\s+", before)):
         sentence = re.sub(rf"^{_OPENER}", "", sentence.strip(" .!?;,")).strip()
         if len(content_words(sentence)) >= 2:
@@ -627,12 +658,17 @@ _KEEP_WORDS = (
 )
 _LOOSE_KEEP = re.compile(
     rf"(?:\b(?:you|u)\s+(?:didn'?t|did\s+not|not|wouldn'?t|would\s+not|don'?t|do\s+not|never|stop(?:ped)?|no\s+longer)\s+(?:(?:really|actually|even|still|always|keep)\s+)?(?!have\b|having\b){_KEEP_WORDS}|"
-    rf"(?:^{_OPENER}|\b(?:please|pls|so|and|just)\s+)(?:don'?t|do\s+not|never|stop|quit)\s+{_KEEP_WORDS}|"
+    rf"(?:^{_OPENER}|\b(?:please|pls|so|and|just)\s+|\b(?:you|u)\s+(?:(?:could|can|would|will|please|just)\s+)+)(?:don'?t|do\s+not|never|stop|quit)\s+{_KEEP_WORDS}|"
     rf"\b(?:not|un)\s*(?:really\s+)?(?:comfortable|happy|ok|okay|keen)\s+(?:with\s+)?(?:you|u)\s+{_KEEP_WORDS}|"
     r"\b(?:wasn'?t|weren'?t|isn'?t|aren'?t|not\s+be|no\s+longer\s+be)\s+(?:\w+\s+)?(?:in\s+(?:your|ur)\s+(?:memory|memories|records?|notes)|"
-    r"on\s+(?:file|record)|stored|saved|kept|remembered))\b(?P<act>)"
+    r"on\s+(?:file|record)|stored|saved|kept|remembered|something\s+(?:you|u)\s+(?:kept|keep|stored|store|saved|remember(?:ed)?))|"
+    # "I'd like that gone from your memory", "I want it deleted", "I don't want it in your memory"
+    rf"\bi(?:'d|\s+would)?\s+(?:\w+\s+)?(?:like|want|need|prefer)\s+(?P<wanted>that|it|this|those|them|that\s+one|all\s+(?:of\s+)?(?:that|it))\s+"
+    r"(?:gone|deleted|erased|removed|wiped|forgotten)|"
+    rf"\bi\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+(?P<unwanted>that|it|this|those|them)\s+(?:in\s+(?:your|ur)\s+(?:memory|memories|records?)|{_STORED}))\b(?P<act>)"
 )
 _WONDERING = re.compile(
+    r"\b(?:did|didn'?t|have|haven'?t|had|has|were|was)\s+(?:you|u)\b|"
     r"\bif\s+(?:i|we|you|u|someone)\b|\bhypothetical|\bin\s+theory\b|\bwhat\s+happens\b|\bhow\s+(?:do|does|can|would|long|much)\b|"
     r"\bwould\s+(?:it|you|u)\s+(?:actually|really|automatically|ever)\b|\bjust\s+wondering\b|\bnot\s+asking\b|\bone\s+day\b|"
     r"\bcan\s+(?:you|u)\s+(?:even|actually|ever)\b|\bdo\s+(?:you|u)\s+(?:ever|actually|automatically|still)\b|\bwhen\s+(?:you|u|i)\b|"
@@ -645,8 +681,9 @@ _POLITE_IF = re.compile(
 )
 _ADDRESSED_TURN = re.compile(r"\b(?:you|u|your|ur|please|pls|kindly|assistant)\b")
 _REFERS = re.compile(
-    rf"\b(?:i\s+(?:\w+\s+)?(?:{_SAID}|gave\s+you|told\s+u|telling\s+you)|about|regarding|concerning|re)\s+(?P<about>.+)$|"
-    rf"^(?P<topical>(?:both\s+)?(?:the|that|this|my|our)\s+(?:[\w'-]+\s+){{0,3}}?[\w'-]+\s+(?:thing|things|stuff|bit|bits|info|information|details|business|situation|story|news|part|status|episode))\b|"
+    rf"\b(?:i(?:'ve|\s+have)?\s+(?:\w+\s+)?(?:{_SAID}|gave\s+you|told\s+u|telling\s+you)|about|regarding|concerning|re)\s+(?P<about>.+)$|"
+    rf"^that\s+(?P<fact>(?:he|she|they|we|my|our|his|her|their)\b.+)$|"
+    rf"^(?P<topical>(?:both\s+)?(?:the|that|this|my|our|all\s+(?:of\s+)?(?:the|my|our))\s+(?:[\w'-]+\s+){{0,3}}?[\w'-]+\s+(?:thing|things|stuff|bit|bits|info|information|details|business|situation|story|news|part|status|episode))\b|"
     rf"^(?:that\s+)?(?P<clause>i(?:'m|'ve|\s)\s*.+)$|"
     rf"^(?P<named>(?:my|our|which|where|how|what|who|when)\s.+|[a-z][\w'-]*(?:\s+[a-z][\w'-]*){{0,2}}\s+(?:info|information|details|status))$"
 )
@@ -656,11 +693,11 @@ _REFERENCE_END = re.compile(
     r"\b(?:but|because|since|so|as|cause|cuz|it'?s|that'?s|if|i\s+don'?t|i\s+do\s+not)\b).*$"
 )
 _PRONOUN_OBJECT = re.compile(
-    r"^(?:it|that|this|them|those|these|both(?:\s+of\s+(?:them|those|these|it))?|all\s+(?:of\s+)?(?:that|this|it|them)|either|everything|any\s+of\s+(?:it|that|this))\b"
+    r"^(?:it|that(?!\s+(?:i|i'm|i've|he|he's|she|she's|they|we|my|our|his|her|their)\b)|this|them|those|these|both(?:\s+of\s+(?:them|those|these|it))?|all\s+(?:of\s+)?(?:that|this|it|them)|either|everything|any\s+of\s+(?:it|that|this))\b"
 )
 # "I regret telling you about Elena", "I can't believe I told you about crying": what "that" points to.
 _TOLD_ABOUT = re.compile(
-    r"\b(?:told|telling|tell|mentioned|mentioning|shared|sharing|said)\s+(?:(?:you|u)\s+)?(?:about|that|how)\s+(?P<about>[^.?!;,]+)"
+    r"\b(?:told|telling|tell|mentioned|mentioning|shared|sharing|said)\s+(?:(?:you|u)\s+)?(?:[\w']+\s+){0,4}?(?:about|that|how)\s+(?P<about>[^.?!;,]+)"
 )
 
 
@@ -668,10 +705,16 @@ def _loose_request(turn: str) -> str | None:
     """The loose reading of ``turn`` (normalised): what it asks the assistant to forget, or None."""
     if not _ADDRESSED_TURN.search(turn) and not re.match(rf"^{_OPENER}{_BASE_ACT}\b", turn):
         return None
-    memory_talk = bool(re.search(rf"\b(?:your|ur)\s+{_MEMORY_WORD}\b|\bon\s+(?:file|record)\b|\b{_STORED}\b", turn))
+    memory_talk = bool(
+        re.search(
+            rf"\b(?:your|ur)\s+{_MEMORY_WORD}\b|\bon\s+(?:file|record)\b|\b{_STORED}\b|"
+            r"\bwhat(?:ever)?\s+(?:you|u)\s+(?:know|remember|have|keep|store|hold)\b",
+            turn,
+        )
+    )
     sentences = [s.strip() for s in re.split(r"(?<=[.!?;])\s+|\s+[-–—]+\s+|\n+", turn) if s.strip()]
     for index, sentence in enumerate(sentences):
-        sentence = sentence.rstrip(" .!?;")
+        sentence = whole = sentence.rstrip(" .!?;")
         polite = _POLITE_IF.match(sentence) is not None
         sentence = _POLITE_IF.sub("", sentence)
         if _NEGATED_FORGET.search(sentence) or _WONDERING.search(sentence) or opens_on_gerund(sentence):
@@ -683,6 +726,8 @@ def _loose_request(turn: str) -> str | None:
         if found.get("done") and not polite:
             continue  # "you forgot my birthday": a complaint; "I'd appreciate it if you forgot ...": a request
         verb = found.get("act") or found.get("done") or ""
+        if re.match(r"(?:clear|drop|take|discard)\b", verb) and not memory_talk:
+            continue  # "clear my friday", "drop the kids at school": only out of memory
         if verb.startswith("forget") and (
             not re.search(r"\b(?:please|pls|kindly|you|u)\b", sentence[: act.start("act")])
             and not re.search(rf"\b{_MEMORY_WORD}\b|\bon\s+(?:file|record)\b", sentence)
@@ -693,12 +738,17 @@ def _loose_request(turn: str) -> str | None:
         before = sentence[: act.start()].strip(" ,")
         if found.get("taken"):  # "take the stammer out of what you remember"
             subject = _loose_reference(found["taken"], memory_talk=True)
+        elif found.get("wanted") or found.get("unwanted"):  # "I'd like it deleted": what "it" is was said before
+            subject = _loose_reference(after, memory_talk=memory_talk) or _pointed_at(
+                " ".join([*sentences[:index], whole]), ""
+            )
         else:
             subject = _loose_reference(after, memory_talk=memory_talk) or _loose_reference(
                 before, leading=True, memory_talk=memory_talk
             )
+        after = re.sub(r"^(?:on\s+to|onto|on|of|to)\s+", "", after)
         if subject is None and (not after or _PRONOUN_OBJECT.match(after)):
-            subject = _pointed_at(" ".join(sentences[:index]), before)
+            subject = _pointed_at(" ".join([*sentences[:index], whole]), before)
         if subject and not _NOT_MEMORY.match(subject) and not _FROM_THING.search(after):
             return subject
     return None
@@ -728,14 +778,14 @@ def _pointed_at(earlier: str, before: str) -> str | None:
 def _loose_reference(text: str, *, leading: bool = False, memory_talk: bool = False) -> str | None:
     """What ``text`` (the words after an act, or, ``leading``, before it) refers to, if anything; a
     plain "the X" counts only when the turn speaks of the assistant's memory (``memory_talk``)."""
-    text = re.sub(rf"^(?:{_OPENER}|about\s+|of\s+)+", "", text.strip(" ,")).strip()
+    text = re.sub(rf"^(?:{_OPENER}|of\s+)+", "", text.strip(" ,")).strip()
     if not text or _PRONOUN_OBJECT.match(text):
         return None
     match = _REFERS.search(text) if not leading else _REFERS.match(re.sub(r",?\s*(?:please|pls)?\s*(?:you|u)?$", "", text))
     if match is None:
         plain = re.match(r"^(?:the|that|this)\s+(?P<thing>[\w'-]+(?:\s+(?:and\s+(?:the\s+)?)?[\w'-]+){0,4})$", _REFERENCE_END.sub("", text))
         return _subject(plain.group("thing")) if memory_talk and plain else None
-    for group in ("about", "topical", "clause", "named"):
+    for group in ("about", "fact", "topical", "clause", "named"):
         raw = match.group(group)
         if raw:
             raw = _REFERENCE_END.sub("", raw).strip()
