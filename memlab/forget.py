@@ -113,6 +113,48 @@ def topic_cues(subject: str) -> re.Pattern[str] | None:
     return None
 
 
+def _category(names: str, cues: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    return re.compile(rf"^(?:(?:all|any|everything|anything)\s+(?:of\s+)?(?:about\s+)?)?(?:(?:the|my|our)\s+)?(?:{names})(?:\s+(?:stuff|info|information|details|things|bits|side|issues|history))?$"), re.compile(cues)
+
+
+_MEDICAL = (
+    r"diagnos|condition|syndrome|disease|disorder|cancer|diabet|asthma|\bhiv\b|herpes|adhd|autis|epilep|migraine|allerg|"
+    r"therap|psychiatr|counsell?or|anxiety|depress|panic|bipolar|ptsd|\bocd\b|eating\s+disorder|medication|\bmeds\b|\bmg\b|"
+    r"\bpills?\b|tablets|prescri|surgery|hospital|pregnan|\bibs\b|crohn|arthritis|infection|\bsti\b|chlamydia|"
+    r"\w+(?:ine|pril|statin|azole|pam|pram|done|mab|tide|ium|xetine)\b"
+)
+# Categories a request may name instead of a fact ("my health stuff", "anything about my kids"), and
+# how facts in them read.
+CATEGORIES = [
+    _category(r"kids|children|child|son\s+and\s+daughter", r"\b(?:son|daughter|kids?|children|child|baby|toddler|stepson|stepdaughter)\b"),
+    _category(r"health|medical|medical\s+history|health\s+history|physical\s+health", _MEDICAL),
+    _category(
+        r"mental\s+health|mental\s+health\s+history",
+        r"therap|psychiatr|counsell?or|anxiety|depress|panic|bipolar|ptsd|\bocd\b|antidepress|sertraline|citalopram|"
+        r"fluoxetine|lithium|eating\s+disorder|self-?harm|suicid",
+    ),
+    _category(
+        r"money|finances|financial|financial\s+situation|money\s+situation",
+        r"debt|\bowe\b|loan|overdraft|credit|savings|salary|\bearn|income|\bpaid\b|mortgage|\brent\b|£|\$|€|bankrupt|pension|"
+        r"\bbroke\b|benefits",
+    ),
+    _category(r"pregnancy|baby\s+news", r"pregnan|morning\s+sickness|due\s+date|\bivf\b|miscarr|expecting|trimester"),
+    _category(
+        r"love\s+life|relationships?|dating|dating\s+life|sex\s+life",
+        r"boyfriend|girlfriend|partner|dating|\bex\b|\bex-|married|divorc|affair|crush|\bsingle\b|tinder|hinge|bumble",
+    ),
+]
+
+
+def category_cues(subject: str) -> re.Pattern[str] | None:
+    """How facts in the category a subject names read ("my health stuff": diagnoses, medication ...)."""
+    lowered = " ".join(subject.lower().split())
+    for names, cues in CATEGORIES:
+        if names.match(lowered):
+            return cues
+    return None
+
+
 _PERSON_WORDS = frozenset(
     "kid kids child children son daughter mum mom dad wife husband partner sister brother family parent".split()
 )
@@ -264,6 +306,17 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
             scores = _scores(embedder, part, texts, vectors)
             best = float(scores.max())
             cues = topic_cues(part)
+            category = category_cues(part)
+            if category is not None:
+                # "my health stuff", "anything about my kids": every fact in the category, from LOWEST up.
+                chosen |= {
+                    i
+                    for i, score in enumerate(scores)
+                    if score >= CATEGORY_LOWEST
+                    and category.search(texts[i].lower())
+                    and not _about_someone_else(texts[i], part)
+                    and not _PAST_STATE.search(texts[i].lower())
+                }
             if best < low:
                 # What an earlier part took ("the Ozempic and the weight loss") competes no more.
                 rest = np.array([score if i not in chosen else -np.inf for i, score in enumerate(scores)])
@@ -301,18 +354,19 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
 
 
 WIDE_MARGIN = 0.35
-# Below the threshold, one item is still taken when it alone is about the subject: it shares a word
-# with it ("the eviction stuff" ~ "my landlord is trying to evict me") and leads every other item by
+# Below the threshold, one item is still taken when it alone is about the subject: it holds half the
+# subject's words or more ("the eviction stuff" ~ "my landlord is trying to evict me") and leads every other item by
 # ``LEAD`` ("us trying for a baby" ~ "I've been trying to get pregnant").
 LOWEST = 0.4
 LEAD = 0.2
+CATEGORY_LOWEST = 0.2  # a fact in the category a request names ("my health stuff") needs less: its words say it
 
 
 def _stands_out(scores: np.ndarray, texts: list[str], subject: str) -> bool:
     order = np.argsort(scores)[::-1]
     best = float(scores[order[0]])
     second = float(scores[order[1]]) if len(order) > 1 and np.isfinite(scores[order[1]]) else -1.0
-    return best >= LOWEST and best - second >= LEAD and word_share(texts[int(order[0])], subject) > 0
+    return best >= LOWEST and best - second >= LEAD and word_share(texts[int(order[0])], subject) >= 0.5
 # A capitalised name in a fact ("My ex-wife is called Sandra"), the sentence's first word left out.
 _NAME = re.compile(r"(?<!^)(?<![.!?]\s)\b([A-Z][a-z]{2,})\b")
 

@@ -683,6 +683,7 @@ _ADDRESSED_TURN = re.compile(r"\b(?:you|u|your|ur|please|pls|kindly|assistant)\b
 _REFERS = re.compile(
     rf"\b(?:i(?:'ve|\s+have)?\s+(?:\w+\s+)?(?:{_SAID}|gave\s+you|told\s+u|telling\s+you)|about|regarding|concerning|re)\s+(?P<about>.+)$|"
     rf"^that\s+(?P<fact>(?:he|she|they|we|my|our|his|her|their)\b.+)$|"
+    rf"^(?:everything|anything|all)\s+(?P<kind>[\w-]+)\s+(?:(?:that\s+)?i(?:'ve|\s+have)?\s+(?:ever\s+)?(?:{_SAID}|gave\s+you)|(?:you|u)\s+(?:know|have|remember|keep))\b|"
     rf"^(?P<topical>(?:both\s+)?(?:the|that|this|my|our|all\s+(?:of\s+)?(?:the|my|our))\s+(?:[\w'-]+\s+){{0,3}}?[\w'-]+\s+(?:thing|things|stuff|bit|bits|info|information|details|business|situation|story|news|part|status|episode))\b|"
     rf"^(?:that\s+)?(?P<clause>i(?:'m|'ve|\s)\s*.+)$|"
     rf"^(?P<named>(?:my|our|which|where|how|what|who|when)\s.+|[a-z][\w'-]*(?:\s+[a-z][\w'-]*){{0,2}}\s+(?:info|information|details|status))$"
@@ -785,7 +786,7 @@ def _loose_reference(text: str, *, leading: bool = False, memory_talk: bool = Fa
     if match is None:
         plain = re.match(r"^(?:the|that|this)\s+(?P<thing>[\w'-]+(?:\s+(?:and\s+(?:the\s+)?)?[\w'-]+){0,4})$", _REFERENCE_END.sub("", text))
         return _subject(plain.group("thing")) if memory_talk and plain else None
-    for group in ("about", "fact", "topical", "clause", "named"):
+    for group in ("about", "fact", "kind", "topical", "clause", "named"):
         raw = match.group(group)
         if raw:
             raw = _REFERENCE_END.sub("", raw).strip()
