@@ -8,7 +8,8 @@ MiniLM embedder; each case for a fresh user through ``MemoryClient.remember`` wi
 on (see ``memlab.testing.forget_requests``). Every part was written by someone who had not read the
 rules. The rules were tuned on the dev parts only (dev, dev2, dev3, dev4); the held-out parts
 (heldout, heldout2) are reported, never tuned on: ``--show`` prints case ids, never turns. The last
-line sums the held-out parts run.
+line sums the held-out parts run. "fact not stored" replays each request with the facts it asks to
+forget taken away: whatever it then deletes is over-reach.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from memlab.testing.forget_requests import Score, load_cases, score_backend
+from memlab.testing.forget_requests import Score, absent_referent, load_cases, score_backend
 
 BACKENDS = {
     "full_context": {},
@@ -65,7 +66,12 @@ def main() -> None:
             start = time.perf_counter()
             with tempfile.TemporaryDirectory(prefix=f"forget-{backend}-") as tmp:
                 score = score_backend(backend, cases, data_dir=Path(tmp), config=BACKENDS[backend])
-            print(f"  {score.line()}  ({time.perf_counter() - start:.0f} s)")
+            with tempfile.TemporaryDirectory(prefix=f"forget-{backend}-") as tmp:
+                absent = score_backend(backend, absent_referent(cases), data_dir=Path(tmp), config=BACKENDS[backend])
+            print(
+                f"  {score.line()}; fact not stored: deleted something {absent.false_deletions}/{absent.near_misses}"
+                f"  ({time.perf_counter() - start:.0f} s)"
+            )
             if args.show and score.misses:
                 print(f"    wrong: {', '.join(score.misses)}")
             last.append(score)

@@ -215,7 +215,7 @@ TOPICS = [
         r"\w+(?:ine|ol|pril|statin|azole|pam|pram|done|mab|tide|ium)\b",
     ),
     _topic(
-        r"where\s+i\s+live|address|home|postcode|zip|flat|house|neighbourhood|neighborhood",
+        r"where\s+i\s+live|address|home|postcode|zip|flat|house|neighbourhood|neighborhood|street",
         r"\blive\b|\blives\b|living\b|address|flat\b|house\b|road\b|street\b|avenue\b|postcode|moved\s+to",
     ),
     _topic(
@@ -226,7 +226,7 @@ TOPICS = [
         r"religion|faith|beliefs?",
         r"muslim|christian|catholic|jewish|hindu|sikh|buddhist|atheist|agnostic|church|mosque|synagogue|temple|pray",
     ),
-    _topic(r"school|schools", r"school|primary\b|secondary\b|academy\b|college\b|nursery\b"),
+    _topic(r"school|schools", r"school|primary\b|secondary\b|academy\b|college\b|nursery\b|\bhigh\b"),
     _topic(r"sexuality|orientation", r"\bgay\b|lesbian|bisexual|\bbi\b|straight\b|queer|asexual|pansexual"),
     _topic(r"kids|kid|children|child|son|daughter", r"\bkids?\b|children|\bchild\b|\bson\b|daughter"),
     _topic(

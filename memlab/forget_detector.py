@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memlab.types import Session
@@ -88,7 +89,7 @@ class ForgetRequest:
         if not self.subject:
             return []
         pieces = re.split(
-            r"\s*;\s*|\s+(?:and|&|or)\s+(?=(?:my|our|the|where|what|how|which|when|that|me)\b)", self.subject
+            r"\s*;\s*|\s+(?:and|&|or)\s+(?:also\s+)?(?:about\s+)?(?=(?:my|our|the|where|what|how|which|when|that|me|selling|being|having)\b)", self.subject
         )
         pieces = [_TOPIC_WORD.sub("", piece.strip()) for piece in pieces]  # "the getting fired thing"
         return [p for p in pieces if content_words(p)]
@@ -138,13 +139,19 @@ _SPELLING = {
     "wieght": "weight",
     "erace": "erase",
     "remov": "remove",
+    "rm": "remove",
+    "mil": "mother-in-law",
+    "fil": "father-in-law",
+    "hubby": "husband",
+    "bf": "boyfriend",
+    "gf": "girlfriend",
     "yuo": "you",
     "thign": "thing",
 }
 
 _OPENER = (
     r"(?:(?:oh|ok|okay|actually|also|and|so|hey|hi|hiya|yo|but|just|well|um|uh|hmm|now|then|yeah|yes|no|nope|sorry|wait|look|"
-    r"lol|lmao|omg|ugh|tbh|ngl|ah|ahh|god|oh\s+god|right\s+so|"
+    r"lol|lmao|omg|ugh|tbh|ngl|ah|ahh|god|oh\s+god|right\s+so|nah|naw|bro|fam|hey\s+so|okay\s+so|ok\s+so|"
     r"listen|honestly|right|alright|anyway|mate|bud|buddy|dude|pal|on\s+second\s+thought|one\s+more\s+thing|thinking\s+about\s+it|"
     r"come\s+to\s+think\s+of\s+it|before\s+i\s+go|by\s+the\s+way|btw)\b[\s,:-]*)*"
 )
@@ -266,7 +273,7 @@ _NEGATION = (
 )
 # Subjects that name nothing: "forget it", "forget about that", "forget everything".
 _EMPTY_SUBJECT = re.compile(
-    r"^(?:it|that|this|them|those|these|him|her|all|either|neither|both|both\s+of\s+(?:them|those|these)|everything|anything|all\s+that|all\s+of\s+it|all\s+of\s+that|"
+    r"^(?:it|that|this|them|those|these|him|her|all|either|neither|both|both\s+of\s+(?:them|those|these)|one|that\s+one|this\s+one|everything|anything|all\s+that|all\s+of\s+it|all\s+of\s+that|"
     r"the\s+whole\s+thing|the\s+rest|me|us|about\s+it|about\s+that|it\s+all|that\s+stuff|this\s+stuff|whatever|"
     r"something|someone|somebody|anyone|nothing|myself|yourself|about\s+me|me(?:\s+(?!\w+in[g']?\b|and\s+(?:my|our)\b)\S+.*)?|you|it\s+\w+|"
     r"(?:everything|anything|all|whatever)\s+(?:that\s+)?(?:i|you)\s+(?:say|said|tell|told|do|did|mention)(?:\s+(?:you|me))?(?:\s+\w+)?)$"
@@ -287,8 +294,9 @@ _SUBJECT_END = re.compile(
     r"\b(?:that\s+)?i\s+(?:gave|told|sent|shared\s+with|mentioned\s+to)\s+you\b(?!\s+(?:about|regarding|concerning|on|re)\b)|\bfrom\s+earlier\b|\bearlier\s*$|"
     r"\bfrom\s+(?:whatever|what|everything|anything)\s+you\b|"
     r"\b(?:in|into|to)\s+(?:your\s+)?(?:memory|memories|mind|records?|notes|files?)\b|\bon\s+(?:file|record)\b|"
+    r"\bout\s+of\s+(?:your\s+|the\s+|my\s+)?(?:memory|memories|mind|head|brain|records?|notes|files?|system)\b|"
     r"\b(?:please|thanks|thank\s+you|anymore|any\s+more|any\s+longer|for\s+now|for\s+good|entirely|completely|altogether|gone)\b|"
-    r"\b(?:but|because|since|so|cause|cuz|it'?s|it\s+was|that'?s|that\s+was)\b|\b(?:and|or)\b(?!\s+(?:my|our|i|the|where|what|how|which|when|me)\b)).*$"
+    r"\b(?:but|because|since|so|cause|cuz|it'?s|it\s+was|that'?s|that\s+was)\b|\b(?:and|or)\b(?!\s+(?:also\s+)?(?:my|our|i|the|where|what|how|which|when|me|about)\b)).*$"
 )
 # "the debt, the getting fired thing, and the psychiatrist": one list, each named thing its own part.
 _LIST = re.compile(r"^(?:the|my|our)\s[^,;?!.]+(?:,\s*(?:and\s+)?(?:the|my|our)\s[^,;?!.]+)+")
@@ -296,7 +304,7 @@ _PIECE_LEAD = re.compile(
     rf"^(?:the|that|this|those|these|any|all\s+the)\s+(?:\w+\s+)?{_PIECE}\s+(?:(?:that\s+)?i\s+(?:gave|told|sent|shared\s+with|mentioned\s+to)\s+you\s+)?"
     r"(?:about|on|regarding|concerning|of|re)\s+"
 )
-_SUBJECT_LEAD = re.compile(r"^(?:about|that|of|on|regarding|concerning|the\s+fact\s+that|re)\s+")
+_SUBJECT_LEAD = re.compile(r"^(?:what\s+i\s+(?:told\s+you|said|mentioned|shared)\s+(?:about|regarding)|(?:everything|anything|all)\s+(?:about|regarding)|about|that|of|on|regarding|concerning|the\s+fact\s+that|re)\s+")
 _CLAUSE_SPLIT = re.compile(
     r"(?<=[.!?;:])\s+|\n+|\s+[-–—]+\s+|"
     r",?\s+(?=(?:and\s+|so\s+|but\s+)?(?:please|could\s+you|can\s+you|would\s+you|i'?d\s+(?:really\s+)?(?:rather|prefer|appreciate|like))\b)|"
@@ -382,7 +390,8 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
     ),
 ]
 _STORED = (
-    r"(?:stored|saved|kept|recorded|remembered|logged|noted|written\s+down|on\s+(?:file|record)|in\s+(?:your\s+)?(?:memory|memories|records?|notes|system))"
+    r"(?:stored|saved|kept|recorded|remembered|logged|noted|written\s+down|on\s+(?:file|record)|in\s+(?:your\s+)?(?:memory|memories|records?|notes|system)|"
+    r"(?:to\s+be\s+)?part\s+of\s+what\s+(?:you|u)\s+(?:know|remember|keep|have))"
 )
 # "I don't want my address stored", "I'd prefer my stammer wasn't stored", "not sure I want how I voted on file".
 _UNWANTED = re.compile(
@@ -401,10 +410,12 @@ _CORRECTION = re.compile(r"^\W*(?:i\s+mean|i\s+meant|make\s+it|it'?s\s+actually|
 # A topic named by a thing-word: "the salary thing", "the marcus stuff", "my pill stuff", "the poly bit".
 _TOPICAL = re.compile(
     r"^(?:both\s+)?(?:the|that|this|my|our|your|all\s+(?:of\s+)?(?:the|my|our))\s+(?P<topic>(?:(?!(?:from|about|of|in|on|to|with|for)\s)[\w'-]+\s+){0,3}?[\w'-]+)\s+"
-    r"(?:thing|things|stuff|bit|bits|info|information|details|business|situation|story|news|part|issue|saga|drama|convo|conversation|episode)\b"
+    r"(?:thing|things|stuff|bit|bits|info|information|details|business|situation|story|news|part|issue|saga|drama|convo|conversation|episode|"
+    r"entry|entries|note|notes|fact|comment|anecdote|incident|figures|numbers|mention|confession|rant)\b"
 )
 _TOPIC_WORD = re.compile(
-    r"(?<=\w)\s+(?:thing|things|stuff|bit|bits|info|information|details|business|situation|story|news|part|issue|saga|drama|convo|conversation|episode)\b"
+    r"(?<=\w)\s+(?:thing|things|stuff|bit|bits|info|information|details|business|situation|story|news|part|issue|saga|drama|convo|conversation|episode|"
+    r"entry|entries|note|notes|fact|comment|anecdote|incident|figures|numbers|mention|confession|rant)\b"
 )
 # "forget the wedding stuff for now", "forget the novel thing, can you help me with ...": moving on, not a request.
 _FOR_A_WHILE = re.compile(
@@ -442,6 +453,7 @@ def _normalise(text: str) -> str:
     text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"').lower()
     # Emoji and other symbols say nothing here and would hide where a clause starts ("🙌 oh and btw forget ...").
     text = "".join(" " if unicodedata.category(ch) in ("So", "Sk", "Cs", "Co") else ch for ch in text)
+    text = re.sub(r"\s\+\s", " and ", text)
     text = re.sub(r"\bpor\s+favou?r\b|\bbitte\b|\bs'il\s+vous\s+pla[iî]t\b", "please", text)
     text = re.sub(r"[a-z']+", lambda m: _SPELLING.get(m.group(0), m.group(0)), text)
     return re.sub(r"\s+", " ", text).strip()
@@ -488,19 +500,21 @@ def detect(text: str) -> str | None:
     turn = _normalise(text)
     subjects: list[str] = []
     pointing_back = False
-    for clause in _clauses(turn):
+    clauses = _clauses(turn)
+    for index, clause in enumerate(clauses):
         clause = clause.rstrip(" .!?")
         if _NEGATED_FORGET.search(clause) and not re.search(rf"\b{_NEGATION}\s+{_KEEP}\b", clause):
             continue  # "don't forget to ...", "never forget that ...": asks to remember, not to forget
         subject = _clause_subject(clause, turn)
         if subject:
-            subjects.append(subject)
+            more = [m for m in _more_named(clause[len(clause) - len(clause.lstrip()) :], clauses[index + 1 :]) if m not in subject]
+            subjects += [subject, *more]  # "Forget X. And the stipend.", "... out of your memory, and the ICU application too"
         elif subject == "":
             pointing_back = True
     if subjects:
         return "; ".join(dict.fromkeys(subjects))
-    if pointing_back:
-        return ""
+    if pointing_back:  # "get rid of that from your memory": what the turn said it is, else the turn before
+        return _loose_request(turn) or ""
     return _loose_request(turn)
 
 
@@ -527,7 +541,7 @@ def _clause_subject(clause: str, turn: str) -> str | None:
         raw = unwanted.group("subject")
         topical = _TOPICAL.match(raw)
         subject = _subject(topical.group("topic") if topical else raw)
-        if subject and (topical or _personal_or_memory(raw, clause)) and not _NOT_MEMORY.match(subject):
+        if subject and (topical or raw.startswith("the ") or _personal_or_memory(raw, clause)) and not _NOT_MEMORY.match(subject):
             return subject
     gerund = opens_on_gerund(clause)
     for name, rule in _RULES:
@@ -640,32 +654,40 @@ def _personal_or_memory(subject: str, clause: str) -> bool:
 # assistant (not done by someone, not wondered about), and a reference to what the user told it.
 _BASE_ACT = (
     r"(?:forget|delete|erase|erace|remove|wipe|scratch|drop|purge|clear|scrub|expunge|unlearn|discard|"
+    r"nix|scrap|toss|trash|chuck|dump|yeet|nuke|bin|ditch|rub\s+(?:(?:it|that|this|those|them|both|those\s+both|them\s+both)\s+)?out|let\s+go\s+of|make\s+yourself\s+(?:not\s+know|forget)|"
     r"get\s+rid\s+of|take\s+(?P<taken>(?:[\w'-]+\s+){1,5}?)(?:out|off)\b(?!\s+(?:of\s+)?(?:the|a|my|that|this)\s+(?!memory|records?|notes|files?|info)))"
 )
 # Who asks it of the assistant: a sentence that starts on the verb, "please ...", "you ...", "... you to ...".
 _ASKED = (
     rf"(?:^{_OPENER}(?:(?:dear\s+assistant|my\s+friend|assistant)[\s,]+)?(?:(?:please|pls|kindly|just|simply|now)[\s,]+)*|"
     r"\b(?:please|pls|kindly)\s+(?:(?:you|u|just|my\s+friend)[\s,]+)*|"
+    r"\b(?:so|then|and\s+also|also)\s+(?:(?:just|please|pls)\s+)?|\blet'?s\s+(?=(?!forget)\w)|,\s+(?=\w+\s+(?:it|that|this|those|them)\b)|"
     r"\b(?:you|u)\s+(?:(?:can|could|would|will|should|must|may|to|kindly|just|please|now|also|then|maybe|simply|be\s+so\s+kind\s+as\s+to)\s+)*|"
     r"\b(?:ask|asking|like|want|need|request|requesting|beg|tell|telling)\s+(?:you|u)\b[^.?!]*?\bto\s+(?:(?:kindly|please|just)\s+)?)"
 )
 _LOOSE_ACT = re.compile(
-    rf"{_ASKED}(?P<act>{_BASE_ACT})\b|^(?:you|u)\s+(?P<done>forgot|deleted|erased|removed|wiped|dropped|scratched|got\s+rid\s+of)\b"
+    rf"{_ASKED}(?P<act>{_BASE_ACT})\b|\b(?:can|could)\s+(?:that|it|this|those)\s+(?P<gone>go)\b|\blet\s+(?:it|that|this|them)\s+(?P<letgo>go)\b|^(?:you|u)\s+(?P<done>forgot|deleted|erased|removed|wiped|dropped|scratched|got\s+rid\s+of)\b"
 )
 _KEEP_WORDS = (
-    r"(?:keep|keeping|store|storing|save|saving|remember|remembering|rember|hold|holding|retain|retaining|"
+    r"(?:keep|keeping|store|storing|save|saving|remember|remembering|rember|hold|holding|retain|retaining|hang\s+on\s+to|"
     r"record|recording|track|tracking|have|having|log|logging)"
 )
 _LOOSE_KEEP = re.compile(
     rf"(?:\b(?:you|u)\s+(?:didn'?t|did\s+not|not|wouldn'?t|would\s+not|don'?t|do\s+not|never|stop(?:ped)?|no\s+longer)\s+(?:(?:really|actually|even|still|always|keep)\s+)?(?!have\b|having\b){_KEEP_WORDS}|"
     rf"(?:^{_OPENER}|\b(?:please|pls|so|and|just)\s+|\b(?:you|u)\s+(?:(?:could|can|would|will|please|just)\s+)+)(?:don'?t|do\s+not|never|stop|quit)\s+{_KEEP_WORDS}|"
     rf"\b(?:not|un)\s*(?:really\s+)?(?:comfortable|happy|ok|okay|keen)\s+(?:with\s+)?(?:you|u)\s+{_KEEP_WORDS}|"
+    rf"\bmind\s+not\s+{_KEEP_WORDS}|\b(?:don'?t|do\s+not)\s+need\s+(?:you|u)\s+(?:to\s+)?{_KEEP_WORDS}|"
+    r"\b(?:didn'?t|did\s+not|doesn'?t|wouldn'?t|not)\s+stay\s+in\s+(?:your|ur)\s+(?:memory|memories|records?|head)|"
     r"\b(?:wasn'?t|weren'?t|isn'?t|aren'?t|not\s+be|no\s+longer\s+be)\s+(?:\w+\s+)?(?:in\s+(?:your|ur)\s+(?:memory|memories|records?|notes)|"
-    r"on\s+(?:file|record)|stored|saved|kept|remembered|something\s+(?:you|u)\s+(?:kept|keep|stored|store|saved|remember(?:ed)?))|"
+    r"on\s+(?:file|record)|stored|saved|kept|remembered|"
+    r"something\s+(?:you|u)\s+(?:kept|keep|stored|store|saved|remember(?:ed)?|carry|hold|have))|"
     # "I'd like that gone from your memory", "I want it deleted", "I don't want it in your memory"
     rf"\bi(?:'d|\s+would)?\s+(?:\w+\s+)?(?:like|want|need|prefer)\s+(?P<wanted>that|it|this|those|them|that\s+one|all\s+(?:of\s+)?(?:that|it))\s+"
     r"(?:gone|deleted|erased|removed|wiped|forgotten)|"
     rf"\bi\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+(?P<unwanted>that|it|this|those|them)\s+(?:in\s+(?:your|ur)\s+(?:memory|memories|records?)|{_STORED}))\b(?P<act>)"
+)
+_POLITE_NOT_KNOW = re.compile(
+    r"^(?:you|u)\s+(?:didn'?t|did\s+not|wouldn'?t|would\s+not|no\s+longer|don'?t)\s+(?P<act>know|have|keep|remember|store|hold)\b"
 )
 _WONDERING = re.compile(
     r"\b(?:did|didn'?t|have|haven'?t|had|has|were|was)\s+(?:you|u)\b|"
@@ -676,10 +698,10 @@ _WONDERING = re.compile(
 )
 # "I would appreciate it if you ...", "it would make me feel better if ...": asking, not wondering.
 _POLITE_IF = re.compile(
-    r"^.*?\b(?:appreciate\s+it|grateful|thankful|better|happier|prefer(?:\s+it)?|rather|like\s+it|nicer|relieved|"
+    r"^.*?\b(?:appreciate\s+it|grateful|thankful|obliged|better|happier|calmer|safer|more\s+comfortable|prefer(?:\s+it)?|rather|like\s+it|nicer|relieved|"
     r"(?:be\s+)?(?:ok|okay|fine|alright|good|great))\s+if\s+"
 )
-_ADDRESSED_TURN = re.compile(r"\b(?:you|u|your|ur|please|pls|kindly|assistant)\b")
+_ADDRESSED_TURN = re.compile(r"\b(?:you|u|your|ur|please|pls|kindly|assistant)\b|\bwhat\s+i\s+(?:said|told|mentioned|shared)\b")
 _REFERS = re.compile(
     rf"\b(?:i(?:'ve|\s+have)?\s+(?:\w+\s+)?(?:{_SAID}|gave\s+you|told\s+u|telling\s+you)|about|regarding|concerning|re)\s+(?P<about>.+)$|"
     rf"^that\s+(?P<fact>(?:he|she|they|we|my|our|his|her|their)\b.+)$|"
@@ -694,11 +716,13 @@ _REFERENCE_END = re.compile(
     r"\b(?:but|because|since|so|as|cause|cuz|it'?s|that'?s|if|i\s+don'?t|i\s+do\s+not)\b).*$"
 )
 _PRONOUN_OBJECT = re.compile(
-    r"^(?:it|that(?!\s+(?:i|i'm|i've|he|he's|she|she's|they|we|my|our|his|her|their)\b)|this|them|those|these|both(?:\s+of\s+(?:them|those|these|it))?|all\s+(?:of\s+)?(?:that|this|it|them)|either|everything|any\s+of\s+(?:it|that|this))\b"
+    # "that"/"this" alone, not "that heart business" or "that he's in prison"
+    r"^(?:it|(?:that|this)(?=\s*$|\s*[,.;:!?]|\s+(?:from|out|off|in|one|bit|part|too|please|pls|as|for|again|anymore|now|either|both|on|up|away|go)\b)|them|those|these|both(?:\s+of\s+(?:them|those|these|it))?|all\s+(?:of\s+)?(?:that|this|it|them)|either|everything|any\s+of\s+(?:it|that|this))\b"
 )
 # "I regret telling you about Elena", "I can't believe I told you about crying": what "that" points to.
 _TOLD_ABOUT = re.compile(
-    r"\b(?:told|telling|tell|mentioned|mentioning|shared|sharing|said)\s+(?:(?:you|u)\s+)?(?:[\w']+\s+){0,4}?(?:about|that|how)\s+(?P<about>[^.?!;,]+)"
+    r"\b(?:told|telling|tell|mentioned|mentioning|shared|sharing|share|said)\s+(?:(?:you|u)\s+)?(?:[\w']+\s+){0,4}?(?:about|that|how)\s+(?P<about>[^.?!;,]+)|"
+    r"\b(?:told\s+(?:you|u)|shared|share|mentioned|brought\s+up)\s+(?P<object>(?:the|my|our)\s[^.?!;,]+)"
 )
 
 
@@ -721,9 +745,12 @@ def _loose_request(turn: str) -> str | None:
         if _NEGATED_FORGET.search(sentence) or _WONDERING.search(sentence) or opens_on_gerund(sentence):
             continue
         act = _LOOSE_ACT.search(sentence) or _LOOSE_KEEP.search(sentence)
+        if act is None and polite:  # "I'd feel calmer if you didn't know about the propranolol"
+            act = _POLITE_NOT_KNOW.match(sentence)
         if act is None:
             continue
         found = act.groupdict()
+        previous = sentences[max(0, index - 2) : index]
         if found.get("done") and not polite:
             continue  # "you forgot my birthday": a complaint; "I'd appreciate it if you forgot ...": a request
         verb = found.get("act") or found.get("done") or ""
@@ -731,6 +758,7 @@ def _loose_request(turn: str) -> str | None:
             continue  # "clear my friday", "drop the kids at school": only out of memory
         if verb.startswith("forget") and (
             not re.search(r"\b(?:please|pls|kindly|you|u)\b", sentence[: act.start("act")])
+            and not re.search(r"\b(?:please|pls|plz|kindly)\b", sentence)
             and not re.search(rf"\b{_MEMORY_WORD}\b|\bon\s+(?:file|record)\b", sentence)
             or _FOR_A_WHILE.search(sentence)
         ):
@@ -740,19 +768,39 @@ def _loose_request(turn: str) -> str | None:
         if found.get("taken"):  # "take the stammer out of what you remember"
             subject = _loose_reference(found["taken"], memory_talk=True)
         elif found.get("wanted") or found.get("unwanted"):  # "I'd like it deleted": what "it" is was said before
-            subject = _loose_reference(after, memory_talk=memory_talk) or _pointed_at(
-                " ".join([*sentences[:index], whole]), ""
-            )
+            stated = _loose_reference(after) if after.startswith("that ") else None  # "... it written down that he's ..."
+            subject = stated or _pointed_at(" ".join([*sentences[:index], whole]), "", previous)
         else:
-            subject = _loose_reference(after, memory_talk=memory_talk) or _loose_reference(
-                before, leading=True, memory_talk=memory_talk
+            # Not keeping something is about the assistant's memory in itself ("please do not keep the pacemaker").
+            kept = memory_talk or (act.re is _LOOSE_KEEP and bool(_ADDRESSED_TURN.search(turn)))
+            subject = _loose_reference(after, memory_talk=kept) or _loose_reference(
+                before, leading=True, memory_talk=kept
             )
         after = re.sub(r"^(?:on\s+to|onto|on|of|to)\s+", "", after)
+        after = re.sub(r"^(?:please|pls|plz|now|ok|okay|thanks|thank\s+you)$", "", after)
         if subject is None and (not after or _PRONOUN_OBJECT.match(after)):
-            subject = _pointed_at(" ".join([*sentences[:index], whole]), before)
+            subject = _pointed_at(" ".join([*sentences[:index], whole]), before, previous)
         if subject and not _NOT_MEMORY.match(subject) and not _FROM_THING.search(after):
-            return subject
+            more = _more_named(sentence[act.end() :], sentences[index + 1 :])
+            return "; ".join([subject, *more])
     return None
+
+
+_AND_ALSO = re.compile(
+    r"(?:^|,?\s+)(?:and|also|plus|or)\s+(?:also\s+)?(?:about\s+)?(?P<named>(?:the|my|our)\s+[^,.;?!]+?)(?:\s+(?:too|as\s+well|while\s.*))?\s*(?:[,.;?!]|$)"
+)
+
+
+def _more_named(rest: str, following: list[str]) -> list[str]:
+    """Further things a request names after its first: "..., and the ICU application too", "Forget the
+    quitting thing. And the stipend.", "... or the news about Fiona"."""
+    found = [m.group("named") for m in _AND_ALSO.finditer(rest) if m.start() > 0]
+    for sentence in following[:2]:
+        match = re.match(r"^(?:and|also|plus)\s+(?:also\s+)?(?P<named>(?:the|my|our)\s+[^,.;?!]+?)(?:\s+too)?\s*[.!]?$", sentence)
+        if match is None:
+            break
+        found.append(match.group("named"))
+    return [subject for named in found if (subject := _subject(named))]
 
 
 # What "it" or "that" points to in the same turn: "I regret telling you about Elena", "I'm so ashamed
@@ -764,22 +812,37 @@ _REGRET_ABOUT = re.compile(
 )
 
 
-def _pointed_at(earlier: str, before: str) -> str | None:
+# "The bus incident", "the drink driving arrest": a sentence that only names something.
+_BARE_NOUN_PHRASE = re.compile(
+    r"^(?:the|my|our)\s+(?!(?:\w+\s+){0,4}?(?:is|was|are|were|has|have|had|will|would|did|does|do|can|could)\b)[\w'-]+(?:\s+[\w'-]+){0,4}$"
+)
+
+
+def _pointed_at(earlier: str, before: str, previous: Sequence[str] = ()) -> str | None:
+    """What a pronoun object points to: what the user says they told ("I regret telling you about
+    Elena"), something named with "about", or the words before the act or the sentence before it
+    when they only name something ("The bus incident. I'd prefer it not be ...")."""
     for pattern in (_TOLD_ABOUT, _REGRET_ABOUT):
         told = pattern.search(before) or pattern.search(earlier)
         if told is not None:
-            return _subject(told.group("about"))
-    last = re.split(r"(?<=[.!?;])\s+|\s+[-–—]+\s+", earlier)[-1] if earlier else ""
-    for candidate in (before, re.sub(rf"^(?:{_OPENER}|oh\s+no|no)[\s,]*", "", last.strip(" .!?;,"))):
+            return _subject(told.groupdict().get("about") or told.group("object"))
+    about = re.search(r"\babout\s+(?P<named>(?:the|my|our)\s[^.?!;,]+)", earlier)
+    if about is not None:  # "if DOT ever found out about the sleep apnea thing ... get rid of that"
+        topical = _TOPICAL.match(about.group("named"))
+        if (subject := _subject(_TOPIC_WORD.sub("", topical.group(0)) if topical else about.group("named"))) is not None:
+            return subject
+    for candidate in (before, *(re.sub(rf"^(?:{_OPENER}|oh\s+no|no)[\s,]*", "", p.strip(" .!?;,")) for p in reversed(previous))):
         if candidate and _REFERS.match(candidate) and (re.match(r"(?:my|our)\s", candidate) or _TOPICAL.match(candidate)):
             return _loose_reference(candidate, leading=True)
+        if candidate and _BARE_NOUN_PHRASE.match(candidate):
+            return _subject(candidate)
     return None
 
 
 def _loose_reference(text: str, *, leading: bool = False, memory_talk: bool = False) -> str | None:
     """What ``text`` (the words after an act, or, ``leading``, before it) refers to, if anything; a
     plain "the X" counts only when the turn speaks of the assistant's memory (``memory_talk``)."""
-    text = re.sub(rf"^(?:{_OPENER}|of\s+)+", "", text.strip(" ,")).strip()
+    text = re.sub(rf"^(?:{_OPENER}|of\s+|on\s+to\s+|onto\s+|from\s+(?:your|ur)\s+{_MEMORY_WORD}\s+)+", "", text.strip(" ,")).strip()
     if not text or _PRONOUN_OBJECT.match(text):
         return None
     match = _REFERS.search(text) if not leading else _REFERS.match(re.sub(r",?\s*(?:please|pls)?\s*(?:you|u)?$", "", text))

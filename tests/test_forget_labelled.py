@@ -1,12 +1,14 @@
-"""Forget requests on the labelled set: the held-out part (tests/data/forget_requests/heldout.jsonl,
-written apart from the rules and never tuned on) and dev2 (dev2.jsonl, a second dev part written by
-someone who had not read the rules, tuned on together with dev.jsonl).
-``benchmarks/bench_forget_requests.py`` prints the same numbers for every part (docs/personamem-v2.md).
+"""Forget requests on the labelled set (``tests/data/forget_requests/``): the dev parts the rules were
+tuned on (dev .. dev5) and the held-out parts never tuned on (heldout, heldout2), every part written
+by someone who had not read the rules. ``benchmarks/bench_forget_requests.py`` prints the same
+numbers for every part (docs/personamem-v2.md).
 
 What holds today is asserted as a regression floor: no near-miss deletes anything, collateral stays
 at most what was measured, and the share of honoured requests does not fall below the measured one.
-Issue 32's targets (at least 85 % honoured and zero collateral on every backend) are not reached on
-the held-out part: that test is a strict xfail, so reaching them turns it into a failure to update."""
+Where issue 32's targets (at least 85 % honoured and zero collateral on every backend) are not
+reached on a held-out part, that test is a strict xfail, so reaching them turns it into a failure to
+update. A request whose fact is not stored must delete nothing: on the dev parts with the asked-for
+facts taken away, the share that still deletes something is held at what was measured."""
 
 from __future__ import annotations
 
@@ -14,53 +16,70 @@ from pathlib import Path
 
 import pytest
 
-from memlab.testing.forget_requests import Score, load_cases, score_backend
+from memlab.testing.forget_requests import Score, absent_referent, load_cases, score_backend
 
 CONFIGS = {"full_context": {}, "rag": {"embedder": "minilm"}, "profile": {"embedder": "minilm"}, "mem0": {}}
-FLOOR_HONOURED = 0.65  # measured: 36/53 (68 %) with full_context, rag, profile and mem0
-FLOOR_COLLATERAL = 2  # measured: 2 facts (full_context, rag, mem0), 1 (profile) on the held-out part
-DEV2_FLOOR_HONOURED = 0.90  # measured: 75/80 (94 %) full_context, rag, mem0; 73/80 (91 %) profile
-DEV2_FLOOR_COLLATERAL = {"full_context": 0, "rag": 0, "profile": 1, "mem0": 0}  # measured
+OTHER_BACKENDS = ["rag", "profile", "mem0"]
+# part: (share of requests honoured at least, collateral at most), the floor under what was measured
+FLOORS = {
+    "dev": (0.98, 0),  # measured 53/53 every backend
+    "dev2": (0.93, 1),  # measured 77/80 (76/80 profile, collateral 1)
+    "dev3": (0.94, 0),  # measured 87/90 (86/90 profile)
+    "dev4": (0.87, 0),  # measured 63/70 (62/70 profile)
+    "dev5": (0.84, 1),  # measured 60/70 (profile collateral 1)
+    "heldout": (HELDOUT_FLOOR, HELDOUT_COLLATERAL),
+    "heldout2": (HELDOUT2_FLOOR, HELDOUT2_COLLATERAL),
+}
+HELD_OUT = ("heldout", "heldout2")
+REACHED = {"heldout": HELDOUT_REACHED, "heldout2": HELDOUT2_REACHED}  # issue 32's targets met on the part
 TARGET_HONOURED = 0.85
+ABSENT_OVER_REACH = 0.07  # measured 21/363 (5.8 %) with full_context on the dev parts
 
 
-def _score(backend: str, tmp_path: Path, part: str = "heldout") -> Score:
+def _score(backend: str, tmp_path: Path, part: str) -> Score:
     cases = load_cases(part)
     assert sum(c.kind == "request" for c in cases) >= 50 and sum(c.kind == "near_miss" for c in cases) >= 40
     data_dir = None if backend == "full_context" else tmp_path
     return score_backend(backend, cases, data_dir=data_dir, config=CONFIGS[backend])
 
 
-def _check_floor(score: Score, honoured: float = FLOOR_HONOURED, collateral: int = FLOOR_COLLATERAL) -> None:
+def _check_floor(score: Score, part: str) -> None:
+    honoured, collateral = FLOORS[part]
     assert score.false_deletions == 0, f"{score.line()}; wrong: {score.misses}"
     assert score.collateral <= collateral, score.line()
     assert score.honoured >= honoured * score.requests, score.line()
 
 
-def test_full_context_on_dev2_no_near_miss_deletes_and_no_collateral(tmp_path: Path) -> None:
-    _check_floor(_score("full_context", tmp_path, "dev2"), DEV2_FLOOR_HONOURED, DEV2_FLOOR_COLLATERAL["full_context"])
+@pytest.mark.parametrize("part", list(FLOORS))
+def test_full_context_no_near_miss_deletes_and_the_measured_recall_holds(part: str, tmp_path: Path) -> None:
+    _check_floor(_score("full_context", tmp_path, part), part)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["rag", "profile", "mem0"])
-def test_every_deleting_backend_on_dev2(backend: str, tmp_path: Path) -> None:
-    _check_floor(_score(backend, tmp_path, "dev2"), DEV2_FLOOR_HONOURED, DEV2_FLOOR_COLLATERAL[backend])
+@pytest.mark.parametrize("part", list(FLOORS))
+@pytest.mark.parametrize("backend", OTHER_BACKENDS)
+def test_every_deleting_backend_on_every_part(backend: str, part: str, tmp_path: Path) -> None:
+    _check_floor(_score(backend, tmp_path, part), part)
 
 
-def test_full_context_on_the_held_out_set_no_near_miss_deletes(tmp_path: Path) -> None:
-    _check_floor(_score("full_context", tmp_path))
-
-
-@pytest.mark.xfail(strict=True, reason="issue 32's targets are not reached on the held-out part (see the module doc)")
-def test_full_context_reaches_the_issue_targets(tmp_path: Path) -> None:
-    score = _score("full_context", tmp_path)
+@pytest.mark.parametrize(
+    "part",
+    [
+        part if REACHED[part] else pytest.param(part, marks=pytest.mark.xfail(strict=True, reason="issue 32's targets not reached"))
+        for part in HELD_OUT
+    ],
+)
+def test_full_context_reaches_the_issue_targets_on_the_held_out_parts(part: str, tmp_path: Path) -> None:
+    score = _score("full_context", tmp_path, part)
     assert score.collateral == 0 and score.honoured >= TARGET_HONOURED * score.requests, score.line()
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("backend", ["rag", "profile", "mem0"])
-def test_every_deleting_backend_on_the_held_out_set(backend: str, tmp_path: Path) -> None:
-    _check_floor(_score(backend, tmp_path))
+def test_a_request_for_a_fact_not_stored_mostly_deletes_nothing() -> None:
+    over, total = 0, 0
+    for part in ("dev", "dev2", "dev3", "dev4", "dev5"):
+        score = score_backend("full_context", absent_referent(load_cases(part)), data_dir=None)
+        over, total = over + score.false_deletions, total + score.near_misses
+    assert total > 300 and over <= ABSENT_OVER_REACH * total, f"{over}/{total} deleted a fact not asked for"
 
 
 def _real_user_turns(personamem_dev: Path, locomo_dev: Path) -> list[str]:

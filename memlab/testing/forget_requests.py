@@ -50,6 +50,22 @@ def load_cases(part: str | Path) -> list[ForgetCase]:
     return cases
 
 
+def absent_referent(cases: Iterable[ForgetCase]) -> list[ForgetCase]:
+    """The requests of ``cases`` with the facts they ask to forget taken away, as near-misses: a
+    request for a fact that is not stored must delete nothing (anything it deletes is over-reach)."""
+    return [
+        ForgetCase(
+            id=f"{case.id}-absent",
+            kind="near_miss",
+            pattern=case.pattern,
+            memories=[fact for index, fact in enumerate(case.memories) if index not in case.forget],
+            turn=case.turn,
+        )
+        for case in cases
+        if case.kind == "request" and len(case.forget) < len(case.memories)
+    ]
+
+
 @dataclass
 class Score:
     """One backend's result on one part of the set."""
