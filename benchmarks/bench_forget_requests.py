@@ -6,7 +6,7 @@
 Every deleting built-in backend (full_context, rag, profile, mem0), LLM-free, with the packaged
 MiniLM embedder; each case for a fresh user through ``MemoryClient.remember`` with forget requests
 on (see ``memlab.testing.forget_requests``). Every part was written by someone who had not read the
-rules. The rules were tuned on the dev parts only (dev, dev2, dev3, dev4); the held-out parts
+rules. The rules were tuned on the dev parts only (dev, dev2, ..., dev6); the held-out parts
 (heldout, heldout2) are reported, never tuned on: ``--show`` prints case ids, never turns. The last
 line sums the held-out parts run. "fact not stored" replays each request with the facts it asks to
 forget taken away: whatever it then deletes is over-reach.
@@ -29,7 +29,7 @@ BACKENDS = {
 }
 
 
-DEV_PARTS = ("dev", "dev2", "dev3", "dev4")
+DEV_PARTS = ("dev", "dev2", "dev3", "dev4", "dev5", "dev6")
 HELD_OUT = ("heldout", "heldout2")
 
 

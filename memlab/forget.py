@@ -114,7 +114,9 @@ def topic_cues(subject: str) -> re.Pattern[str] | None:
 
 
 def _category(names: str, cues: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    return re.compile(rf"^(?:(?:all|any|everything|anything)\s+(?:of\s+)?(?:about\s+)?)?(?:(?:the|my|our)\s+)?(?:{names})(?:\s+(?:stuff|info|information|details|things|bits|side|issues|history))?$"), re.compile(cues)
+    return re.compile(
+        rf"^(?:(?:all|any|everything|anything)\s+(?:of\s+)?(?:about\s+)?)?(?:(?:the|my|our)\s+)?(?:{names})(?:\s+(?:stuff|info|information|details|things|bits|side|issues|history))?$"
+    ), re.compile(cues)
 
 
 _MEDICAL = (
@@ -126,7 +128,10 @@ _MEDICAL = (
 # Categories a request may name instead of a fact ("my health stuff", "anything about my kids"), and
 # how facts in them read.
 CATEGORIES = [
-    _category(r"kids|children|child|son\s+and\s+daughter", r"\b(?:son|daughter|kids?|children|child|baby|toddler|stepson|stepdaughter)\b"),
+    _category(
+        r"kids|children|child|son\s+and\s+daughter",
+        r"\b(?:son|daughter|kids?|children|child|baby|toddler|stepson|stepdaughter)\b",
+    ),
     _category(r"health|medical|medical\s+history|health\s+history|physical\s+health", _MEDICAL),
     _category(
         r"mental\s+health|mental\s+health\s+history",
@@ -367,6 +372,8 @@ def _stands_out(scores: np.ndarray, texts: list[str], subject: str) -> bool:
     best = float(scores[order[0]])
     second = float(scores[order[1]]) if len(order) > 1 and np.isfinite(scores[order[1]]) else -1.0
     return best >= LOWEST and best - second >= LEAD and word_share(texts[int(order[0])], subject) >= 0.5
+
+
 # A capitalised name in a fact ("My ex-wife is called Sandra"), the sentence's first word left out.
 _NAME = re.compile(r"(?<!^)(?<![.!?]\s)\b([A-Z][a-z]{2,})\b")
 

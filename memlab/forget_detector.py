@@ -89,7 +89,8 @@ class ForgetRequest:
         if not self.subject:
             return []
         pieces = re.split(
-            r"\s*;\s*|\s+(?:and|&|or)\s+(?:also\s+)?(?:about\s+)?(?=(?:my|our|the|where|what|how|which|when|that|me|selling|being|having)\b)", self.subject
+            r"\s*;\s*|\s+(?:and|&|or)\s+(?:also\s+)?(?:about\s+)?(?=(?:my|our|the|where|what|how|which|when|that|me|selling|being|having)\b)",
+            self.subject,
         )
         pieces = [_TOPIC_WORD.sub("", piece.strip()) for piece in pieces]  # "the getting fired thing"
         return [p for p in pieces if content_words(p)]
@@ -171,7 +172,9 @@ _POLITE = (
     r"it'?s\s+(?:time|okay|ok|fine)\s+(?:for\s+you\s+)?to)"
 )
 _LEAD = rf"^{_OPENER}(?:{_PLEASE}[\s,]+)?(?:{_POLITE}\s+){{0,2}}(?:{_PLEASE}[\s,]+)?"
-_MEMORY_WORD = r"(?:memory|memories|mind|notes?|records?|files?|profile|database|system|data|brain|head|info|information)"
+_MEMORY_WORD = (
+    r"(?:memory|memories|mind|notes?|records?|files?|profile|database|system|data|brain|head|info|information)"
+)
 _MEMORY = rf"(?:(?:your|the|my)\s+)?{_MEMORY_WORD}"
 _SAID = (
     r"(?:said|say|told\s+you|tell\s+you|mentioned|mention|shared|wrote|typed|brought\s+up|let\s+slip|"
@@ -304,7 +307,9 @@ _PIECE_LEAD = re.compile(
     rf"^(?:the|that|this|those|these|any|all\s+the)\s+(?:\w+\s+)?{_PIECE}\s+(?:(?:that\s+)?i\s+(?:gave|told|sent|shared\s+with|mentioned\s+to)\s+you\s+)?"
     r"(?:about|on|regarding|concerning|of|re)\s+"
 )
-_SUBJECT_LEAD = re.compile(r"^(?:what\s+i\s+(?:told\s+you|said|mentioned|shared)\s+(?:about|regarding)|(?:everything|anything|all)\s+(?:about|regarding)|about|that|of|on|regarding|concerning|the\s+fact\s+that|re)\s+")
+_SUBJECT_LEAD = re.compile(
+    r"^(?:what\s+i\s+(?:told\s+you|said|mentioned|shared)\s+(?:about|regarding)|(?:everything|anything|all)\s+(?:about|regarding)|about|that|of|on|regarding|concerning|the\s+fact\s+that|re)\s+"
+)
 _CLAUSE_SPLIT = re.compile(
     r"(?<=[.!?;:])\s+|\n+|\s+[-–—]+\s+|"
     r",?\s+(?=(?:and\s+|so\s+|but\s+)?(?:please|could\s+you|can\s+you|would\s+you|i'?d\s+(?:really\s+)?(?:rather|prefer|appreciate|like))\b)|"
@@ -507,8 +512,15 @@ def detect(text: str) -> str | None:
             continue  # "don't forget to ...", "never forget that ...": asks to remember, not to forget
         subject = _clause_subject(clause, turn)
         if subject:
-            more = [m for m in _more_named(clause[len(clause) - len(clause.lstrip()) :], clauses[index + 1 :]) if m not in subject]
-            subjects += [subject, *more]  # "Forget X. And the stipend.", "... out of your memory, and the ICU application too"
+            more = [
+                m
+                for m in _more_named(clause[len(clause) - len(clause.lstrip()) :], clauses[index + 1 :])
+                if m not in subject
+            ]
+            subjects += [
+                subject,
+                *more,
+            ]  # "Forget X. And the stipend.", "... out of your memory, and the ICU application too"
         elif subject == "":
             pointing_back = True
     if subjects:
@@ -541,7 +553,11 @@ def _clause_subject(clause: str, turn: str) -> str | None:
         raw = unwanted.group("subject")
         topical = _TOPICAL.match(raw)
         subject = _subject(topical.group("topic") if topical else raw)
-        if subject and (topical or raw.startswith("the ") or _personal_or_memory(raw, clause)) and not _NOT_MEMORY.match(subject):
+        if (
+            subject
+            and (topical or raw.startswith("the ") or _personal_or_memory(raw, clause))
+            and not _NOT_MEMORY.match(subject)
+        ):
             return subject
     gerund = opens_on_gerund(clause)
     for name, rule in _RULES:
@@ -568,7 +584,9 @@ def _clause_subject(clause: str, turn: str) -> str | None:
             continue  # "forget what I said about work, let's go" is talk; "please forget ..." asks
         if name in ("keep", "rather") and not ref and not _personal_or_memory(raw, clause):
             continue  # "don't keep me waiting", "don't keep the receipt"
-        if name == "want-gone" and not (ref or raw.startswith(("my ", "the info", "the details")) or _FROM_MEMORY.search(clause)):
+        if name == "want-gone" and not (
+            ref or raw.startswith(("my ", "the info", "the details")) or _FROM_MEMORY.search(clause)
+        ):
             continue
         subject = _subject(raw)
         if subject is None:
@@ -701,7 +719,9 @@ _POLITE_IF = re.compile(
     r"^.*?\b(?:appreciate\s+it|grateful|thankful|obliged|better|happier|calmer|safer|more\s+comfortable|prefer(?:\s+it)?|rather|like\s+it|nicer|relieved|"
     r"(?:be\s+)?(?:ok|okay|fine|alright|good|great))\s+if\s+"
 )
-_ADDRESSED_TURN = re.compile(r"\b(?:you|u|your|ur|please|pls|kindly|assistant)\b|\bwhat\s+i\s+(?:said|told|mentioned|shared)\b")
+_ADDRESSED_TURN = re.compile(
+    r"\b(?:you|u|your|ur|please|pls|kindly|assistant)\b|\bwhat\s+i\s+(?:said|told|mentioned|shared)\b"
+)
 _REFERS = re.compile(
     rf"\b(?:i(?:'ve|\s+have)?\s+(?:\w+\s+)?(?:{_SAID}|gave\s+you|told\s+u|telling\s+you)|about|regarding|concerning|re)\s+(?P<about>.+)$|"
     rf"^that\s+(?P<fact>(?:he|she|they|we|my|our|his|her|their)\b.+)$|"
@@ -768,7 +788,9 @@ def _loose_request(turn: str) -> str | None:
         if found.get("taken"):  # "take the stammer out of what you remember"
             subject = _loose_reference(found["taken"], memory_talk=True)
         elif found.get("wanted") or found.get("unwanted"):  # "I'd like it deleted": what "it" is was said before
-            stated = _loose_reference(after) if after.startswith("that ") else None  # "... it written down that he's ..."
+            stated = (
+                _loose_reference(after) if after.startswith("that ") else None
+            )  # "... it written down that he's ..."
             subject = stated or _pointed_at(" ".join([*sentences[:index], whole]), "", previous)
         else:
             # Not keeping something is about the assistant's memory in itself ("please do not keep the pacemaker").
@@ -796,7 +818,9 @@ def _more_named(rest: str, following: list[str]) -> list[str]:
     quitting thing. And the stipend.", "... or the news about Fiona"."""
     found = [m.group("named") for m in _AND_ALSO.finditer(rest) if m.start() > 0]
     for sentence in following[:2]:
-        match = re.match(r"^(?:and|also|plus)\s+(?:also\s+)?(?P<named>(?:the|my|our)\s+[^,.;?!]+?)(?:\s+too)?\s*[.!]?$", sentence)
+        match = re.match(
+            r"^(?:and|also|plus)\s+(?:also\s+)?(?P<named>(?:the|my|our)\s+[^,.;?!]+?)(?:\s+too)?\s*[.!]?$", sentence
+        )
         if match is None:
             break
         found.append(match.group("named"))
@@ -829,10 +853,19 @@ def _pointed_at(earlier: str, before: str, previous: Sequence[str] = ()) -> str 
     about = re.search(r"\babout\s+(?P<named>(?:the|my|our)\s[^.?!;,]+)", earlier)
     if about is not None:  # "if DOT ever found out about the sleep apnea thing ... get rid of that"
         topical = _TOPICAL.match(about.group("named"))
-        if (subject := _subject(_TOPIC_WORD.sub("", topical.group(0)) if topical else about.group("named"))) is not None:
+        if (
+            subject := _subject(_TOPIC_WORD.sub("", topical.group(0)) if topical else about.group("named"))
+        ) is not None:
             return subject
-    for candidate in (before, *(re.sub(rf"^(?:{_OPENER}|oh\s+no|no)[\s,]*", "", p.strip(" .!?;,")) for p in reversed(previous))):
-        if candidate and _REFERS.match(candidate) and (re.match(r"(?:my|our)\s", candidate) or _TOPICAL.match(candidate)):
+    for candidate in (
+        before,
+        *(re.sub(rf"^(?:{_OPENER}|oh\s+no|no)[\s,]*", "", p.strip(" .!?;,")) for p in reversed(previous)),
+    ):
+        if (
+            candidate
+            and _REFERS.match(candidate)
+            and (re.match(r"(?:my|our)\s", candidate) or _TOPICAL.match(candidate))
+        ):
             return _loose_reference(candidate, leading=True)
         if candidate and _BARE_NOUN_PHRASE.match(candidate):
             return _subject(candidate)
@@ -842,12 +875,19 @@ def _pointed_at(earlier: str, before: str, previous: Sequence[str] = ()) -> str 
 def _loose_reference(text: str, *, leading: bool = False, memory_talk: bool = False) -> str | None:
     """What ``text`` (the words after an act, or, ``leading``, before it) refers to, if anything; a
     plain "the X" counts only when the turn speaks of the assistant's memory (``memory_talk``)."""
-    text = re.sub(rf"^(?:{_OPENER}|of\s+|on\s+to\s+|onto\s+|from\s+(?:your|ur)\s+{_MEMORY_WORD}\s+)+", "", text.strip(" ,")).strip()
+    text = re.sub(
+        rf"^(?:{_OPENER}|of\s+|on\s+to\s+|onto\s+|from\s+(?:your|ur)\s+{_MEMORY_WORD}\s+)+", "", text.strip(" ,")
+    ).strip()
     if not text or _PRONOUN_OBJECT.match(text):
         return None
-    match = _REFERS.search(text) if not leading else _REFERS.match(re.sub(r",?\s*(?:please|pls)?\s*(?:you|u)?$", "", text))
+    match = (
+        _REFERS.search(text) if not leading else _REFERS.match(re.sub(r",?\s*(?:please|pls)?\s*(?:you|u)?$", "", text))
+    )
     if match is None:
-        plain = re.match(r"^(?:the|that|this)\s+(?P<thing>[\w'-]+(?:\s+(?:and\s+(?:the\s+)?)?[\w'-]+){0,4})$", _REFERENCE_END.sub("", text))
+        plain = re.match(
+            r"^(?:the|that|this)\s+(?P<thing>[\w'-]+(?:\s+(?:and\s+(?:the\s+)?)?[\w'-]+){0,4})$",
+            _REFERENCE_END.sub("", text),
+        )
         return _subject(plain.group("thing")) if memory_talk and plain else None
     for group in ("about", "fact", "kind", "topical", "clause", "named"):
         raw = match.group(group)

@@ -1,5 +1,5 @@
 """Forget requests on the labelled set (``tests/data/forget_requests/``): the dev parts the rules were
-tuned on (dev .. dev5) and the held-out parts never tuned on (heldout, heldout2), every part written
+tuned on (dev .. dev6) and the held-out parts never tuned on (heldout, heldout2), every part written
 by someone who had not read the rules. ``benchmarks/bench_forget_requests.py`` prints the same
 numbers for every part (docs/personamem-v2.md).
 
@@ -26,14 +26,15 @@ FLOORS = {
     "dev2": (0.93, 1),  # measured 77/80 (76/80 profile, collateral 1)
     "dev3": (0.94, 0),  # measured 87/90 (86/90 profile)
     "dev4": (0.87, 0),  # measured 63/70 (62/70 profile)
-    "dev5": (0.84, 1),  # measured 60/70 (profile collateral 1)
-    "heldout": (HELDOUT_FLOOR, HELDOUT_COLLATERAL),
-    "heldout2": (HELDOUT2_FLOOR, HELDOUT2_COLLATERAL),
+    "dev5": (0.85, 1),  # measured 61/70 every backend (profile collateral 1)
+    "dev6": (0.77, 2),  # measured 65/80 (62/80 profile), collateral 2
+    "heldout": (0.71, 4),  # measured 38/53 every backend, collateral 4 (3 profile)
+    "heldout2": (0.72, 2),  # measured 52/70 (51/70 profile), collateral 1 (2 profile)
 }
 HELD_OUT = ("heldout", "heldout2")
-REACHED = {"heldout": HELDOUT_REACHED, "heldout2": HELDOUT2_REACHED}  # issue 32's targets met on the part
+REACHED = {"heldout": False, "heldout2": False}  # issue 32's targets met on the part
 TARGET_HONOURED = 0.85
-ABSENT_OVER_REACH = 0.07  # measured 21/363 (5.8 %) with full_context on the dev parts
+ABSENT_OVER_REACH = 0.07  # measured 28/443 (6.3 %) with full_context on the dev parts
 
 
 def _score(backend: str, tmp_path: Path, part: str) -> Score:
@@ -65,7 +66,9 @@ def test_every_deleting_backend_on_every_part(backend: str, part: str, tmp_path:
 @pytest.mark.parametrize(
     "part",
     [
-        part if REACHED[part] else pytest.param(part, marks=pytest.mark.xfail(strict=True, reason="issue 32's targets not reached"))
+        part
+        if REACHED[part]
+        else pytest.param(part, marks=pytest.mark.xfail(strict=True, reason="issue 32's targets not reached"))
         for part in HELD_OUT
     ],
 )
@@ -76,7 +79,7 @@ def test_full_context_reaches_the_issue_targets_on_the_held_out_parts(part: str,
 
 def test_a_request_for_a_fact_not_stored_mostly_deletes_nothing() -> None:
     over, total = 0, 0
-    for part in ("dev", "dev2", "dev3", "dev4", "dev5"):
+    for part in ("dev", "dev2", "dev3", "dev4", "dev5", "dev6"):
         score = score_backend("full_context", absent_referent(load_cases(part)), data_dir=None)
         over, total = over + score.false_deletions, total + score.near_misses
     assert total > 300 and over <= ABSENT_OVER_REACH * total, f"{over}/{total} deleted a fact not asked for"
