@@ -412,16 +412,18 @@ _RETRACTION = re.compile(
     rf"{_SAID}\s+(?:that|this|it|any\s+of\s+(?:that|this|it))\b(?P<rest>.*)$"
 )
 _CORRECTION = re.compile(r"^\W*(?:i\s+mean|i\s+meant|make\s+it|it'?s\s+actually|it\s+was\s+actually|\d)")
+# Words that name a topic as a thing said: "the salary thing", "the Marcus stuff", "the medication entry".
+_THING_WORDS = (
+    r"(?:thing|things|stuff|bit|bits|info|information|details|business|situation|story|news|part|issue|saga|drama|"
+    r"convo|conversation|episode|entry|entries|note|notes|fact|comment|anecdote|incident|figures|numbers|mention|"
+    r"confession|rant)"
+)
 # A topic named by a thing-word: "the salary thing", "the marcus stuff", "my pill stuff", "the poly bit".
 _TOPICAL = re.compile(
     r"^(?:both\s+)?(?:the|that|this|my|our|your|all\s+(?:of\s+)?(?:the|my|our))\s+(?P<topic>(?:(?!(?:from|about|of|in|on|to|with|for)\s)[\w'-]+\s+){0,3}?[\w'-]+)\s+"
-    r"(?:thing|things|stuff|bit|bits|info|information|details|business|situation|story|news|part|issue|saga|drama|convo|conversation|episode|"
-    r"entry|entries|note|notes|fact|comment|anecdote|incident|figures|numbers|mention|confession|rant)\b"
+    rf"{_THING_WORDS}\b"
 )
-_TOPIC_WORD = re.compile(
-    r"(?<=\w)\s+(?:thing|things|stuff|bit|bits|info|information|details|business|situation|story|news|part|issue|saga|drama|convo|conversation|episode|"
-    r"entry|entries|note|notes|fact|comment|anecdote|incident|figures|numbers|mention|confession|rant)\b"
-)
+_TOPIC_WORD = re.compile(rf"(?<=\w)\s+{_THING_WORDS}\b")
 # "forget the wedding stuff for now", "forget the novel thing, can you help me with ...": moving on, not a request.
 _FOR_A_WHILE = re.compile(
     r"\bfor\s+(?:now|a\s+(?:sec|second|minute|moment|bit)|today|tonight)\b|"
@@ -726,7 +728,7 @@ _REFERS = re.compile(
     rf"\b(?:i(?:'ve|\s+have)?\s+(?:\w+\s+)?(?:{_SAID}|gave\s+you|told\s+u|telling\s+you)|about|regarding|concerning|re)\s+(?P<about>.+)$|"
     rf"^that\s+(?P<fact>(?:he|she|they|we|my|our|his|her|their)\b.+)$|"
     rf"^(?:everything|anything|all)\s+(?P<kind>[\w-]+)\s+(?:(?:that\s+)?i(?:'ve|\s+have)?\s+(?:ever\s+)?(?:{_SAID}|gave\s+you)|(?:you|u)\s+(?:know|have|remember|keep))\b|"
-    rf"^(?P<topical>(?:both\s+)?(?:the|that|this|my|our|all\s+(?:of\s+)?(?:the|my|our))\s+(?:[\w'-]+\s+){{0,3}}?[\w'-]+\s+(?:thing|things|stuff|bit|bits|info|information|details|business|situation|story|news|part|status|episode))\b|"
+    rf"^(?P<topical>(?:both\s+)?(?:the|that|this|my|our|all\s+(?:of\s+)?(?:the|my|our))\s+(?:[\w'-]+\s+){{0,3}}?[\w'-]+\s+(?:{_THING_WORDS}|status))\b|"
     rf"^(?:that\s+)?(?P<clause>i(?:'m|'ve|\s)\s*.+)$|"
     rf"^(?P<named>(?:my|our|which|where|how|what|who|when)\s.+|[a-z][\w'-]*(?:\s+[a-z][\w'-]*){{0,2}}\s+(?:info|information|details|status))$"
 )
