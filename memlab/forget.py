@@ -18,9 +18,10 @@ assistant about what it keeps.
   the cosine similarity of its text to the request's subject (the embedder the backend already has;
   the packaged MiniLM for backends without one) plus the share of the subject's content words it
   contains. Items scoring at least ``THRESHOLD`` and close to the best one (``MARGIN``) are taken,
-  and every fact stating the topic a request names ("my medication": both pills); below the
-  threshold one item is still taken when it alone shares a word with the request and leads every
-  other item by ``LEAD``; otherwise nothing is deleted and the result says "nothing matched". A request that
+  and every fact stating the topic a request names ("my medication": both pills), or reading as one
+  of the category it names ("my health stuff": diagnoses, medication; ``CATEGORIES``); below the
+  threshold one item is still taken when it alone holds half the request's words or more and leads
+  every other item by ``LEAD``; otherwise nothing is deleted and the result says "nothing matched". A request that
   points back ("don't keep that in memory") refers to the user's turn just before it.
 - :func:`honour_forget_requests`: runs after the backend stored the session (``Memory.ingest``):
   removes what each request refers to, the request turn itself included (it restates it), through
