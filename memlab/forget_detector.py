@@ -625,6 +625,9 @@ def _clause_subject(clause: str, turn: str) -> str | None:
     return None
 
 
+_SENTENCES = re.compile(r"(?<=[.!?;])\s+|\s+[-–—]+\s+|\n+")  # where one sentence of a turn ends
+
+
 def _earlier_statement(turn: str, clause: str) -> str:
     """What "forget I said that" takes back: the turn's last statement before it ("" when the turn
     has none: then it is the user's turn before)."""
@@ -632,7 +635,7 @@ def _earlier_statement(turn: str, clause: str) -> str:
     told = _TOLD_ABOUT.search(before)  # "re what I said the other night about Jordan ... forget I said that"
     if told is not None and (subject := _subject(told.group("about"))):
         return subject
-    for sentence in reversed(re.split(r"(?<=[.!?;])\s+|\s+[-–—]+\s+", before)):
+    for sentence in reversed(_SENTENCES.split(before)):
         sentence = re.sub(rf"^{_OPENER}", "", sentence.strip(" .!?;,")).strip()
         if len(content_words(sentence)) >= 2:
             return sentence
@@ -759,7 +762,7 @@ def _loose_request(turn: str) -> str | None:
             turn,
         )
     )
-    sentences = [s.strip() for s in re.split(r"(?<=[.!?;])\s+|\s+[-–—]+\s+|\n+", turn) if s.strip()]
+    sentences = [s.strip() for s in _SENTENCES.split(turn) if s.strip()]
     for index, sentence in enumerate(sentences):
         sentence = whole = sentence.rstrip(" .!?;")
         polite = _POLITE_IF.match(sentence) is not None
