@@ -365,6 +365,9 @@ WIDE_MARGIN = 0.35
 # ``LEAD`` ("us trying for a baby" ~ "I've been trying to get pregnant").
 LOWEST = 0.4
 LEAD = 0.2
+# Without shared words, one item is taken only when it leads every other by CLEAR_LEAD.
+CLEAR_LOWEST = 0.35
+CLEAR_LEAD = 0.3
 CATEGORY_LOWEST = 0.2  # a fact in the category a request names ("my health stuff") needs less: its words say it
 
 
@@ -372,6 +375,8 @@ def _stands_out(scores: np.ndarray, texts: list[str], subject: str) -> bool:
     order = np.argsort(scores)[::-1]
     best = float(scores[order[0]])
     second = float(scores[order[1]]) if len(order) > 1 and np.isfinite(scores[order[1]]) else -1.0
+    if best >= CLEAR_LOWEST and best - second >= CLEAR_LEAD:
+        return True  # far ahead of every other item by meaning alone ("my contraception" ~ "I'm on the pill")
     return best >= LOWEST and best - second >= LEAD and word_share(texts[int(order[0])], subject) >= 0.5
 
 

@@ -148,6 +148,12 @@ _SPELLING = {
     "gf": "girlfriend",
     "yuo": "you",
     "thign": "thing",
+    "delte": "delete",
+    "remvoe": "remove",
+    "froget": "forget",
+    "adress": "address",
+    "comfy": "comfortable",
+    "w": "with",
 }
 
 _OPENER = (
@@ -162,7 +168,7 @@ _POLITE = (
     r"(?:would|do)\s+you\s+mind|mind|(?:can|could)\s+we|do\s+you\s+think\s+you\s+(?:could|can|would)|"
     r"(?:is|would)\s+it\s+(?:be\s+)?(?:possible|ok|okay)\s+(?:for\s+you\s+)?to|(?:be\s+)?so\s+kind\s+as\s+to|"
     r"(?:i'?d|i\s+would)\s+(?:really\s+)?(?:like|love|prefer|appreciate\s+it\s+if)\s+(?:it\s+if\s+)?you(?:\s+(?:to|would|could|can))?|"
-    r"i\s+(?:want|need|ask)\s+you\s+to|"
+    r"i\s+(?:want|need|ask)\s+you\s+to|i\s+(?:demand|insist|request|require)\s+(?:that\s+)?you(?:\s+to)?|do\s+the\s+needful\s+and|"
     r"(?:i'?d|i\s+would)\s+be\s+(?:very\s+|really\s+|so\s+|most\s+)?(?:grateful|thankful)\s+if\s+you\s+(?:could|would|can)|"
     r"(?:you\s+(?:really\s+)?(?:can|may|should|could|must)|feel\s+free\s+to|go\s+ahead\s+and|make\s+sure\s+(?:to|you))(?:\s+(?:now|just|also|go\s+ahead\s+and))?|"
     r"(?:i'?m|i\s+am)\s+asking\s+you\s+to|(?:can|could|may)\s+i\s+(?:ask|get)\s+you\s+to|"
@@ -176,6 +182,11 @@ _MEMORY_WORD = (
     r"(?:memory|memories|mind|notes?|records?|files?|profile|database|system|data|brain|head|info|information)"
 )
 _MEMORY = rf"(?:(?:your|the|my)\s+)?{_MEMORY_WORD}"
+# Where the assistant keeps things, said without a memory word: "from what you remember", "off whatever list you keep".
+_HELD_PLACE = (
+    r"(?:what(?:ever)?\s+(?:you|u)(?:'ve|\s+have)?\s+(?:\w+\s+){0,2}?(?:remember|know|have|keep|kept|stored|saved|hold|got)"
+    r"(?:\s+(?:about|on)\s+me)?|(?:(?:whatever|your|any)\s+list(?:\s+(?:you|u)\s+(?:keep|have))?|(?:the|that)\s+list\s+(?:you|u)\s+(?:keep|have))(?:\s+(?:about|on)\s+me)?)"
+)
 _SAID = (
     r"(?:said|say|told\s+you|tell\s+you|mentioned|mention|shared|wrote|typed|brought\s+up|let\s+slip|"
     r"talked\s+about|revealed|admitted|confided|opened\s+up)"
@@ -190,8 +201,8 @@ _REFERENCE = (
     rf"(?:about|of|on|regarding|concerning|related\s+to|re|with|containing|mentioning|where\s+i\s+{_SAID}(?:\s+(?:you\s+)?about)?|"
     rf"(?:that\s+)?(?:i|you)\s+(?:{_SAID}|{_HELD})(?:\s+(?:you\s+)?(?:about|on|regarding))?)|"
     rf"{_PIECE}\s+(?:about|on|regarding|concerning)|"
-    rf"what(?:ever)?\s+(?:i|you)(?:\s+(?:just|earlier|once|ever))?\s*(?:{_SAID}|{_HELD})(?:\s+(?:you|me))?(?:\s+(?:earlier|before))?\s+(?:about|regarding|concerning|on)|"
-    rf"(?:everything|anything|all)\s+(?:(?:that\s+)?(?:i|you)\s*(?:{_SAID}|{_HELD})(?:\s+(?:you|me))?(?:\s+(?:earlier|before))?\s+)?(?:about|regarding|concerning|on|related\s+to)|"
+    rf"what(?:ever)?\s+(?:i|you)(?:'ve|\s+have)?(?:\s+(?:just|earlier|once|ever))?\s*(?:{_SAID}|{_HELD})(?:\s+(?:you|me))?(?:\s+(?:earlier|before))?\s+(?:about|regarding|concerning|on)|"
+    rf"(?:everything|anything|all)\s+(?:(?:that\s+)?(?:i|you)(?:'ve|\s+have)?\s*(?:{_SAID}|{_HELD})(?:\s+(?:you|me))?(?:\s+(?:earlier|before))?\s+)?(?:about|regarding|concerning|on|related\s+to)|"
     rf"i\s+(?:ever\s+|even\s+)?(?:{_SAID})(?:\s+(?:you\s+)?(?:about|that))?|"
     rf"the\s+fact\s+that|that\s+i\s+(?:{_SAID})(?:\s+you)?(?:\s+(?:about|that))?|that(?=\s+(?:i\s|i'|my\s))|about)"
 )
@@ -216,6 +227,8 @@ def _verb(*stems: str) -> str:
             and base[-3] not in "aeiou"
         ):
             base += base[-1]  # get -> getting, drop -> dropping, bin -> binning
+        if first == "forget":
+            base += "t"
         forms.append(" ".join(filter(None, (base + "ing", rest))))
     return "(?:" + "|".join(sorted(set(forms), key=len, reverse=True)) + ")"
 
@@ -242,6 +255,7 @@ _KEEP = _verb(
     "hang onto",
     "keep hold of",
     "know",
+    "conserve",
 )
 _ERASE = _verb(
     "delete",
@@ -269,9 +283,11 @@ _ERASE = _verb(
     "ditch",
     "bin",
     "lose",
+    "unsave",
+    "cross off",
 )
 _NEGATION = (
-    r"(?:don'?t|do\s+not|never|not|no\s+more|stop|quit|(?:there'?s\s+|there\s+is\s+)?no\s+need(?:\s+for\s+you)?\s+to|"
+    r"(?:don'?t|do\s+not|never|not|no\s+more|no\s+longer|cease\s+to|cease|stop|quit|(?:there'?s\s+|there\s+is\s+)?no\s+need(?:\s+for\s+you)?\s+to|"
     r"you\s+(?:don'?t|do\s+not)\s+(?:need|have)\s+to|(?:can|could|would)\s+you\s+not|you\s+(?:can|could)\s+stop)"
 )
 # Subjects that name nothing: "forget it", "forget about that", "forget everything".
@@ -295,7 +311,7 @@ _NOT_MEMORY = re.compile(
 _SUBJECT_END = re.compile(
     r"\s*(?:,|;|:|\?|!|\s-\s|\s–\s|\s—\s|\(|\bfrom\s+(?:your\s+|the\s+|my\s+)?(?:memory|memories|records?|notes|files?|mind|profile|head|brain|info|information)\b|"
     r"\b(?:that\s+)?i\s+(?:gave|told|sent|shared\s+with|mentioned\s+to)\s+you\b(?!\s+(?:about|regarding|concerning|on|re)\b)|\bfrom\s+earlier\b|\bearlier\s*$|"
-    r"\bfrom\s+(?:whatever|what|everything|anything)\s+you\b|"
+    r"\bfrom\s+(?:whatever|what|everything|anything)\s+you\b|\boff\s+(?:whatever|your|any)\s+list\b|"
     r"\b(?:in|into|to)\s+(?:your\s+)?(?:memory|memories|mind|records?|notes|files?)\b|\bon\s+(?:file|record)\b|"
     r"\bout\s+of\s+(?:your\s+|the\s+|my\s+)?(?:memory|memories|mind|head|brain|records?|notes|files?|system)\b|"
     r"\b(?:please|thanks|thank\s+you|anymore|any\s+more|any\s+longer|for\s+now|for\s+good|entirely|completely|altogether|gone)\b|"
@@ -314,7 +330,7 @@ _CLAUSE_SPLIT = re.compile(
     r"(?<=[.!?;:])\s+|\n+|\s+[-–—]+\s+|"
     r",?\s+(?=(?:and\s+|so\s+|but\s+)?(?:please|could\s+you|can\s+you|would\s+you|i'?d\s+(?:really\s+)?(?:rather|prefer|appreciate|like))\b)|"
     r"\s+(?:and|so|but)\s+(?=i'?d\s+(?:really\s+)?(?:rather|prefer|appreciate|like)\b)|"
-    r",\s+(?=(?:forget|delete|erase|remove|wipe|drop|bin|scrap|ditch)\s+(?:it|that|this)\b)"
+    r",\s+(?=(?:forget|delete|erase|remove|wipe|drop|bin|scrap|ditch)\s+(?:it|that|this|the|my|what|everything|all)\b)"
 )
 _NEGATED_FORGET = re.compile(
     r"\b(?:don'?t|do\s+not|never|not|won'?t|will\s+not|cannot|can'?t|shouldn'?t|mustn'?t|let'?s\s+not|lest\s+(?:you|we|i)|let\s+me)\s+(?:ever\s+)?forget\b"
@@ -326,7 +342,7 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
         # "forget I got signed off with stress": what the user did, not "forget I asked"
         "forget-i",
         re.compile(
-            rf"{_LEAD}{_FORGET}\s+(?:that\s+)?(?P<subject>i\s+(?!asked\b|ask\b|even\s+asked\b|was\s+(?:asking|going)\b|said\b|mentioned\b|told\b)\w+.+)$"
+            rf"{_LEAD}{_FORGET}\s+(?:that\s+)?(?P<subject>i(?:'m|'ve|'d|\s+(?!asked\b|ask\b|even\s+asked\b|was\s+(?:asking|going)\b|said\b|mentioned\b|told\b)\w+)\s*.+)$"
         ),
     ),
     (
@@ -353,13 +369,20 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "erase-from",
         re.compile(
-            rf"{_LEAD}(?:{_ERASE}|take|get|{_FORGET})\s+(?:out\s+|rid\s+of\s+)?(?P<subject>.+?)\s+(?:out\s+)?(?:of|from|off)\s+{_MEMORY}\b.*$"
+            rf"{_LEAD}(?:{_ERASE}|take|get|{_FORGET}|cancel|cross)\s+(?:out\s+|rid\s+of\s+)?(?P<subject>.+?)\s+(?:out\s+)?(?:of|from|off)\s+(?:{_MEMORY}|{_HELD_PLACE})\b.*$"
         ),
     ),
     (
         "off-record",
         re.compile(
             rf"{_LEAD}(?:(?:let'?s|let\s+us)\s+)?keep\s+(?P<subject>.+?)\s+(?:off\s+(?:the\s+|your\s+)?(?:record|records|books)|out\s+of\s+{_MEMORY})\b.*$"
+        ),
+    ),
+    (
+        # "cancel from your memory the debts of my father": the place before the thing
+        "erase-from-first",
+        re.compile(
+            rf"{_LEAD}(?:{_ERASE}|cancel|{_FORGET})\s+(?:out\s+)?(?:of|from|off)\s+(?:{_MEMORY}|{_HELD_PLACE})\s+(?P<subject>(?:the|my|our|that|all|any|everything)\b.+)$"
         ),
     ),
     (
@@ -389,19 +412,19 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "pretend",
         re.compile(
-            rf"{_LEAD}(?:(?:let'?s|let\s+us|(?:can|could|shall)\s+we)\s+)?(?:just\s+)?(?:pretend|act\s+(?:like|as\s+if|as\s+though)|assume)\s+(?:that\s+)?(?:i\s+never|you\s+never|i\s+didn'?t\s+ever|i\s+did\s+not\s+ever|i\s+didn'?t|you\s+didn'?t)\s+"
+            rf"{_LEAD}(?:(?:let'?s|let\s+us|(?:can|could|shall)\s+we)\s+)?(?:just\s+)?(?:pretend(?:ing)?|act\s+(?:like|as\s+if|as\s+though)|assume)\s+(?:that\s+)?(?:i\s+never|you\s+never|i\s+didn'?t\s+ever|i\s+did\s+not\s+ever|i\s+didn'?t|you\s+didn'?t)\s+"
             rf"(?:{_SAID}|heard|learned|knew|know|hear)\s+(?:you\s+|me\s+)?(?:anything\s+)?(?:about\s+|that\s+|of\s+)?(?P<subject>.+)$"
         ),
     ),
 ]
 _STORED = (
     r"(?:stored|saved|kept|recorded|remembered|logged|noted|written\s+down|on\s+(?:file|record)|in\s+(?:your\s+)?(?:memory|memories|records?|notes|system)|"
-    r"(?:to\s+be\s+)?part\s+of\s+what\s+(?:you|u)\s+(?:know|remember|keep|have))"
+    r"(?:to\s+be\s+)?(?:part\s+of\s+what|something)\s+(?:you|u)\s+(?:know|remember|keep|have|store|hold)(?:\s+about)?)"
 )
 # "I don't want my address stored", "I'd prefer my stammer wasn't stored", "not sure I want how I voted on file".
 _UNWANTED = re.compile(
     rf"^(?:[^,]{{0,40}},\s*)?{_OPENER}(?:i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+(?:really\s+)?want|(?:i'?m\s+)?not\s+sure\s+(?:if\s+)?i\s+want|"
-    rf"(?:i'?d|i\s+would)\s+(?:really\s+)?(?:prefer|rather)(?:\s+(?:it\s+)?if)?)\s+(?P<subject>.+?)\s+"
+    rf"(?:i'?d|i\s+would)\s+(?:really\s+)?(?:prefer|rather)(?:\s+(?:it\s+)?if|\s+that)?)\s+(?P<subject>.+?)\s+"
     rf"(?:(?:wasn'?t|weren'?t|isn'?t|aren'?t|was\s+not|were\s+not|not\s+be|not\s+being|wasn'?t\s+being)\s+)?{_STORED}"
     rf"(?P<rest>\s+(?:by|with|on|to|in)\s+(?!you\b|your\b|here\b|anywhere\b|file\b|record\b|memory\b|the\s+(?:record|file|system)\b)\w+.*|.*\b(?:online|cloud|internet|phone|laptop|computer|"
     rf"google|facebook|instagram|icloud|drive|server|website|app|apps|company|companies)\b.*)?(?:\s.*)?$"
@@ -414,7 +437,7 @@ _RETRACTION = re.compile(
 _CORRECTION = re.compile(r"^\W*(?:i\s+mean|i\s+meant|make\s+it|it'?s\s+actually|it\s+was\s+actually|\d)")
 # Words that name a topic as a thing said: "the salary thing", "the Marcus stuff", "the medication entry".
 _THING_WORDS = (
-    r"(?:thing|things|stuff|bit|bits|info|information|details|business|situation|story|news|part|issue|saga|drama|"
+    r"(?:thing|things|stuff|bit|bits|info|information|details|detail|business|situation|story|news|part|issue|saga|drama|"
     r"convo|conversation|episode|entry|entries|note|notes|fact|comment|anecdote|incident|figures|numbers|mention|"
     r"confession|rant)"
 )
@@ -423,6 +446,8 @@ _TOPICAL = re.compile(
     r"^(?:both\s+)?(?:the|that|this|my|our|your|all\s+(?:of\s+)?(?:the|my|our))\s+(?P<topic>(?:(?!(?:from|about|of|in|on|to|with|for)\s)[\w'-]+\s+){0,3}?[\w'-]+)\s+"
     rf"{_THING_WORDS}\b"
 )
+# "my contact details", "the phone number info": what was said about a thing, not the thing.
+_INFO_ABOUT = re.compile(r"\b(?:details|info|information)\b")
 _TOPIC_WORD = re.compile(rf"(?<=\w)\s+{_THING_WORDS}\b")
 # "forget the wedding stuff for now", "forget the novel thing, can you help me with ...": moving on, not a request.
 _FOR_A_WHILE = re.compile(
@@ -449,7 +474,7 @@ _SAID_BEFORE = re.compile(
 _EXPLICIT_MEMORY = re.compile(
     rf"\b(?:in|from|out\s+of)\s+{_MEMORY}\b|\b(?:don'?t|do\s+not|never)\s+(?:keep|store|save|remember|record)\b"
 )
-_FROM_MEMORY = re.compile(rf"\b(?:from|in|out\s+of|off)\s+(?:your|the|my)\s+{_MEMORY_WORD}\b")
+_FROM_MEMORY = re.compile(rf"\b(?:from|in|out\s+of|off)\s+(?:(?:your|the|my)\s+{_MEMORY_WORD}|{_HELD_PLACE})\b")
 _FROM_THING = re.compile(
     rf"\b(?:from|off|out\s+of)\s+(?:the|my|this|that|a|an|our|his|her|their)\s+(?!{_MEMORY_WORD}\b)\w+"
 )
@@ -457,10 +482,11 @@ _ADDRESS = re.compile(rf"\b{_PLEASE}\b|\byou\b|\byour\b")
 
 
 def _normalise(text: str) -> str:
-    text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"').lower()
+    text = text.replace("…", "... ").replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"').lower()
     # Emoji and other symbols say nothing here and would hide where a clause starts ("🙌 oh and btw forget ...").
     text = "".join(" " if unicodedata.category(ch) in ("So", "Sk", "Cs", "Co") else ch for ch in text)
     text = re.sub(r"\s\+\s", " and ", text)
+    text = re.sub(r"\bplease\s+to\b", "please", text)  # "please to forget" (a learner's English)
     text = re.sub(r"\bpor\s+favou?r\b|\bbitte\b|\bs'il\s+vous\s+pla[iî]t\b", "please", text)
     text = re.sub(r"[a-z']+", lambda m: _SPELLING.get(m.group(0), m.group(0)), text)
     return re.sub(r"\s+", " ", text).strip()
@@ -542,14 +568,18 @@ def opens_on_gerund(clause: str) -> bool:
     return opening is not None and opening.group("verb").split()[0].endswith("ing")
 
 
+_MEMORY_VERB = re.compile(r"\bun-?(?:remember|learn|save)\w*\s*$")  # acts only on memory: "unremember the dog fear"
 _CLEAR = re.compile(rf"{_LEAD}(?:clear|clearing)\b")
-_IMPERATIVE_RULES = frozenset({"forget", "forget-i", "forget-named", "erase", "erase-from", "wipe-of", "quoted"})
+_IMPERATIVE_RULES = frozenset(
+    {"forget", "forget-i", "forget-named", "erase", "erase-from", "erase-from-first", "wipe-of", "quoted"}
+)
 
 
 def _clause_subject(clause: str, turn: str) -> str | None:
     retraction = _RETRACTION.match(clause)
     if retraction is not None and not _CORRECTION.match(retraction.group("rest")):
-        return _earlier_statement(turn, clause)
+        named = re.match(r"\s*about\s+(?P<about>.+)$", retraction.group("rest"))  # "forget I said that about her dementia"
+        return (_subject(named.group("about")) if named else None) or _earlier_statement(turn, clause)
     unwanted = _UNWANTED.match(clause)
     if unwanted is not None and not unwanted.group("rest"):
         raw = unwanted.group("subject")
@@ -571,7 +601,7 @@ def _clause_subject(clause: str, turn: str) -> str | None:
         head = clause[: match.start("subject")]
         topical = None if ref else _TOPICAL.match(raw)
         if topical is not None and not _NOT_MEMORY.match(topical.group("topic")) and not _FROM_THING.search(raw):
-            if name == "forget" or name == "forget-named":
+            if name in ("forget", "forget-named", "erase"):
                 after = turn[turn.find(clause) + len(clause) :][:40] if clause in turn else ""
                 if _FOR_A_WHILE.search(raw + after) and not _addressed(head, turn):
                     continue  # "forget the wedding stuff for now, let's ..."
@@ -587,20 +617,24 @@ def _clause_subject(clause: str, turn: str) -> str | None:
         if name in ("keep", "rather") and not ref and not _personal_or_memory(raw, clause):
             continue  # "don't keep me waiting", "don't keep the receipt"
         if name == "want-gone" and not (
-            ref or raw.startswith(("my ", "the info", "the details")) or _FROM_MEMORY.search(clause)
+            ref
+            or (raw.startswith(("my ", "the info", "the details")) and _ADDRESS.search(turn))
+            or _FROM_MEMORY.search(clause)
         ):
-            continue
+            continue  # "I want my ex's name gone" (a tattoo) speaks to no one
         subject = _subject(raw)
         if subject is None:
             continue
         if name == "erase" and not ref and _CLEAR.match(clause) and not _FROM_MEMORY.search(clause):
             continue  # "clear my friday", "clear my head": clearing counts only out of memory
-        if name == "erase" and not ref and not (subject.startswith(("my ", "our ")) or _FROM_MEMORY.search(clause)):
+        if name == "erase" and not ref and not (
+            subject.startswith(("my ", "our ")) or _FROM_MEMORY.search(clause) or _MEMORY_VERB.search(head)
+        ):
             continue  # "erase a stain": erasing only counts for what was said or a personal detail
-        if name in ("erase", "erase-from") and _NOT_MEMORY.match(subject) and not ref:
+        if name in ("erase", "erase-from") and _NOT_MEMORY.match(subject) and not ref and not _INFO_ABOUT.search(raw):
             continue
-        if name == "erase" and not ref and _FROM_THING.search(raw):
-            continue  # "remove my name from the list": taken out of a thing, not out of memory
+        if name == "erase" and _FROM_THING.search(raw) and not _FROM_MEMORY.search(raw):
+            continue  # "remove my name from the list", "the bit about X from my speech": out of a thing, not out of memory
         return subject
     if _PRONOUN_REQUEST.match(clause):
         upto = turn.find(clause) + len(clause) if clause in turn else len(turn)
@@ -633,7 +667,7 @@ def _earlier_statement(turn: str, clause: str) -> str:
     has none: then it is the user's turn before)."""
     before = turn[: turn.find(clause)] if clause in turn else ""
     told = _TOLD_ABOUT.search(before)  # "re what I said the other night about Jordan ... forget I said that"
-    if told is not None and (subject := _subject(told.group("about"))):
+    if told is not None and told.group("about") and (subject := _subject(told.group("about"))):
         return subject
     for sentence in reversed(_SENTENCES.split(before)):
         sentence = re.sub(rf"^{_OPENER}", "", sentence.strip(" .!?;,")).strip()
@@ -663,7 +697,7 @@ def _plain_personal(raw: str, clause: str) -> bool:
 
 def _personal_or_memory(subject: str, clause: str) -> bool:
     return bool(
-        re.match(r"(?:my|our|where\s+i|what\s+i|which|how\s+much\s+i|when\s+i|who\s+i)\s", subject.strip())
+        re.match(r"(?:my|our|where\s+i|what\s+i|which|how\s+much\s+i|how\s+i|when\s+i|who\s+i|that\s+i)\s", subject.strip())
     ) or bool(
         re.search(rf"(?:from|in|on|out\s+of)\s+{_MEMORY}\b|\bon\s+(?:file|record)\b|\bremember|\bmemori[sz]", clause)
     )
@@ -684,7 +718,7 @@ _BASE_ACT = (
 _ASKED = (
     rf"(?:^{_OPENER}(?:(?:dear\s+assistant|my\s+friend|assistant)[\s,]+)?(?:(?:please|pls|kindly|just|simply|now)[\s,]+)*|"
     r"\b(?:please|pls|kindly)\s+(?:(?:you|u|just|my\s+friend)[\s,]+)*|"
-    r"\b(?:so|then|and\s+also|also)\s+(?:(?:just|please|pls)\s+)?|\blet'?s\s+(?=(?!forget)\w)|,\s+(?=\w+\s+(?:it|that|this|those|them)\b)|"
+    r"\b(?:so|then|and|and\s+also|also)\s+(?:(?:just|please|pls|actually)\s+)*|\blet'?s\s+(?=(?!forget)\w)|,\s+(?=\w+\s+(?:it|that|this|those|them)\b)|"
     r"\b(?:you|u)\s+(?:(?:can|could|would|will|should|must|may|to|kindly|just|please|now|also|then|maybe|simply|be\s+so\s+kind\s+as\s+to)\s+)*|"
     r"\b(?:ask|asking|like|want|need|request|requesting|beg|tell|telling)\s+(?:you|u)\b[^.?!]*?\bto\s+(?:(?:kindly|please|just)\s+)?)"
 )
@@ -693,17 +727,18 @@ _LOOSE_ACT = re.compile(
 )
 _KEEP_WORDS = (
     r"(?:keep|keeping|store|storing|save|saving|remember|remembering|rember|hold|holding|retain|retaining|hang\s+on\s+to|"
-    r"record|recording|track|tracking|have|having|log|logging)"
+    r"record|recording|track|tracking|have|having|log|logging|conserve|conserving)"
 )
 _LOOSE_KEEP = re.compile(
-    rf"(?:\b(?:you|u)\s+(?:didn'?t|did\s+not|not|wouldn'?t|would\s+not|don'?t|do\s+not|never|stop(?:ped)?|no\s+longer)\s+(?:(?:really|actually|even|still|always|keep)\s+)?(?!have\b|having\b){_KEEP_WORDS}|"
-    rf"(?:^{_OPENER}|\b(?:please|pls|so|and|just)\s+|\b(?:you|u)\s+(?:(?:could|can|would|will|please|just)\s+)+)(?:don'?t|do\s+not|never|stop|quit)\s+{_KEEP_WORDS}|"
+    rf"(?:\b(?:you|u)\s+(?:to\s+)?(?:didn'?t|did\s+not|not|wouldn'?t|would\s+not|don'?t|do\s+not|never|stop(?:ped)?|no\s+longer)\s+(?:(?:really|actually|even|still|always|keep)\s+)?(?!have\b|having\b){_KEEP_WORDS}|"
+    rf"(?:^{_OPENER}|,\s*|\b(?:please|pls|so|and|just)\s+|\b(?:you|u)\s+(?:(?:could|can|would|will|please|just)\s+)+)(?:don'?t|do\s+not|never|stop|quit|no\s+longer|cease\s+to)\s+{_KEEP_WORDS}|"
+    rf"\b(?:please|pls)\s+not\s+{_KEEP_WORDS}|"
     rf"\b(?:not|un)\s*(?:really\s+)?(?:comfortable|happy|ok|okay|keen)\s+(?:with\s+)?(?:you|u)\s+{_KEEP_WORDS}|"
-    rf"\bmind\s+not\s+{_KEEP_WORDS}|\b(?:don'?t|do\s+not)\s+need\s+(?:you|u)\s+(?:to\s+)?{_KEEP_WORDS}|"
+    rf"\bmind\s+not\s+{_KEEP_WORDS}|\b(?:you|u)\s+not\s+have\s+(?:that|it|this|those|them)\s+(?:saved|stored|kept|on\s+file|written\s+down)|\b(?:don'?t|do\s+not)\s+need\s+(?:you|u)\s+(?:to\s+)?{_KEEP_WORDS}|"
     r"\b(?:didn'?t|did\s+not|doesn'?t|wouldn'?t|not)\s+stay\s+in\s+(?:your|ur)\s+(?:memory|memories|records?|head)|"
-    r"\b(?:wasn'?t|weren'?t|isn'?t|aren'?t|not\s+be|no\s+longer\s+be)\s+(?:\w+\s+)?(?:in\s+(?:your|ur)\s+(?:memory|memories|records?|notes)|"
-    r"on\s+(?:file|record)|stored|saved|kept|remembered|"
-    r"something\s+(?:you|u)\s+(?:kept|keep|stored|store|saved|remember(?:ed)?|carry|hold|have))|"
+    r"\b(?:wasn'?t|weren'?t|isn'?t|aren'?t|(?:was|were|is|are)\s+not|not\s+be|no\s+longer\s+be|(?:was|were|is|are)\s+no\s+longer)\s+(?:\w+\s+)?"
+    r"(?:in\s+(?:your|ur)\s+(?:memory|memories|records?|notes)|on\s+(?:file|record)|stored|saved|kept|remembered|"
+    r"(?:something|part\s+of\s+what)\s+(?:you|u)\s+(?:kept|keep|stored|store|saved|remember(?:ed)?|carry|hold|have|know))|"
     # "I'd like that gone from your memory", "I want it deleted", "I don't want it in your memory"
     rf"\bi(?:'d|\s+would)?\s+(?:\w+\s+)?(?:like|want|need|prefer)\s+(?P<wanted>that|it|this|those|them|that\s+one|all\s+(?:of\s+)?(?:that|it))\s+"
     r"(?:gone|deleted|erased|removed|wiped|forgotten)|"
@@ -721,7 +756,7 @@ _WONDERING = re.compile(
 )
 # "I would appreciate it if you ...", "it would make me feel better if ...": asking, not wondering.
 _POLITE_IF = re.compile(
-    r"^.*?\b(?:appreciate\s+it|grateful|thankful|obliged|better|happier|calmer|safer|more\s+comfortable|prefer(?:\s+it)?|rather|like\s+it|nicer|relieved|"
+    r"^.*?\b(?:appreciate\s+it|grateful|thankful|obliged|better|happier|calmer|safer|more\s+comfortable|(?:more\s+)?at\s+ease|prefer(?:\s+it)?|rather|like\s+it|nicer|relieved|"
     r"(?:be\s+)?(?:ok|okay|fine|alright|good|great))\s+if\s+"
 )
 _ADDRESSED_TURN = re.compile(
@@ -742,19 +777,24 @@ _REFERENCE_END = re.compile(
 )
 _PRONOUN_OBJECT = re.compile(
     # "that"/"this" alone, not "that heart business" or "that he's in prison"
-    r"^(?:it|(?:that|this)(?=\s*$|\s*[,.;:!?]|\s+(?:from|out|off|in|one|bit|part|too|please|pls|as|for|again|anymore|now|either|both|on|up|away|go)\b)|them|those|these|both(?:\s+of\s+(?:them|those|these|it))?|all\s+(?:of\s+)?(?:that|this|it|them)|either|everything|any\s+of\s+(?:it|that|this))\b"
+    r"^(?:it|(?:that|this)(?=\s*$|\s*[,.;:!?]|\s+(?:from|out|off|in|one|bit|part|too|please|pls|as|for|again|anymore|now|either|both|on|up|away|go|actually|asap|tho|though|then)\b)|them|those|these|both(?:\s+of\s+(?:them|those|these|it))?|all\s+(?:of\s+)?(?:that|this|it|them)|either|everything|any\s+of\s+(?:it|that|this))\b"
 )
 # "I regret telling you about Elena", "I can't believe I told you about crying": what "that" points to.
 _TOLD_ABOUT = re.compile(
     r"\b(?:told|telling|tell|mentioned|mentioning|shared|sharing|share|said)\s+(?:(?:you|u)\s+)?(?:[\w']+\s+){0,4}?(?:about|that|how)\s+(?P<about>[^.?!;,]+)|"
-    r"\b(?:told\s+(?:you|u)|shared|share|mentioned|brought\s+up)\s+(?P<object>(?:the|my|our)\s[^.?!;,]+)"
+    r"\b(?:told\s+(?:you|u)|shared|share|mentioned|brought\s+up|bringing\s+up|bring\s+up)\s+(?P<object>(?:the|my|our)\s[^.?!;,]+)|"
+    # "why do u still have which bank im with", "u have my home address saved", "u knowing my salary"
+    r"\b(?:you|u)\s+(?:still\s+|even\s+|shouldn'?t\s+|should\s+not\s+)?(?:have|having|know|knowing|keep|keeping|kept|saved|stored|remember|remembering)\s+"
+    r"(?P<held>(?:my|our|the|that|which|where|how|what)\s[^.?!;,]+?)(?:\s+(?:saved|stored|on\s+file|written\s+down|in\s+(?:your|ur)\s+memory))?(?=\s*(?:[.?!;,]|$))|"
+    r"^(?:so\s+)?i\s+(?:said|told\s+(?:you|u))\s+(?:that\s+)?(?P<said>i(?:'m|'ve|\s)[^.?!;,]+?)(?:\s+right)?(?=\s*(?:[.?!;,]|$))"
 )
 
 
 def _loose_request(turn: str) -> str | None:
     """The loose reading of ``turn`` (normalised): what it asks the assistant to forget, or None."""
-    if not _ADDRESSED_TURN.search(turn) and not re.match(rf"^{_OPENER}{_BASE_ACT}\b", turn):
-        return None
+    commands = re.compile(rf"^{_OPENER}(?:{_BASE_ACT}|(?:don'?t|do\s+not|never|stop)\s+{_KEEP_WORDS})\b")
+    if not _ADDRESSED_TURN.search(turn) and not any(commands.match(s.strip()) for s in _SENTENCES.split(turn)):
+        return None  # nobody is asked anything
     memory_talk = bool(
         re.search(
             rf"\b(?:your|ur)\s+{_MEMORY_WORD}\b|\bon\s+(?:file|record)\b|\b{_STORED}\b|"
@@ -789,8 +829,12 @@ def _loose_request(turn: str) -> str | None:
         ):
             continue  # a bare "forget the novel, ..." moves on; "please forget ..." asks
         after = re.split(r",|\s[-–—]+\s", sentence[act.end() :].strip(" ,"), maxsplit=1)[0].strip()
+        after = re.sub(r"^(?:anymore|any\s+more|any\s+longer|no\s+more)\s+", "", after)
+        taken_pronoun = bool(_PRONOUN_OBJECT.match(found.get("taken") or "-"))
+        if found.get("letgo") or found.get("gone") or taken_pronoun:
+            after = ""  # "let it go, I mean it": the object is the pronoun, what follows is talk
         before = sentence[: act.start()].strip(" ,")
-        if found.get("taken"):  # "take the stammer out of what you remember"
+        if found.get("taken") and not taken_pronoun:  # "take the stammer out of what you remember"
             subject = _loose_reference(found["taken"], memory_talk=True)
         elif found.get("wanted") or found.get("unwanted"):  # "I'd like it deleted": what "it" is was said before
             stated = (
@@ -806,7 +850,15 @@ def _loose_request(turn: str) -> str | None:
         after = re.sub(r"^(?:on\s+to|onto|on|of|to)\s+", "", after)
         after = re.sub(r"^(?:please|pls|plz|now|ok|okay|thanks|thank\s+you)$", "", after)
         if subject is None and (not after or _PRONOUN_OBJECT.match(after)):
-            subject = _pointed_at(" ".join([*sentences[:index], whole]), before, previous)
+            # A topic the turn only names ("The custody fight is none of your business, so wipe it")
+            # counts when the act is plainly on memory.
+            on_memory = (
+                memory_talk
+                or act.re is _LOOSE_KEEP
+                or verb.startswith(("forget", "unlearn", "unremember"))
+                or _SHOULD_NOT_KEEP.search(turn) is not None
+            )
+            subject = _pointed_at(" ".join([*sentences[:index], whole]), before, previous, named_topic=on_memory)
         if subject and not _NOT_MEMORY.match(subject) and not _FROM_THING.search(after):
             more = _more_named(sentence[act.end() :], sentences[index + 1 :])
             return "; ".join([subject, *more])
@@ -814,7 +866,7 @@ def _loose_request(turn: str) -> str | None:
 
 
 _AND_ALSO = re.compile(
-    r"(?:^|,?\s+)(?:and|also|plus|or)\s+(?:also\s+)?(?:about\s+)?(?P<named>(?:the|my|our)\s+[^,.;?!]+?)(?:\s+(?:too|as\s+well|while\s.*))?\s*(?:[,.;?!]|$)"
+    r"(?:^|,?\s+)(?:and|also|plus|or)\s+(?:also\s+)?(?:about\s+)?(?P<named>(?:the|my|our)\s+[^,.;?!]+?)(?:\s+(?:too|as\s+well))?(?:\s+while\s.*)?\s*(?:[,.;?!]|$)"
 )
 
 
@@ -847,14 +899,19 @@ _BARE_NOUN_PHRASE = re.compile(
 )
 
 
-def _pointed_at(earlier: str, before: str, previous: Sequence[str] = ()) -> str | None:
+def _pointed_at(
+    earlier: str, before: str, previous: Sequence[str] = (), *, named_topic: bool = False
+) -> str | None:
     """What a pronoun object points to: what the user says they told ("I regret telling you about
     Elena"), something named with "about", or the words before the act or the sentence before it
-    when they only name something ("The bus incident. I'd prefer it not be ...")."""
+    when they only name something ("The bus incident. I'd prefer it not be ..."); with
+    ``named_topic``, also a topic they open on ("the custody fight is none of your business",
+    "about Nadia...", "the information of my visa, is better you don't keep it")."""
     for pattern in (_TOLD_ABOUT, _REGRET_ABOUT):
         told = pattern.search(before) or pattern.search(earlier)
         if told is not None:
-            return _subject(told.groupdict().get("about") or told.group("object"))
+            found = told.groupdict()
+            return _subject(found.get("about") or found.get("object") or found.get("held") or found.get("said") or "")
     about = re.search(r"\babout\s+(?P<named>(?:the|my|our)\s[^.?!;,]+)", earlier)
     if about is not None:  # "if DOT ever found out about the sleep apnea thing ... get rid of that"
         topical = _TOPICAL.match(about.group("named"))
@@ -870,11 +927,34 @@ def _pointed_at(earlier: str, before: str, previous: Sequence[str] = ()) -> str 
             candidate
             and _REFERS.match(candidate)
             and (re.match(r"(?:my|our)\s", candidate) or _TOPICAL.match(candidate))
+            and (subject := _loose_reference(candidate, leading=True))
         ):
-            return _loose_reference(candidate, leading=True)
+            return subject
         if candidate and _BARE_NOUN_PHRASE.match(candidate):
             return _subject(candidate)
+        opening = (
+            _OPENING_TOPIC.match(re.sub(r"^(?:(?:please|pls|kindly|nvm|never\s+mind|actually|ok|okay|so|um|uh|hey)[\s,]+)+", "", candidate))
+            if candidate
+            else None
+        )
+        if named_topic and opening is not None and (subject := _subject(opening.group("named") or opening.group("name"))):
+            return subject
     return None
+
+
+_SHOULD_NOT_KEEP = re.compile(
+    rf"\b(?:you|u)\s+(?:shouldn'?t|should\s+not|don'?t\s+need\s+to|needn'?t)\s+(?:\w+\s+)?(?:{_KEEP_WORDS}|know)\b|"
+    r"\b(?:none\s+of\s+your\s+business|between\s+us)\b"
+)
+# A sentence that opens on the topic it then talks about: "the custody fight is none of your
+# business", "the crash I told you about...", "about Nadia...", "the information of my visa, ...".
+_OPENING_TOPIC = re.compile(
+    r"^(?:(?:re|regarding|about|as\s+for|so)\s+(?P<name>[a-z][\w'-]+)(?=\s*(?:,|:|\.\.\.|$))|"
+    r"(?:(?:re|regarding|about|as\s+for|so)\s+|(?:can|could|let'?s)\s+(?:we\s+)?keep\s+)?(?P<named>(?:the|my|our|that|this)\s+(?:[\w'-]+\s+){0,4}?[\w'-]+?)"
+    r"(?:\s+(?:that\s+)?i(?:'ve)?\s+(?:\w+\s+)?(?:told\s+you|mentioned|said|shared)(?:\s+(?:you|to\s+you))?(?:\s+about)?)?"
+    r"\s*(?:,|:|\.\.\.|\s[-–—]|\s+between\s+us\b|\s+(?:is|was|are)\s+(?:\w+\s+)?(?:none\s+of\s+your\s+business|between\s+us|private|personal|"
+    r"nobody'?s\s+business)|$))"
+)
 
 
 def _loose_reference(text: str, *, leading: bool = False, memory_talk: bool = False) -> str | None:
