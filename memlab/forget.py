@@ -81,8 +81,11 @@ def word_share(text: str, subject: str) -> float:
     if not wanted:
         return 0.0
     found = content_words(text)
-    share = sum(1 for word in wanted if any(_same_word(word, other) for other in found)) / len(wanted)
     lowered = text.lower()
+    initials = _initials(lowered)
+    share = sum(
+        1 for word in wanted if any(_same_word(word, other) for other in found) or _is_initials(word, initials)
+    ) / len(wanted)
     head = _head(subject)
     for topic, cues in TOPICS:
         if topic.search(head) and cues.search(lowered):
@@ -92,6 +95,17 @@ def word_share(text: str, subject: str) -> float:
             found_rest = sum(1 for word in rest if any(_same_word(word, other) for other in found))
             return max(share, 1.0 - (len(rest) - found_rest) / len(wanted))
     return share
+
+
+def _initials(text: str) -> str:
+    """The first letters of a text's long words, to find an acronym in it ("alcoholics anonymous":
+    "aa"); short words ("every day") would make too many."""
+    return "".join(word[0] for word in re.findall(r"[a-z]+", text) if len(word) >= 4)
+
+
+def _is_initials(word: str, initials: str) -> bool:
+    """Whether ``word`` (2 to 4 letters) is an acronym of consecutive words of the text ("aa", "ivf", "ed")."""
+    return 2 <= len(word) <= 4 and word.isalpha() and word in initials
 
 
 def _head(subject: str) -> str:
@@ -128,11 +142,18 @@ _MEDICAL = (
 )
 # Categories a request may name instead of a fact ("my health stuff", "anything about my kids"), and
 # how facts in them read.
+_KIDS = _category(
+    r"kids|children|child|son\s+and\s+daughter",
+    r"\b(?:son|daughter|kids?|children|child|baby|toddler|stepson|stepdaughter)\b",
+)
+_FAMILY = _category(
+    r"family|family\s+members|relatives",
+    r"\b(?:wife|husband|partner|son|daughter|kids?|children|mum|mom|mother|dad|father|brother|sister|parents|"
+    r"grandma|grandmother|grandad|grandfather|aunt|uncle|cousin|niece|nephew)\b",
+)
 CATEGORIES = [
-    _category(
-        r"kids|children|child|son\s+and\s+daughter",
-        r"\b(?:son|daughter|kids?|children|child|baby|toddler|stepson|stepdaughter)\b",
-    ),
+    _KIDS,
+    _FAMILY,
     _category(r"health|medical|medical\s+history|health\s+history|physical\s+health", _MEDICAL),
     _category(
         r"mental\s+health|mental\s+health\s+history",
@@ -144,12 +165,17 @@ CATEGORIES = [
         r"debt|\bowe\b|loan|overdraft|credit|savings|salary|\bearn|income|\bpaid\b|mortgage|\brent\b|£|\$|€|bankrupt|pension|"
         r"\bbroke\b|benefits",
     ),
+    _category(r"contact|contacts|contact\s+details", r"phone|mobile|e-?mail|@|\blive\s+at\b|address|\bnumber\b"),
     _category(r"pregnancy|baby\s+news", r"pregnan|morning\s+sickness|due\s+date|\bivf\b|miscarr|expecting|trimester"),
     _category(
         r"love\s+life|relationships?|dating|dating\s+life|sex\s+life",
         r"boyfriend|girlfriend|partner|dating|\bex\b|\bex-|married|divorc|affair|crush|\bsingle\b|tinder|hinge|bumble",
     ),
 ]
+
+
+# Categories of people: their facts are about someone else by nature ("My father passed away").
+_PEOPLE_CUES = (_KIDS[1], _FAMILY[1])
 
 
 def category_cues(subject: str) -> re.Pattern[str] | None:
@@ -254,7 +280,11 @@ TOPICS = [
     _topic(r"drinking|alcohol|booze", r"drink|alcohol|pints?\b|wine\b|beer\b|sober"),
     _topic(r"smoking|cigarettes|vaping", r"smoke|cigarettes?|vape|vaping"),
     _topic(r"pets?|dog|dogs|cat|cats", r"\bdogs?\b|\bcats?\b|puppy|kitten|\bpets?\b|rabbit|hamster|parrot"),
-    _topic(r"rent|mortgage|housing\s+costs", r"\brent\b|mortgage|landlord|\bpay\s+£"),
+    _topic(r"rent|mortgage|home\s+loan|housing\s+costs", r"\brent\b|mortgage|landlord|\bpay\s+£"),
+    _topic(
+        r"conviction|convictions|criminal\s+record|arrest|record",
+        r"criminal|convict|arrested|prison|jail|\bcharged\b|probation|offence|offense",
+    ),
     _topic(r"email|e-mail", r"@|\be-?mail"),
     _topic(
         r"hometown|where\s+i\s+grew\s+up|where\s+i'?m\s+from|nationality|background",
@@ -315,12 +345,14 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
             category = category_cues(part)
             if category is not None:
                 # "my health stuff", "anything about my kids": every fact in the category, from LOWEST up.
+                people = category in _PEOPLE_CUES
                 chosen |= {
                     i
                     for i, score in enumerate(scores)
-                    if score >= CATEGORY_LOWEST
+                    if score + (OTHERS_PENALTY if people and _about_someone_else(texts[i], part) else 0.0)
+                    >= CATEGORY_LOWEST
                     and category.search(texts[i].lower())
-                    and not _about_someone_else(texts[i], part)
+                    and (people or not _about_someone_else(texts[i], part))
                     and not _PAST_STATE.search(texts[i].lower())
                 }
             if best < low:
@@ -368,7 +400,7 @@ LEAD = 0.2
 # Without shared words, one item is taken only when it leads every other by CLEAR_LEAD.
 CLEAR_LOWEST = 0.35
 CLEAR_LEAD = 0.3
-CATEGORY_LOWEST = 0.2  # a fact in the category a request names ("my health stuff") needs less: its words say it
+CATEGORY_LOWEST = 0.1  # a fact in the category a request names ("my health stuff") needs less: its words say it
 
 
 def _stands_out(scores: np.ndarray, texts: list[str], subject: str) -> bool:

@@ -92,8 +92,15 @@ class ForgetRequest:
             r"\s*;\s*|\s+(?:and|&|or)\s+(?:also\s+)?(?:about\s+)?(?=(?:my|our|the|where|what|how|which|when|that|me|selling|being|having)\b)",
             self.subject,
         )
-        pieces = [_TOPIC_WORD.sub("", piece.strip()) for piece in pieces]  # "the getting fired thing"
+        pieces = [part for piece in pieces for part in _two_of_mine(piece.strip())]
+        pieces = [_TOPIC_WORD.sub("", _PIECE_LEAD.sub("", piece.strip())) for piece in pieces]  # "the getting fired thing"
         return [p for p in pieces if content_words(p)]
+
+
+def _two_of_mine(piece: str) -> list[str]:
+    """ "my weight and height": my weight, my height."""
+    pair = re.fullmatch(r"(my|our)\s+([\w'-]+)\s+and\s+([\w'-]+)", piece)
+    return [f"{pair.group(1)} {pair.group(2)}", f"{pair.group(1)} {pair.group(3)}"] if pair else [piece]
 
 
 # Chat spellings and typos, read as the words they stand for.
@@ -168,7 +175,7 @@ _POLITE = (
     r"(?:would|do)\s+you\s+mind|mind|(?:can|could)\s+we|do\s+you\s+think\s+you\s+(?:could|can|would)|"
     r"(?:is|would)\s+it\s+(?:be\s+)?(?:possible|ok|okay)\s+(?:for\s+you\s+)?to|(?:be\s+)?so\s+kind\s+as\s+to|"
     r"(?:i'?d|i\s+would)\s+(?:really\s+)?(?:like|love|prefer|appreciate\s+it\s+if)\s+(?:it\s+if\s+)?you(?:\s+(?:to|would|could|can))?|"
-    r"i\s+(?:want|need|ask)\s+you\s+to|i\s+(?:demand|insist|request|require)\s+(?:that\s+)?you(?:\s+to)?|do\s+the\s+needful\s+and|"
+    r"i\s+(?:want|need|ask)\s+you\s+to|(?:i|i'?d\s+like\s+to|i\s+would\s+like\s+to|i\s+must|i\s+have\s+to)\s+(?:demand|insist|request|require|ask)\s+(?:that\s+)?you(?:\s+to)?|do\s+the\s+needful\s+and|"
     r"(?:i'?d|i\s+would)\s+be\s+(?:very\s+|really\s+|so\s+|most\s+)?(?:grateful|thankful)\s+if\s+you\s+(?:could|would|can)|"
     r"(?:you\s+(?:really\s+)?(?:can|may|should|could|must)|feel\s+free\s+to|go\s+ahead\s+and|make\s+sure\s+(?:to|you))(?:\s+(?:now|just|also|go\s+ahead\s+and))?|"
     r"(?:i'?m|i\s+am)\s+asking\s+you\s+to|(?:can|could|may)\s+i\s+(?:ask|get)\s+you\s+to|"
@@ -315,7 +322,9 @@ _SUBJECT_END = re.compile(
     r"\b(?:in|into|to)\s+(?:your\s+)?(?:memory|memories|mind|records?|notes|files?)\b|\bon\s+(?:file|record)\b|"
     r"\bout\s+of\s+(?:your\s+|the\s+|my\s+)?(?:memory|memories|mind|head|brain|records?|notes|files?|system)\b|"
     r"\b(?:please|thanks|thank\s+you|anymore|any\s+more|any\s+longer|for\s+now|for\s+good|entirely|completely|altogether|gone)\b|"
-    r"\b(?:but|because|since|so|cause|cuz|it'?s|it\s+was|that'?s|that\s+was)\b|\b(?:and|or)\b(?!\s+(?:also\s+)?(?:my|our|i|the|where|what|how|which|when|me|about)\b)).*$"
+    r"\b(?:but|because|since|so|cause|cuz|it'?s|it\s+was|that'?s|that\s+was)\b|"
+    # "my weight and height (from your records)" names two things; "my salary and let's move on" one
+    r"\b(?:and|or)\b(?!\s+(?:also\s+)?(?:my|our|i|the|where|what|how|which|when|me|about)\b|\s+[\w'-]+\s*(?:$|[,.;?!]|\s+(?:from|out\s+of|off)\b))).*$"
 )
 # "the debt, the getting fired thing, and the psychiatrist": one list, each named thing its own part.
 _LIST = re.compile(r"^(?:the|my|our)\s[^,;?!.]+(?:,\s*(?:and\s+)?(?:the|my|our)\s[^,;?!.]+)+")
@@ -324,7 +333,7 @@ _PIECE_LEAD = re.compile(
     r"(?:about|on|regarding|concerning|of|re)\s+"
 )
 _SUBJECT_LEAD = re.compile(
-    r"^(?:what\s+i\s+(?:told\s+you|said|mentioned|shared)\s+(?:about|regarding)|(?:everything|anything|all)\s+(?:about|regarding)|about|that|of|on|regarding|concerning|the\s+fact\s+that|re)\s+"
+    r"^(?:what\s+i\s+(?:told\s+you|said|say|mentioned|shared)\s+(?:about|regarding)|(?:everything|anything|all)\s+(?:about|regarding)|about|that|of|on|regarding|concerning|the\s+fact\s+that|re)\s+"
 )
 _CLAUSE_SPLIT = re.compile(
     r"(?<=[.!?;:])\s+|\n+|\s+[-–—]+\s+|"
@@ -508,6 +517,7 @@ def _subject(raw: str) -> str | None:
     subject = re.sub(r"^(?:that|the\s+fact\s+that)\s+", "", subject)
     subject = _PIECE_LEAD.sub("", subject)  # "the bit about gareth": gareth
     subject = re.sub(r"\s+(?:both|too|as\s+well|all\s+three|the\s+lot)$", "", subject)
+    subject = re.sub(r"^both\s+(?=(?:the|my|our)\s)", "", subject)
     if _TOPICAL.match(subject):
         subject = _TOPIC_WORD.sub("", subject)  # "the eviction stuff": the eviction
     if not subject or _EMPTY_SUBJECT.match(subject) or not content_words(subject):
@@ -741,7 +751,7 @@ _LOOSE_KEEP = re.compile(
     r"(?:something|part\s+of\s+what)\s+(?:you|u)\s+(?:kept|keep|stored|store|saved|remember(?:ed)?|carry|hold|have|know))|"
     # "I'd like that gone from your memory", "I want it deleted", "I don't want it in your memory"
     rf"\bi(?:'d|\s+would)?\s+(?:\w+\s+)?(?:like|want|need|prefer)\s+(?P<wanted>that|it|this|those|them|that\s+one|all\s+(?:of\s+)?(?:that|it))\s+"
-    r"(?:gone|deleted|erased|removed|wiped|forgotten)|"
+    r"(?:gone|deleted|erased|removed|wiped|forgotten|not\s+(?:to\s+)?be\s+(?:kept|stored|saved|remembered))|"
     rf"\bi\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+(?P<unwanted>that|it|this|those|them)\s+(?:in\s+(?:your|ur)\s+(?:memory|memories|records?)|{_STORED}))\b(?P<act>)"
 )
 _POLITE_NOT_KNOW = re.compile(
@@ -825,7 +835,7 @@ def _loose_request(turn: str) -> str | None:
             not re.search(r"\b(?:please|pls|kindly|you|u)\b", sentence[: act.start("act")])
             and not re.search(r"\b(?:please|pls|plz|kindly)\b", sentence)
             and not re.search(rf"\b{_MEMORY_WORD}\b|\bon\s+(?:file|record)\b", sentence)
-            or _FOR_A_WHILE.search(sentence)
+            or _FOR_A_WHILE.search(sentence[act.start("act") :])
         ):
             continue  # a bare "forget the novel, ..." moves on; "please forget ..." asks
         after = re.split(r",|\s[-–—]+\s", sentence[act.end() :].strip(" ,"), maxsplit=1)[0].strip()
@@ -875,6 +885,10 @@ def _more_named(rest: str, following: list[str]) -> list[str]:
     quitting thing. And the stipend.", "... or the news about Fiona"."""
     found = [m.group("named") for m in _AND_ALSO.finditer(rest) if m.start() > 0]
     for sentence in following[:2]:
+        listed = re.match(r"^(?:both|namely|i\s+mean|meaning|specifically)\s+(?P<list>(?:the|my|our)\s.+?\s+and\s+(?:the|my|our)\s.+?)[.!]?$", sentence)
+        if listed is not None:  # "... the medical details I gave you? Both the allergy and the operation."
+            found += re.split(r"\s+and\s+", listed.group("list"))
+            break
         match = re.match(
             r"^(?:and|also|plus)\s+(?:also\s+)?(?P<named>(?:the|my|our)\s+[^,.;?!]+?)(?:\s+too)?\s*[.!]?$", sentence
         )
@@ -907,6 +921,10 @@ def _pointed_at(
     when they only name something ("The bus incident. I'd prefer it not be ..."); with
     ``named_topic``, also a topic they open on ("the custody fight is none of your business",
     "about Nadia...", "the information of my visa, is better you don't keep it")."""
+    for candidate in (before, *reversed(previous)):
+        both = re.match(r"^\W*both\s+(?P<list>.+?\s+and\s+.+?)[\s.,]*$", candidate)
+        if both is not None and (subject := _subject(both.group("list"))):
+            return subject  # "both the credit card problem and what I say about my wife, please remove them"
     for pattern in (_TOLD_ABOUT, _REGRET_ABOUT):
         told = pattern.search(before) or pattern.search(earlier)
         if told is not None:
