@@ -137,7 +137,7 @@ def _category(names: str, cues: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
 _MEDICAL = (
     r"diagnos|condition|syndrome|disease|disorder|cancer|diabet|asthma|\bhiv\b|herpes|adhd|autis|epilep|migraine|allerg|"
     r"therap|psychiatr|counsell?or|anxiety|depress|panic|bipolar|ptsd|\bocd\b|eating\s+disorder|medication|\bmeds\b|\bmg\b|"
-    r"\bpills?\b|tablets|prescri|surgery|hospital|pregnan|\bibs\b|crohn|arthritis|infection|\bsti\b|chlamydia|"
+    r"\bpills?\b|tablets|prescri|surgery|operation|appendi|tonsil|fracture|injur|hospital|pregnan|\bibs\b|crohn|arthritis|infection|\bsti\b|chlamydia|"
     r"\w+(?:ine|pril|statin|azole|pam|pram|done|mab|tide|ium|xetine)\b"
 )
 # Categories a request may name instead of a fact ("my health stuff", "anything about my kids"), and
@@ -158,7 +158,7 @@ CATEGORIES = [
     _category(
         r"mental\s+health|mental\s+health\s+history",
         r"therap|psychiatr|counsell?or|anxiety|depress|panic|bipolar|ptsd|\bocd\b|antidepress|sertraline|citalopram|"
-        r"fluoxetine|lithium|eating\s+disorder|self-?harm|suicid",
+        r"fluoxetine|lithium|eating\s+disorder|self-?harm|suicid|breakdown|burn-?out|rehab|psych\s+ward",
     ),
     _category(
         r"money|finances|financial|financial\s+situation|money\s+situation",
@@ -333,6 +333,7 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
         if not items or not request.subject:
             return []
         texts = [item.text for item in items]
+        turns = [_turns_of(item) for item in items]
         vectors = embedder.embed(texts)
         wide = bool(_MANY.search(_WHERE_HELD.sub(" ", request.text.lower())))
         low = THRESHOLD if threshold is None else threshold
@@ -358,8 +359,13 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
             if best < low:
                 # What an earlier part took ("the Ozempic and the weight loss") competes no more.
                 rest = np.array([score if i not in chosen else -np.inf for i, score in enumerate(scores)])
-                if _stands_out(rest, texts, part):
-                    chosen.add(int(rest.argmax()))
+                lead = int(rest.argmax())
+                # Items made from the same turn (a profile entry and its turn) are one fact: they don't compete.
+                rivals = np.array(
+                    [-np.inf if i != lead and turns[i] & turns[lead] else score for i, score in enumerate(rest)]
+                )
+                if _stands_out(rivals, texts, part):
+                    chosen.add(lead)
                 continue
             floor = max(low, best - (WIDE_MARGIN if wide else near))
             # A topic ("my medication") covers every fact that states it ("I take lithium", "I take

@@ -155,6 +155,9 @@ _SPELLING = {
     "gf": "girlfriend",
     "yuo": "you",
     "thign": "thing",
+    "shes": "she's",
+    "hes": "he's",
+    "theyre": "they're",
     "delte": "delete",
     "remvoe": "remove",
     "froget": "forget",
@@ -175,7 +178,7 @@ _POLITE = (
     r"(?:would|do)\s+you\s+mind|mind|(?:can|could)\s+we|do\s+you\s+think\s+you\s+(?:could|can|would)|"
     r"(?:is|would)\s+it\s+(?:be\s+)?(?:possible|ok|okay)\s+(?:for\s+you\s+)?to|(?:be\s+)?so\s+kind\s+as\s+to|"
     r"(?:i'?d|i\s+would)\s+(?:really\s+)?(?:like|love|prefer|appreciate\s+it\s+if)\s+(?:it\s+if\s+)?you(?:\s+(?:to|would|could|can))?|"
-    r"i\s+(?:want|need|ask)\s+you\s+to|(?:i|i'?d\s+like\s+to|i\s+would\s+like\s+to|i\s+must|i\s+have\s+to)\s+(?:demand|insist|request|require|ask)\s+(?:that\s+)?you(?:\s+to)?|do\s+the\s+needful\s+and|"
+    r"i\s+(?:want|need|ask)\s+you\s+to|(?:have|get)\s+you(?:\s+to)?|(?:i|i'?d\s+like\s+to|i\s+would\s+like\s+to|i\s+must|i\s+have\s+to)\s+(?:demand|insist|request|require|ask)\s+(?:that\s+)?you(?:\s+to)?|do\s+the\s+needful\s+and|help\s+me(?:\s+to)?|"
     r"(?:i'?d|i\s+would)\s+be\s+(?:very\s+|really\s+|so\s+|most\s+)?(?:grateful|thankful)\s+if\s+you\s+(?:could|would|can)|"
     r"(?:you\s+(?:really\s+)?(?:can|may|should|could|must)|feel\s+free\s+to|go\s+ahead\s+and|make\s+sure\s+(?:to|you))(?:\s+(?:now|just|also|go\s+ahead\s+and))?|"
     r"(?:i'?m|i\s+am)\s+asking\s+you\s+to|(?:can|could|may)\s+i\s+(?:ask|get)\s+you\s+to|"
@@ -184,7 +187,7 @@ _POLITE = (
     r"is\s+there\s+(?:any\s+)?way\s+(?:you\s+(?:could|can)|(?:for\s+you\s+)?to)|"
     r"it'?s\s+(?:time|okay|ok|fine)\s+(?:for\s+you\s+)?to)"
 )
-_LEAD = rf"^{_OPENER}(?:{_PLEASE}[\s,]+)?(?:{_POLITE}\s+){{0,2}}(?:{_PLEASE}[\s,]+)?"
+_LEAD = rf"^{_OPENER}(?:{_PLEASE}[\s,]+)?(?:{_POLITE}\s+){{0,2}}(?:{_PLEASE}[\s,]+)?(?:(?:just|also|permanently|completely|simply|fully|quietly)\s+)?"
 _MEMORY_WORD = (
     r"(?:memory|memories|mind|notes?|records?|files?|profile|database|system|data|brain|head|info|information)"
 )
@@ -324,7 +327,7 @@ _SUBJECT_END = re.compile(
     r"\b(?:please|thanks|thank\s+you|anymore|any\s+more|any\s+longer|for\s+now|for\s+good|entirely|completely|altogether|gone)\b|"
     r"\b(?:but|because|since|so|cause|cuz|it'?s|it\s+was|that'?s|that\s+was)\b|"
     # "my weight and height (from your records)" names two things; "my salary and let's move on" one
-    r"\b(?:and|or)\b(?!\s+(?:also\s+)?(?:my|our|i|the|where|what|how|which|when|me|about)\b|\s+[\w'-]+\s*(?:$|[,.;?!]|\s+(?:from|out\s+of|off)\b))).*$"
+    r"\b(?:and|or)\b(?!\s+(?:also\s+)?(?:my|our|i|the|where|what|how|which|when|me|about|that\s+i)\b|\s+[\w'-]+\s*(?:$|[,.;?!]|\s+(?:from|out\s+of|off)\b))).*$"
 )
 # "the debt, the getting fired thing, and the psychiatrist": one list, each named thing its own part.
 _LIST = re.compile(r"^(?:the|my|our)\s[^,;?!.]+(?:,\s*(?:and\s+)?(?:the|my|our)\s[^,;?!.]+)+")
@@ -487,6 +490,19 @@ _FROM_MEMORY = re.compile(rf"\b(?:from|in|out\s+of|off)\s+(?:(?:your|the|my)\s+{
 _FROM_THING = re.compile(
     rf"\b(?:from|off|out\s+of)\s+(?:the|my|this|that|a|an|our|his|her|their)\s+(?!{_MEMORY_WORD}\b)\w+"
 )
+# "the bit about the stag do from my speech": edited out of something the user writes ("what I said about
+# Kev taking money from my wallet" names a fact).
+_FROM_DOCUMENT = re.compile(
+    r"\bfrom\s+(?:the|my|this|that|our)\s+(?:\w+\s+)?(?:speech|essay|draft|letter|e-?mail|document|doc|file|list|post|message|"
+    r"text|slides|presentation|cv|resume|résumé|toast|eulogy|script|report|paper|bio|profile\s+page|vows|card)\b"
+)
+# A reason to take something back: the turn asks to un-know it, it does not move on.
+_REASON = re.compile(
+    r"\b(?:i\s+was\s+wrong|turns\s+out|(?:is|was|wasn'?t|isn'?t)\s+(?:not\s+)?true|made\s+(?:it|that)\s+up|my\s+mistake|"
+    r"shouldn'?t\s+have\s+(?:said|told|mentioned|shared)|not\s+my\s+(?:business|place|story|information|info)|in\s+confidence|"
+    r"embarrass\w*|mortified|ashamed|confidential|(?:don'?t|do\s+not)\s+want\s+(?:it|that|this)\s+(?:saved|stored|kept|on\s+record|"
+    r"in\s+your\s+memory|remembered)|jinx)\b"
+)
 _ADDRESS = re.compile(rf"\b{_PLEASE}\b|\byou\b|\byour\b")
 
 
@@ -495,7 +511,11 @@ def _normalise(text: str) -> str:
     # Emoji and other symbols say nothing here and would hide where a clause starts ("🙌 oh and btw forget ...").
     text = "".join(" " if unicodedata.category(ch) in ("So", "Sk", "Cs", "Co") else ch for ch in text)
     text = re.sub(r"\s\+\s", " and ", text)
-    text = re.sub(r"\bplease\s+to\b", "please", text)  # "please to forget" (a learner's English)
+    text = re.sub(r"\bplease\s+to\b", "please", text)
+    text = re.sub(r"\byou'd\b", "you would", text)
+    text = re.sub(r"^re\s*:\s*", "regarding ", text)
+    # "delete two things: that I ... and that I ...": the list is the object
+    text = re.sub(r"\b(?:two|three|2|3|a\s+few|a\s+couple\s+of|these|the\s+following)\s+things?\s*:\s*", "", text)  # "please to forget" (a learner's English)
     text = re.sub(r"\bpor\s+favou?r\b|\bbitte\b|\bs'il\s+vous\s+pla[iî]t\b", "please", text)
     text = re.sub(r"[a-z']+", lambda m: _SPELLING.get(m.group(0), m.group(0)), text)
     return re.sub(r"\s+", " ", text).strip()
@@ -622,7 +642,7 @@ def _clause_subject(clause: str, turn: str) -> str | None:
             continue
         if name == "forget-named" and not (_addressed(head, turn) or _plain_personal(raw, clause)):
             continue
-        if name == "forget" and not _EXPLICIT_REF.match(ref) and not _addressed(head, turn):
+        if name == "forget" and not _EXPLICIT_REF.match(ref) and not _addressed(head, turn) and not _REASON.search(turn):
             continue  # "forget what I said about work, let's go" is talk; "please forget ..." asks
         if name in ("keep", "rather") and not ref and not _personal_or_memory(raw, clause):
             continue  # "don't keep me waiting", "don't keep the receipt"
@@ -637,13 +657,15 @@ def _clause_subject(clause: str, turn: str) -> str | None:
             continue
         if name == "erase" and not ref and _CLEAR.match(clause) and not _FROM_MEMORY.search(clause):
             continue  # "clear my friday", "clear my head": clearing counts only out of memory
+        if "help me" in head and not ref and not _FROM_MEMORY.search(clause):
+            continue  # "help me lose my baby weight": the user's own act, not the assistant's memory
         if name == "erase" and not ref and not (
             subject.startswith(("my ", "our ")) or _FROM_MEMORY.search(clause) or _MEMORY_VERB.search(head)
         ):
             continue  # "erase a stain": erasing only counts for what was said or a personal detail
         if name in ("erase", "erase-from") and _NOT_MEMORY.match(subject) and not ref and not _INFO_ABOUT.search(raw):
             continue
-        if name == "erase" and _FROM_THING.search(raw) and not _FROM_MEMORY.search(raw):
+        if name == "erase" and (_FROM_DOCUMENT.search(raw) if ref else _FROM_THING.search(raw)) and not _FROM_MEMORY.search(raw):
             continue  # "remove my name from the list", "the bit about X from my speech": out of a thing, not out of memory
         return subject
     if _PRONOUN_REQUEST.match(clause):
@@ -688,8 +710,12 @@ def _earlier_statement(turn: str, clause: str) -> str:
 
 def _addressed(head: str, turn: str) -> bool:
     """A bare "forget (about) X" counts only when the turn speaks to the assistant: please, you, its memory."""
-    return bool(re.search(rf"\b{_PLEASE}\b|\byou\b", head)) or bool(
-        re.search(rf"(?:from|in|out\s+of)\s+{_MEMORY}\b|\b{_NEGATION}\s+{_KEEP}\b|\b{_PLEASE}\b|\b{_STORED}\b", turn)
+    return bool(re.search(rf"\b{_PLEASE}\b|\byou\b|\bdo\s+me\s+a\s+favou?r\b", head)) or bool(
+        re.search(
+            rf"(?:from|in|out\s+of)\s+{_MEMORY}\b|\b{_NEGATION}\s+{_KEEP}\b|\b{_PLEASE}\b|\b{_STORED}\b|"
+            r"\b(?:you\s+can|feel\s+free\s+to)\s+(?:still\s+)?keep\b",  # "... but you can keep that I get migraines"
+            turn,
+        )
     )
 
 
@@ -720,7 +746,7 @@ def _personal_or_memory(subject: str, clause: str) -> bool:
 # apart instead: an act on memory (forget, delete, "don't keep", "not on file" ...) asked of the
 # assistant (not done by someone, not wondered about), and a reference to what the user told it.
 _BASE_ACT = (
-    r"(?:forget|delete|erase|erace|remove|wipe|scratch|drop|purge|clear|scrub|expunge|unlearn|discard|"
+    r"(?:forget|delete|erase|erace|remove|wipe|scratch|drop|purge|clear|scrub|expunge|unlearn|discard|make\s+(?:(?:it|that|this|them)\s+)?disappear|"
     r"nix|scrap|toss|trash|chuck|dump|yeet|nuke|bin|ditch|rub\s+(?:(?:it|that|this|those|them|both|those\s+both|them\s+both)\s+)?out|let\s+go\s+of|make\s+yourself\s+(?:not\s+know|forget)|"
     r"get\s+rid\s+of|take\s+(?P<taken>(?:[\w'-]+\s+){1,5}?)(?:out|off)\b(?!\s+(?:of\s+)?(?:the|a|my|that|this)\s+(?!memory|records?|notes|files?|info)))"
 )
@@ -728,7 +754,7 @@ _BASE_ACT = (
 _ASKED = (
     rf"(?:^{_OPENER}(?:(?:dear\s+assistant|my\s+friend|assistant)[\s,]+)?(?:(?:please|pls|kindly|just|simply|now)[\s,]+)*|"
     r"\b(?:please|pls|kindly)\s+(?:(?:you|u|just|my\s+friend)[\s,]+)*|"
-    r"\b(?:so|then|and|and\s+also|also)\s+(?:(?:just|please|pls|actually)\s+)*|\blet'?s\s+(?=(?!forget)\w)|,\s+(?=\w+\s+(?:it|that|this|those|them)\b)|"
+    r"\b(?:so|then|and|and\s+also|also)\s+(?:(?:just|please|pls|actually)\s+)*|\b(?:can|could)\s+we\s+(?:just\s+)?|\blet'?s\s+(?=(?!forget)\w)|,\s+(?=\w+\s+(?:it|that|this|those|them)\b)|"
     r"\b(?:you|u)\s+(?:(?:can|could|would|will|should|must|may|to|kindly|just|please|now|also|then|maybe|simply|be\s+so\s+kind\s+as\s+to)\s+)*|"
     r"\b(?:ask|asking|like|want|need|request|requesting|beg|tell|telling)\s+(?:you|u)\b[^.?!]*?\bto\s+(?:(?:kindly|please|just)\s+)?)"
 )
@@ -787,7 +813,7 @@ _REFERENCE_END = re.compile(
 )
 _PRONOUN_OBJECT = re.compile(
     # "that"/"this" alone, not "that heart business" or "that he's in prison"
-    r"^(?:it|(?:that|this)(?=\s*$|\s*[,.;:!?]|\s+(?:from|out|off|in|one|bit|part|too|please|pls|as|for|again|anymore|now|either|both|on|up|away|go|actually|asap|tho|though|then)\b)|them|those|these|both(?:\s+of\s+(?:them|those|these|it))?|all\s+(?:of\s+)?(?:that|this|it|them)|either|everything|any\s+of\s+(?:it|that|this))\b"
+    r"^(?:it|(?:that|this)(?=\s*$|\s*[,.;:!?]|\s+(?:from|out|off|in|one|bit|part|too|please|pls|as|for|again|anymore|now|either|both|on|up|away|go|actually|asap|tho|though|then|number|figure|detail|info|stuff|thing|disappear)\b)|them|those|these|both(?:\s+of\s+(?:them|those|these|it))?|all\s+(?:of\s+)?(?:that|this|it|them)|either|everything|any\s+of\s+(?:it|that|this))\b"
 )
 # "I regret telling you about Elena", "I can't believe I told you about crying": what "that" points to.
 _TOLD_ABOUT = re.compile(
@@ -802,13 +828,13 @@ _TOLD_ABOUT = re.compile(
 
 def _loose_request(turn: str) -> str | None:
     """The loose reading of ``turn`` (normalised): what it asks the assistant to forget, or None."""
-    commands = re.compile(rf"^{_OPENER}(?:{_BASE_ACT}|(?:don'?t|do\s+not|never|stop)\s+{_KEEP_WORDS})\b")
-    if not _ADDRESSED_TURN.search(turn) and not any(commands.match(s.strip()) for s in _SENTENCES.split(turn)):
+    commands = re.compile(rf"(?:^|[,;:]\s*){_OPENER}(?:{_BASE_ACT}|(?:don'?t|do\s+not|never|stop)\s+{_KEEP_WORDS})\b")
+    if not _ADDRESSED_TURN.search(turn) and not any(commands.search(s.strip()) for s in _SENTENCES.split(turn)):
         return None  # nobody is asked anything
     memory_talk = bool(
         re.search(
             rf"\b(?:your|ur)\s+{_MEMORY_WORD}\b|\bon\s+(?:file|record)\b|\b{_STORED}\b|"
-            r"\bwhat(?:ever)?\s+(?:you|u)\s+(?:know|remember|have|keep|store|hold)\b",
+            r"\bwhat(?:ever)?\s+(?:you|u)\s+(?:know|remember|have|keep|store|hold)\b|\b(?:out\s+of|from|in)\s+(?:the\s+)?memory\b",
             turn,
         )
     )
@@ -884,6 +910,7 @@ def _more_named(rest: str, following: list[str]) -> list[str]:
     """Further things a request names after its first: "..., and the ICU application too", "Forget the
     quitting thing. And the stipend.", "... or the news about Fiona"."""
     found = [m.group("named") for m in _AND_ALSO.finditer(rest) if m.start() > 0]
+    following = [s for s in following if not re.fullmatch(r"\W*(?:please|pls|thanks|thank\s+you|thx)\W*", s)]
     for sentence in following[:2]:
         listed = re.match(r"^(?:both|namely|i\s+mean|meaning|specifically)\s+(?P<list>(?:the|my|our)\s.+?\s+and\s+(?:the|my|our)\s.+?)[.!]?$", sentence)
         if listed is not None:  # "... the medical details I gave you? Both the allergy and the operation."
@@ -957,6 +984,11 @@ def _pointed_at(
         )
         if named_topic and opening is not None and (subject := _subject(opening.group("named") or opening.group("name"))):
             return subject
+    if named_topic:  # "Keisha doesn't want people knowing about her diagnosis. Could you forget that?"
+        for candidate in (before, *reversed(previous)):
+            statement = re.sub(rf"^{_OPENER}", "", candidate.strip(" .!?;,")).strip()
+            if len(content_words(statement)) >= 2 and not _WONDERING.search(statement):
+                return statement
     return None
 
 
