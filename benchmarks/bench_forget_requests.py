@@ -6,8 +6,8 @@
 Every deleting built-in backend (full_context, rag, profile, mem0), LLM-free, with the packaged
 MiniLM embedder; each case for a fresh user through ``MemoryClient.remember`` with forget requests
 on (see ``memlab.testing.forget_requests``). Every part was written by someone who had not read the
-rules. The rules were tuned on the dev parts only (dev, dev2, ..., dev6); the held-out parts
-(heldout, heldout2) are reported, never tuned on: ``--show`` prints case ids, never turns. The last
+rules. The rules were tuned on the dev parts only (dev, dev2, ..., dev12); the held-out parts
+(heldout, heldout2, heldout3) are reported, never tuned on: ``--show`` prints case ids, never turns. The last
 line sums the held-out parts run. "fact not stored" replays each request with the facts it asks to
 forget taken away: whatever it then deletes is over-reach.
 """
@@ -29,8 +29,8 @@ BACKENDS = {
 }
 
 
-DEV_PARTS = ("dev", "dev2", "dev3", "dev4", "dev5", "dev6")
-HELD_OUT = ("heldout", "heldout2")
+DEV_PARTS = ("dev", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8", "dev9", "dev10", "dev11", "dev12")
+HELD_OUT = ("heldout", "heldout2", "heldout3")
 
 
 def summary(scores: list[Score]) -> str:
@@ -48,7 +48,7 @@ def summary(scores: list[Score]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--parts", nargs="+", default=[*DEV_PARTS, *HELD_OUT], help="dev, dev2, ..., heldout, heldout2 or .jsonl paths"
+        "--parts", nargs="+", default=[*DEV_PARTS, *HELD_OUT], help="dev, dev2, ..., heldout, heldout2, heldout3 or .jsonl paths"
     )
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
     parser.add_argument("--show", action="store_true", help="list the cases each backend got wrong")

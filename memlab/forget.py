@@ -339,6 +339,14 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
         low = THRESHOLD if threshold is None else threshold
         near = MARGIN if margin is None else margin
         chosen: set[int] = set()
+        if request.bare:  # "forget the split": only what matches it closely, one fact a thing named
+            for part in request.parts() or [request.subject]:
+                scores = _scores(embedder, part, texts, vectors)
+                lead = int(scores.argmax())
+                rivals = [score for i, score in enumerate(scores) if not turns[i] & turns[lead] and i != lead]
+                if scores[lead] >= BARE_LOWEST and scores[lead] - max(rivals, default=-1.0) >= BARE_LEAD:
+                    chosen.add(lead)
+            return [items[i].id for i in sorted(chosen)]
         for part in request.parts() or [request.subject]:
             scores = _scores(embedder, part, texts, vectors)
             best = float(scores.max())
@@ -366,6 +374,8 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
                 )
                 if _stands_out(rivals, texts, part):
                     chosen.add(lead)
+                else:
+                    chosen |= _named_person(part, texts, turns, scores, chosen)
                 continue
             floor = max(low, best - (WIDE_MARGIN if wide else near))
             # A topic ("my medication") covers every fact that states it ("I take lithium", "I take
@@ -403,6 +413,10 @@ WIDE_MARGIN = 0.35
 # ``LEAD`` ("us trying for a baby" ~ "I've been trying to get pregnant").
 LOWEST = 0.4
 LEAD = 0.2
+# A bare act ("forget the split") takes one item a thing it names, scoring BARE_LOWEST or more and
+# leading every other fact by BARE_LEAD.
+BARE_LOWEST = 0.7
+BARE_LEAD = 0.25
 # Without shared words, one item is taken only when it leads every other by CLEAR_LEAD.
 CLEAR_LOWEST = 0.35
 CLEAR_LEAD = 0.3
@@ -420,6 +434,39 @@ def _stands_out(scores: np.ndarray, texts: list[str], subject: str) -> bool:
 
 # A capitalised name in a fact ("My ex-wife is called Sandra"), the sentence's first word left out.
 _NAME = re.compile(r"(?<!^)(?<![.!?]\s)\b([A-Z][a-z]{2,})\b")
+
+
+def _names(text: str) -> set[str]:
+    """Names in a fact, lowercased ("My friend Keisha has ...": keisha)."""
+    return {w.lower() for w in re.findall(r"\b[A-Z][a-z]{2,}\b", text)} - _NOT_NAME_WORDS
+
+
+_EPISODE_WORDS = frozenset("situation business drama saga news incident story episode issue thing".split())
+NAME_LOWEST = 0.5  # a fact naming the person a request names, when it names more ("Sam's secret")
+
+
+def _named_person(
+    subject: str, texts: list[str], turns: list[set[tuple[Any, Any]]], scores: np.ndarray, taken: set[int]
+) -> set[int]:
+    """The facts about the person a request names by name: every one when it names only them ("Wipe
+    Marco", "the Gary situation"); the one fact naming them when it names more ("Sam's secret") and
+    the fact says it or scores NAME_LOWEST."""
+    if re.search(r"\b[a-z]+'s\s", subject.lower()) and _OTHERS.search(subject.lower()):
+        return set()  # "Ben's mum" is someone else than Ben
+    words = content_words(subject)
+    holders = [i for i, text in enumerate(texts) if i not in taken and words & _names(text)]
+    if not holders:
+        return set()
+    named = words & set().union(*(_names(texts[i]) for i in holders))
+    rest = words - named - _GENERIC - _EPISODE_WORDS
+    if not rest:
+        return set(holders)
+    facts = {frozenset(turns[i]) or frozenset({("item", i)}) for i in holders}
+    best = max(holders, key=lambda i: scores[i])
+    said = any(_same_word(w, other) for w in rest for other in content_words(texts[best]))
+    # Naming them by name, the request is about whom the fact is about ("My best friend Sam ...").
+    score = scores[best] + (OTHERS_PENALTY if _about_someone_else(texts[best], subject) else 0.0)
+    return {best} if len(facts) == 1 and (said or score >= NAME_LOWEST) else set()
 
 
 def _about_someone_else(text: str, subject: str) -> bool:
@@ -450,6 +497,9 @@ _NOT_NAMES = frozenset(
     "January February March April May June July August September October November December Monday "
     "Tuesday Wednesday Thursday Friday Saturday Sunday Christmas Easter".split()
 )
+_NOT_NAME_WORDS = frozenset(
+    "my our the his her their i'm i've we're and but when last this that there after before since".split()
+) | {name.lower() for name in _NOT_NAMES}
 RESTATED_WORDS = 3  # a subject of this many content words, 3/4 of them in an item: the item restates it
 
 

@@ -83,6 +83,9 @@ class ForgetRequest:
     subject: str | None
     turn_index: int  # index of the turn in its session part
     text: str
+    # A bare act on a named thing ("forget the split", "Wipe Marco"): honoured only when one stored
+    # fact matches it closely (``memlab.forget``), as often talk ("forget the bread").
+    bare: bool = False
 
     def parts(self) -> list[str]:
         """The things named ("my height and my weight" -> two), each resolved on its own."""
@@ -554,6 +557,8 @@ def find_forget_requests(session: Session) -> list[ForgetRequest]:
         subject = detect(message.content)
         if subject is not None:
             found.append(ForgetRequest(subject=subject or None, turn_index=index, text=message.content))
+        elif (bare := detect_bare(message.content)) is not None:
+            found.append(ForgetRequest(subject=bare, turn_index=index, text=message.content, bare=True))
     return found
 
 
@@ -586,6 +591,49 @@ def detect(text: str) -> str | None:
     if pointing_back:  # "get rid of that from your memory": what the turn said it is, else the turn before
         return _loose_request(turn) or ""
     return _loose_request(turn)
+
+
+# "forget the split", "could you erase the fight where he went to his brother's", "Wipe Marco. All of it."
+_BARE = re.compile(
+    rf"{_LEAD}(?P<verb>{_FORGET}|{_verb('delete', 'erase', 'remove', 'wipe', 'scratch', 'purge', 'scrub', 'expunge', 'unlearn')})"
+    r"\s+(?:about\s+)?(?P<subject>.+)$"
+)
+# Editing what the assistant wrote or was given ("the paragraph you wrote", "the third option on your
+# list", "the photo I uploaded", "remove the cashews and swap in ..."), or a title ("Forget You").
+_YOUR_OUTPUT = re.compile(
+    r"^you\b|\byou\s+(?:wrote|gave|made|suggested|listed|drafted|sent|generated|came\s+up\s+with)\b|\byour\s+(?:list|answer|reply|draft|"
+    r"suggestions?|options?|version|text|summary|plan)\b|\bi\s+(?:uploaded|attached|sent|pasted|shared\s+(?:earlier\s+)?as)\b|"
+    r"\b(?:swap|replace|substitute|instead)\b"
+)
+_NAMED = re.compile(r"\b[A-Z][a-z]{2,}\b")
+
+
+def detect_bare(text: str) -> str | None:
+    """What a bare act names ("forget the split": the split), when the turn makes no request the rules
+    above read. Forgetting counts as it stands; deleting, erasing or removing (which people do to
+    onions and drafts too) only when the turn speaks to the assistant, gives a reason to take
+    something back ("it's embarrassing") or names a person ("Wipe Marco")."""
+    turn = _normalise(text)
+    for clause in _clauses(turn):
+        clause = clause.rstrip(" .!?")
+        bare = _BARE.match(clause)
+        if bare is None or _NEGATED_FORGET.search(clause) or _WONDERING.search(clause) or opens_on_gerund(clause):
+            continue
+        raw = bare.group("subject")
+        if re.match(rf"(?:what|everything|anything)\s+i\s+(?:{_SAID})", raw):
+            continue  # "Forget what I said about work." moves on (issue 32); the rules read it when it asks
+        after = turn[turn.find(clause) + len(clause) :][:40]
+        if _FROM_THING.search(raw) or _FOR_A_WHILE.search(raw + after) or _DISMISSIVE.search(raw + after):
+            continue
+        subject = _subject(raw)
+        if subject is None or _NOT_MEMORY.match(subject) or _YOUR_OUTPUT.search(raw + " " + after):
+            continue
+        named = any(
+            word.lower() in content_words(subject) for word in _NAMED.findall(text) if not text.startswith(word)
+        )
+        if bare.group("verb").startswith("forget") or _ADDRESS.search(turn) or _REASON.search(turn) or named:
+            return subject
+    return None
 
 
 # A clause that opens on a gerund ("Losing my job was hard", "Deleting the app helped") talks about
