@@ -342,6 +342,9 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
         if request.bare:  # "forget the split": only what matches it closely, one fact a thing named
             for part in request.parts() or [request.subject]:
                 scores = _scores(embedder, part, texts, vectors)
+                if named := _named_person(part, texts, turns, scores, chosen):
+                    chosen |= named  # "Wipe Marco"
+                    continue
                 lead = int(scores.argmax())
                 rivals = [score for i, score in enumerate(scores) if not turns[i] & turns[lead] and i != lead]
                 if scores[lead] >= BARE_LOWEST and scores[lead] - max(rivals, default=-1.0) >= BARE_LEAD:
@@ -427,6 +430,9 @@ def _stands_out(scores: np.ndarray, texts: list[str], subject: str) -> bool:
     order = np.argsort(scores)[::-1]
     best = float(scores[order[0]])
     second = float(scores[order[1]]) if len(order) > 1 and np.isfinite(scores[order[1]]) else -1.0
+    text = texts[int(order[0])]
+    if _kin_of_named(subject) and _about_someone_else(text, subject):
+        return False  # "Ben's mum" is not "I'm married to Ben"
     if best >= CLEAR_LOWEST and best - second >= CLEAR_LEAD:
         return True  # far ahead of every other item by meaning alone ("my contraception" ~ "I'm on the pill")
     return best >= LOWEST and best - second >= LEAD and word_share(texts[int(order[0])], subject) >= 0.5
@@ -445,14 +451,19 @@ _EPISODE_WORDS = frozenset("situation business drama saga news incident story ep
 NAME_LOWEST = 0.5  # a fact naming the person a request names, when it names more ("Sam's secret")
 
 
+def _kin_of_named(subject: str) -> bool:
+    """ "Ben's mum": someone else than the person named."""
+    return bool(re.search(r"\b[a-z]+'s\s", subject.lower()) and _OTHERS.search(subject.lower()))
+
+
 def _named_person(
     subject: str, texts: list[str], turns: list[set[tuple[Any, Any]]], scores: np.ndarray, taken: set[int]
 ) -> set[int]:
     """The facts about the person a request names by name: every one when it names only them ("Wipe
     Marco", "the Gary situation"); the one fact naming them when it names more ("Sam's secret") and
     the fact says it or scores NAME_LOWEST."""
-    if re.search(r"\b[a-z]+'s\s", subject.lower()) and _OTHERS.search(subject.lower()):
-        return set()  # "Ben's mum" is someone else than Ben
+    if _kin_of_named(subject):
+        return set()
     words = content_words(subject)
     holders = [i for i, text in enumerate(texts) if i not in taken and words & _names(text)]
     if not holders:

@@ -327,7 +327,7 @@ _SUBJECT_END = re.compile(
     r"\bfrom\s+(?:whatever|what|everything|anything)\s+you\b|\boff\s+(?:whatever|your|any)\s+list\b|"
     r"\b(?:in|into|to)\s+(?:your\s+)?(?:memory|memories|mind|records?|notes|files?)\b|\bon\s+(?:file|record)\b|"
     r"\bout\s+of\s+(?:your\s+|the\s+|my\s+)?(?:memory|memories|mind|head|brain|records?|notes|files?|system)\b|"
-    r"\b(?:please|thanks|thank\s+you|anymore|any\s+more|any\s+longer|for\s+now|for\s+good|entirely|completely|altogether|gone)\b|"
+    r"\b(?:please|thanks|thank\s+you|anymore|any\s+more|any\s+longer|for\s+now|for\s+good|entirely|completely|altogether|gone|lol|lmao|haha)\b|"
     r"\b(?:but|because|since|so|cause|cuz|it'?s|it\s+was|that'?s|that\s+was)\b|"
     # "my weight and height (from your records)" names two things; "my salary and let's move on" one
     r"\b(?:and|or)\b(?!\s+(?:also\s+)?(?:my|our|i|the|where|what|how|which|when|me|about|that\s+i)\b|\s+[\w'-]+\s*(?:$|[,.;?!]|\s+(?:from|out\s+of|off)\b))).*$"

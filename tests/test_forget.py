@@ -50,6 +50,16 @@ def _session(sid: str, *turns: tuple[str, str]) -> Session:
         ("I'd be very grateful if you could erase the information about my arrest.", "my arrest"),
         ("🙈 oh and pls forget the overdraft thing", "the overdraft"),
         ("cud u not remember the rehab stuff", "the rehab"),
+        # shapes first seen in dev7 .. dev12 (phrased here apart from them)
+        ("I must ask you to no longer retain the information about my overdraft.", "my overdraft"),
+        ("please not save anymore that I am moving to Oslo", "i am moving to oslo"),
+        ("Kindly cancel from your memory the debts of my uncle.", "the debts of my uncle"),
+        ("Would you mind forgetting that I'm dyslexic?", "i'm dyslexic"),
+        ("The custody case is none of your business anymore, so please wipe it from what you remember.", "the custody case"),
+        ("ugh u still have which gym im with?? delete that", "which gym i'm with"),
+        ("Forget what I said about my landlord. I was wrong, he did fix the boiler.", "my landlord"),
+        ("Please delete my weight and height from your records.", "my weight and height"),
+        ("please delete two things: that I smoke and that I failed my exam.", "i smoke and that i failed my exam"),
     ],
 )
 def test_detector_finds_requests_and_their_subject(text: str, subject: str):
@@ -81,12 +91,58 @@ def test_detector_finds_requests_and_their_subject(text: str, subject: str):
         "forget i said anything",
         "Forget the wedding stuff for now, let's do the budget.",
         "forget the money thing, can you help me with my CV",
+        # ordinary talk the later shapes must not take
+        "can we drop the tax stuff for today, my brain is fried",
+        "can u remove the bit about the cruise from my speech, she'll cry",
+        "How much does tattoo removal cost? I want my ex's name gone.",
+        "Please help me lose my baby weight before the wedding.",
+        "Can you remove the walnuts and swap in something nut-free?",
+        "Scratch the second option on your list, give me two more.",
+        "Forget You by CeeLo Green is on the radio again.",
     ],
 )
 def test_detector_leaves_other_turns_alone(text: str):
     assert find_forget_requests(_session("s", ("user", text))) == []
     # an assistant saying the words is not the user's request
     assert find_forget_requests(_session("s", ("assistant", REQUEST))) == []
+
+
+def test_a_bare_act_is_marked_and_honoured_only_on_a_close_match():
+    """ "forget the split" is as often talk as a request: it is marked bare, and the matcher takes only
+    a fact that matches what it names closely."""
+    from memlab.embedders import get_embedder
+    from memlab.forget import semantic_matcher
+
+    (request,) = find_forget_requests(_session("s", ("user", "Wipe Marco. All of it.")))
+    assert request.bare and request.subject == "marco"
+    (strict,) = find_forget_requests(_session("s", ("user", "forget the bread")))
+    assert strict.bare
+    items = [
+        MemoryItem(id=str(i), text=text, source={"turn_index": i})
+        for i, text in enumerate(["My ex Marco still texts me", "I live in Leeds", "I bake sourdough bread on Sundays"])
+    ]
+    match = semantic_matcher(get_embedder("minilm"))
+    assert match(request, items) == ["0"]
+    assert match(strict, items[:2]) == []  # nothing close: nothing deleted
+
+
+def test_a_request_naming_a_person_takes_the_facts_naming_them():
+    from memlab.embedders import get_embedder
+    from memlab.forget import ForgetRequest, semantic_matcher
+
+    items = [
+        MemoryItem(id=str(i), text=text, source={"turn_index": i})
+        for i, text in enumerate(
+            ["My neighbour Gary reported me to the council", "I teach yoga", "My friend Priya is pregnant"]
+        )
+    ]
+    match = semantic_matcher(get_embedder("minilm"))
+    assert match(ForgetRequest(subject="the gary", turn_index=0, text="scratch the Gary situation pls"), items) == ["0"]
+    # "Ben's mum" is someone else than Ben
+    assert match(ForgetRequest(subject="ben's mum", turn_index=0, text="forget Ben's mum"), [
+        MemoryItem(id="b", text="I'm married to Ben", source={"turn_index": 0}),
+        MemoryItem(id="c", text="I like chess", source={"turn_index": 1}),
+    ]) == []
 
 
 def test_a_request_pointing_back_refers_to_the_previous_turn():
