@@ -915,6 +915,13 @@ def _loose_request(turn: str) -> str | None:
         after = re.split(r",|\s[-–—]+\s", sentence[act.end() :].strip(" ,"), maxsplit=1)[0].strip()
         after = re.sub(r"^(?:anymore|any\s+more|any\s+longer|no\s+more)\s+", "", after)
         taken_pronoun = bool(_PRONOUN_OBJECT.match(found.get("taken") or "-"))
+        if (
+            verb.startswith("forget")
+            and _PRONOUN_OBJECT.match(after or "it")
+            and not memory_talk
+            and _DISMISSIVE.search(sentence[act.start() :])
+        ):
+            continue  # "you know what, forget it, I'll just call him": never mind, not a request
         if found.get("letgo") or found.get("gone") or taken_pronoun:
             after = ""  # "let it go, I mean it": the object is the pronoun, what follows is talk
         before = sentence[: act.start()].strip(" ,")

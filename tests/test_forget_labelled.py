@@ -1,5 +1,5 @@
 """Forget requests on the labelled set (``tests/data/forget_requests/``): the dev parts the rules were
-tuned on (dev .. dev6) and the held-out parts never tuned on (heldout, heldout2), every part written
+tuned on (dev .. dev12) and the held-out parts never tuned on (heldout, heldout2, heldout3), every part written
 by someone who had not read the rules. ``benchmarks/bench_forget_requests.py`` prints the same
 numbers for every part (docs/personamem-v2.md).
 
@@ -79,7 +79,7 @@ def test_full_context_reaches_the_issue_targets_on_the_held_out_parts(part: str,
 
 def test_a_request_for_a_fact_not_stored_mostly_deletes_nothing() -> None:
     over, total = 0, 0
-    for part in ("dev", "dev2", "dev3", "dev4", "dev5", "dev6"):
+    for part in DEV_PARTS:
         score = score_backend("full_context", absent_referent(load_cases(part)), data_dir=None)
         over, total = over + score.false_deletions, total + score.near_misses
     assert total > 300 and over <= ABSENT_OVER_REACH * total, f"{over}/{total} deleted a fact not asked for"
@@ -101,10 +101,11 @@ def _real_user_turns(personamem_dev: Path, locomo_dev: Path) -> list[str]:
 
 def test_real_chat_turns_are_never_forget_requests(personamem_dev: Path, locomo_dev: Path) -> None:
     """2,440 turns of real benchmark chat (PersonaMem dev history, LoCoMo dev conversations) hold no
-    forget request: the detector finds none ("Losing my job was hard" once read as "lose my job")."""
-    from memlab.forget_detector import detect
+    forget request: the detector finds none ("Losing my job was hard" once read as "lose my job"), bare
+    acts included."""
+    from memlab.forget_detector import detect, detect_bare
 
     turns = _real_user_turns(personamem_dev, locomo_dev)
     assert len(turns) > 2000
-    found = [(turn[:120], subject) for turn in turns if (subject := detect(turn)) is not None]
+    found = [(turn[:120], subject) for turn in turns if (subject := detect(turn) or detect_bare(turn)) is not None]
     assert found == []
