@@ -601,9 +601,9 @@ _BARE = re.compile(
 # Editing what the assistant wrote or was given ("the paragraph you wrote", "the third option on your
 # list", "the photo I uploaded", "remove the cashews and swap in ..."), or a title ("Forget You").
 _YOUR_OUTPUT = re.compile(
-    r"^you\b|\byou\s+(?:wrote|gave|made|suggested|listed|drafted|sent|generated|came\s+up\s+with)\b|\byour\s+(?:list|answer|reply|draft|"
+    r"^you\b|\byou\s+(?:just\s+)?(?:wrote|gave|made|suggested|listed|drafted|sent|generated|came\s+up\s+with)\b|\byour\s+(?:list|answer|reply|draft|"
     r"suggestions?|options?|version|text|summary|plan)\b|\bi\s+(?:uploaded|attached|sent|pasted|shared\s+(?:earlier\s+)?as)\b|"
-    r"\b(?:swap|replace|substitute|instead)\b"
+    r"\b(?:swaps?|replace|substitute|instead)\b"
 )
 _NAMED = re.compile(r"\b[A-Z][a-z]{2,}\b")
 
@@ -620,13 +620,18 @@ def detect_bare(text: str) -> str | None:
         if bare is None or _NEGATED_FORGET.search(clause) or _WONDERING.search(clause) or opens_on_gerund(clause):
             continue
         raw = bare.group("subject")
+        others = [p for p in _SENTENCES.split(turn) if clause not in p]
+        if re.match(r"(?:it|that|this|them|those)\b", raw) or any("?" in p for p in others):
+            continue  # "Forget the raise - they announced layoffs. How do I ...?" moves on to something else
         if re.match(rf"(?:what|everything|anything)\s+i\s+(?:{_SAID})", raw):
             continue  # "Forget what I said about work." moves on (issue 32); the rules read it when it asks
         after = turn[turn.find(clause) + len(clause) :][:40]
+        if re.search(r",\s*(?:i|i'?ve|i'?m|we|we'?re|they)\b", raw + after):
+            continue  # "forget sleeping in this weekend, I've got a 6am session"
         if _FROM_THING.search(raw) or _FOR_A_WHILE.search(raw + after) or _DISMISSIVE.search(raw + after):
             continue
         subject = _subject(raw)
-        if subject is None or _NOT_MEMORY.match(subject) or _YOUR_OUTPUT.search(raw + " " + after):
+        if subject is None or _NOT_MEMORY.match(subject) or _YOUR_OUTPUT.search(raw) or _YOUR_OUTPUT.search(turn):
             continue
         named = any(
             word.lower() in content_words(subject) for word in _NAMED.findall(text) if not text.startswith(word)
@@ -701,8 +706,8 @@ def _clause_subject(clause: str, turn: str) -> str | None:
         ):
             continue  # "I want my ex's name gone" (a tattoo) speaks to no one
         subject = _subject(raw)
-        if subject is None:
-            continue
+        if subject is None or _YOUR_OUTPUT.search(raw):
+            continue  # "erase the last line of that poem you just wrote": an edit, not memory
         if name == "erase" and not ref and _CLEAR.match(clause) and not _FROM_MEMORY.search(clause):
             continue  # "clear my friday", "clear my head": clearing counts only out of memory
         if "help me" in head and not ref and not _FROM_MEMORY.search(clause):

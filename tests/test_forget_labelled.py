@@ -23,16 +23,25 @@ OTHER_BACKENDS = ["rag", "profile", "mem0"]
 # part: (share of requests honoured at least, collateral at most), the floor under what was measured
 FLOORS = {
     "dev": (0.98, 0),  # measured 53/53 every backend
-    "dev2": (0.93, 1),  # measured 77/80 (76/80 profile, collateral 1)
-    "dev3": (0.94, 0),  # measured 87/90 (86/90 profile)
-    "dev4": (0.87, 0),  # measured 63/70 (62/70 profile)
-    "dev5": (0.85, 1),  # measured 61/70 every backend (profile collateral 1)
-    "dev6": (0.77, 2),  # measured 65/80 (62/80 profile), collateral 2
-    "heldout": (0.71, 4),  # measured 38/53 every backend, collateral 4 (3 profile)
-    "heldout2": (0.72, 2),  # measured 52/70 (51/70 profile), collateral 1 (2 profile)
+    "dev2": (0.96, 1),  # measured 78/80 (77/80 profile, collateral 1)
+    "dev3": (0.97, 0),  # measured 89/90 (88/90 profile)
+    "dev4": (0.92, 0),  # measured 65/70 every backend
+    "dev5": (0.89, 1),  # measured 63/70 every backend (profile collateral 1)
+    "dev6": (0.84, 2),  # measured 68/80 every backend, collateral 2
+    "dev7": (0.92, 0),  # measured 74/80 (75/80 profile)
+    "dev8": (0.89, 0),  # measured 75/80 (72/80 profile)
+    "dev9": (0.94, 1),  # measured 77/80 (76/80 profile, collateral 1)
+    "dev10": (0.82, 1),  # measured 67/80 (66/80 profile), collateral 1
+    "dev11": (0.73, 1),  # measured 59/80 every backend, collateral 1
+    "dev12": (0.34, 1),  # measured 29/80 (28/80 profile), collateral 1: named by hypernyms MiniLM does not link
+    "heldout": (0.70, 4),  # TBD
+    "heldout2": (0.70, 2),  # TBD
+    "heldout3": (0.70, 2),  # TBD
 }
-HELD_OUT = ("heldout", "heldout2")
-REACHED = {"heldout": False, "heldout2": False}  # issue 32's targets met on the part
+DEV_PARTS = [part for part in FLOORS if part.startswith("dev")]
+HELD_OUT = ("heldout", "heldout2", "heldout3")
+REACHED = {"heldout": False, "heldout2": False, "heldout3": False}  # issue 32's targets met on the part
+ABSENT_OVER_REACH = 0.055  # measured 43/923 (4.7 %) with full_context on the dev parts
 TARGET_HONOURED = 0.85
 ABSENT_OVER_REACH = 0.07  # measured 28/443 (6.3 %) with full_context on the dev parts
 
