@@ -1,15 +1,16 @@
 """Forget requests on the labelled set: honoured requests, false deletions, collateral, per backend.
 
     python benchmarks/bench_forget_requests.py                       # every part, all four backends
-    python benchmarks/bench_forget_requests.py --parts heldout2 --backends full_context --show
+    python benchmarks/bench_forget_requests.py --parts dev12 --backends full_context --show
 
 Every deleting built-in backend (full_context, rag, profile, mem0), LLM-free, with the packaged
 MiniLM embedder; each case for a fresh user through ``MemoryClient.remember`` with forget requests
 on (see ``memlab.testing.forget_requests``). Every part was written by someone who had not read the
-rules. The rules were tuned on the dev parts only (dev, dev2, ..., dev12); the held-out parts
-(heldout, heldout2, heldout3) are reported, never tuned on: ``--show`` prints case ids, never turns. The last
-line sums the held-out parts run. "fact not stored" replays each request with the facts it asks to
-forget taken away: whatever it then deletes is over-reach.
+rules. The rules were tuned on the dev parts (dev, dev2, ..., dev12) and on the parts held out
+before, once they had been measured (heldout .. heldout5); heldout6 is the held-out part, reported,
+never tuned on: ``--show`` prints case ids, never turns. The last line is the held-out part's.
+"fact not stored" replays each request with the facts it asks to forget taken away: whatever it then
+deletes is over-reach.
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ BACKENDS = {
 
 
 DEV_PARTS = ("dev", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8", "dev9", "dev10", "dev11", "dev12")
-HELD_OUT = ("heldout", "heldout2", "heldout3")
+# Held out until measured, then read and tuned on: heldout and heldout2 (two false deletions looked
+# up), heldout3 .. heldout5 (every miss read after their first measure).
+READ_PARTS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5")
+HELD_OUT = ("heldout6",)
 
 
 def summary(scores: list[Score]) -> str:
@@ -48,7 +52,10 @@ def summary(scores: list[Score]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--parts", nargs="+", default=[*DEV_PARTS, *HELD_OUT], help="dev, dev2, ..., heldout, heldout2, heldout3 or .jsonl paths"
+        "--parts",
+        nargs="+",
+        default=[*DEV_PARTS, *READ_PARTS, *HELD_OUT],
+        help="dev, dev2, ..., heldout, ..., heldout6 or .jsonl paths",
     )
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
     parser.add_argument("--show", action="store_true", help="list the cases each backend got wrong")

@@ -21,8 +21,14 @@ assistant about what it keeps.
   and every fact stating the topic a request names ("my medication": both pills), or reading as one
   of the category it names ("my health stuff": diagnoses, medication; ``CATEGORIES``); below the
   threshold one item is still taken when it alone holds half the request's words or more and leads
-  every other item by ``LEAD``; otherwise nothing is deleted and the result says "nothing matched". A request that
-  points back ("don't keep that in memory") refers to the user's turn just before it.
+  every other item by ``LEAD``, or when it leads by meaning alone (``CLEAR_LEAD``); a person named by
+  name takes the facts naming them ("Wipe Marco"), or the one that says what else the request names
+  ("olivia's debt", not "Olivia is my maid of honor"; "where sean is": the fact placing him); a
+  medication named by what it treats ("the sleeping pill") never takes the condition ("I can't
+  sleep"); what the turn asks to keep ("... but you can keep that I get migraines") is never taken;
+  otherwise nothing is deleted and the result says
+  "nothing matched". A request that points back ("don't keep that in memory") refers to the user's
+  turn just before it.
 - :func:`honour_forget_requests`: runs after the backend stored the session (``Memory.ingest``):
   removes what each request refers to, the request turn itself included (it restates it), through
   a :class:`Remover`: at once by default; ``MemoryClient`` installs its undo ledger
@@ -80,11 +86,13 @@ def word_share(text: str, subject: str) -> float:
     wanted = content_words(subject)
     if not wanted:
         return 0.0
-    found = content_words(text)
+    found = content_words(text) | {_SYNONYMS[word] for word in content_words(text) if word in _SYNONYMS}
     lowered = text.lower()
     initials = _initials(lowered)
     share = sum(
-        1 for word in wanted if any(_same_word(word, other) for other in found) or _is_initials(word, initials)
+        1
+        for word in wanted
+        if any(_same_word(_SYNONYMS.get(word, word), other) for other in found) or _is_initials(word, initials)
     ) / len(wanted)
     head = _head(subject)
     for topic, cues in TOPICS:
@@ -95,6 +103,16 @@ def word_share(text: str, subject: str) -> float:
             found_rest = sum(1 for word in rest if any(_same_word(word, other) for other in found))
             return max(share, 1.0 - (len(rest) - found_rest) / len(wanted))
     return share
+
+
+# Words that only say who someone is ("my old flatmate Jess"), or what the request calls their facts.
+_WHO = re.compile(
+    r"^(?:old|former|current|best|new|ex|late|info|information|details|detail|stuff|history|data|situation|business|drama|"
+    r"saga|news|story|thing|things|friend|flatmate|roommate|neighbou?r|colleague|coworker|boss|manager|cousin|aunt|uncle|"
+    r"kid|kids|child|children|son|daughter|mum|mom|dad|wife|husband|partner|sister|brother|family|parent|boyfriend|girlfriend)$"
+)
+# Words for the same person ("my boss" is "my manager"), read as one.
+_SYNONYMS = {"manager": "boss", "mom": "mum", "mother": "mum", "father": "dad", "kids": "children", "kid": "children"}
 
 
 def _initials(text: str) -> str:
@@ -110,9 +128,14 @@ def _is_initials(word: str, initials: str) -> bool:
 
 def _head(subject: str) -> str:
     """The word a subject is about: "my kid's school": the school; "my medical info": medical."""
-    words = [w for w in re.findall(r"[a-z']+", subject.lower()) if w not in _GENERIC]
+    # the last content word: "the medication I'm on": medication
+    words = [w for w in re.findall(r"[a-z']+", subject.lower()) if w not in _GENERIC and content_words(w)]
     if subject.lower().startswith(("where i", "how much i", "how old", "how tall", "which bank", "who i")):
         return subject.lower()
+    if len(words) >= 2 and not any(topic.search(words[-1]) for topic, _ in TOPICS):
+        pair = f"{words[-2]} {words[-1]}"  # "the court case": a topic in two words
+        if any(topic.fullmatch(pair) for topic, _ in TOPICS):
+            return pair
     return (words or [""])[-1]
 
 
@@ -138,6 +161,7 @@ _MEDICAL = (
     r"diagnos|condition|syndrome|disease|disorder|cancer|diabet|asthma|\bhiv\b|herpes|adhd|autis|epilep|migraine|allerg|"
     r"therap|psychiatr|counsell?or|anxiety|depress|panic|bipolar|ptsd|\bocd\b|eating\s+disorder|medication|\bmeds\b|\bmg\b|"
     r"\bpills?\b|tablets|prescri|surgery|operation|appendi|tonsil|fracture|injur|hospital|pregnan|\bibs\b|crohn|arthritis|infection|\bsti\b|chlamydia|"
+    r"dementia|alzheimer|heart\s+attack|stroke|miscarr|\bivf\b|fertility|"
     r"\w+(?:ine|pril|statin|azole|pam|pram|done|mab|tide|ium|xetine)\b"
 )
 # Categories a request may name instead of a fact ("my health stuff", "anything about my kids"), and
@@ -151,9 +175,16 @@ _FAMILY = _category(
     r"\b(?:wife|husband|partner|son|daughter|kids?|children|mum|mom|mother|dad|father|brother|sister|parents|"
     r"grandma|grandmother|grandad|grandfather|aunt|uncle|cousin|niece|nephew)\b",
 )
+# "the family medical stuff": medical facts about family members (see _PEOPLE_CUES)
+_FAMILY_MEDICAL = _category(
+    r"family\s+(?:medical|health)(?:\s+history)?|(?:my\s+)?(?:parents'?|family'?s?)\s+health",
+    rf"^(?=.*\b(?:mum|mom|mother|dad|father|parents|brother|sister|gran|grandma|grandad|grandmother|grandfather|aunt|uncle|"
+    rf"son|daughter|wife|husband|partner)\b)(?=.*(?:{_MEDICAL}))",
+)
 CATEGORIES = [
     _KIDS,
     _FAMILY,
+    _FAMILY_MEDICAL,
     _category(r"health|medical|medical\s+history|health\s+history|physical\s+health", _MEDICAL),
     _category(
         r"mental\s+health|mental\s+health\s+history",
@@ -163,7 +194,7 @@ CATEGORIES = [
     _category(
         r"money|finances|financial|financial\s+situation|money\s+situation",
         r"debt|\bowe\b|loan|overdraft|credit|savings|salary|\bearn|income|\bpaid\b|mortgage|\brent\b|£|\$|€|bankrupt|pension|"
-        r"\bbroke\b|benefits",
+        r"\bbroke\b|benefits|invest|crypto|bitcoin|\bstocks\b|\bshares\b|\bisa\b",
     ),
     _category(r"contact|contacts|contact\s+details", r"phone|mobile|e-?mail|@|\blive\s+at\b|address|\bnumber\b"),
     _category(r"pregnancy|baby\s+news", r"pregnan|morning\s+sickness|due\s+date|\bivf\b|miscarr|expecting|trimester"),
@@ -175,7 +206,7 @@ CATEGORIES = [
 
 
 # Categories of people: their facts are about someone else by nature ("My father passed away").
-_PEOPLE_CUES = (_KIDS[1], _FAMILY[1])
+_PEOPLE_CUES = (_KIDS[1], _FAMILY[1], _FAMILY_MEDICAL[1])
 
 
 def category_cues(subject: str) -> re.Pattern[str] | None:
@@ -193,7 +224,7 @@ _PERSON_WORDS = frozenset(
 # A state that no longer holds ("I used to live in Brixton") does not state the topic's current fact.
 _PAST_STATE = re.compile(r"\bused\s+to\b|\bno\s+longer\b|\bformerly\b|\bnot\s+any\s*more\b")
 # Words that name no topic of their own: "my medical info" is about the medical.
-_GENERIC = frozenset("info information details detail stuff history data records record".split())
+_GENERIC = frozenset("info information details detail stuff history data records record sessions session".split())
 
 
 def _same_word(a: str, b: str) -> bool:
@@ -216,35 +247,49 @@ def _same_word(a: str, b: str) -> bool:
 
 
 def _one_edit(a: str, b: str) -> bool:
-    """Whether one substitution, insertion or deletion turns ``a`` into ``b``."""
+    """Whether one substitution, insertion, deletion or swap of two letters turns ``a`` into ``b``
+    ("anxeity": anxiety)."""
     if len(a) > len(b):
         a, b = b, a
     i = 0
     while i < len(a) and a[i] == b[i]:
         i += 1
-    return a[i + (len(a) == len(b)) :] == b[i + 1 :]
+    swapped = len(a) == len(b) and a[i : i + 2] == b[i : i + 2][::-1] and a[i + 2 :] == b[i + 2 :]
+    return swapped or a[i + (len(a) == len(b)) :] == b[i + 1 :]
 
 
 def _topic(names: str, cues: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
     return re.compile(rf"\b(?:{names})\b"), re.compile(rf"\b(?:{cues})")
 
 
+_MEDICATION = _topic(
+    r"medication|medications|meds|medicine|medicines|pills?|prescription|tablets|drugs|injections?|jabs?|"
+    r"antidepressants?|antibiotics?|inhalers?|statins?|painkillers?",
+    r"take\s+\w+|taking\b|prescribed|pills?\b|tablets?\b|\bmg\b|medication|"
+    r"\w+(?:ine|ol|pril|statin|azole|pam|pram|done|mab|tide|ium)\b",
+)
+_BALANCE = _topic(r"balance", r"account\b|balance\b|overdrawn|in\s+the\s+bank")
 # How people state a fact a request names by its topic: "my weight" -> "I weigh 92 kilos".
 TOPICS = [
-    _topic(r"weight|weigh", r"weigh|kilos?\b|kg\b|stone\b|lbs?\b|pounds\b"),
+    # a weight to lose or gain is a goal, not what the user weighs
+    _topic(
+        r"weight|weigh",
+        r"weigh|(?<!lose\s)(?<!gain\s)(?<!drop\s)(?<![\d.])\d+(?:\.\d+)?\s*(?:kilos?|kg|stone|lbs?|pounds)\b",
+    ),
     _topic(r"height|how\s+tall", r"tall\b|\d\s*(?:cm|m)\b|foot\b|feet\b|\d\s*ft\b|metres?\b|meters?\b"),
     _topic(r"age|how\s+old", r"years?\s+old|\baged?\b|born\s+in\s+(?:19|20)\d\d|\bi'?m\s+\d\d\b|turned\s+\d\d\b"),
     _topic(r"birthday|birth\s*date|date\s+of\s+birth", r"born\s+(?:on|in\s+(?:19|20)\d\d)|birthday|date\s+of\s+birth"),
     _topic(
         r"salary|income|pay|wage|wages|earnings|how\s+much\s+i\s+(?:earn|make)|money",
         # "£" alone is a price, a rent or a mortgage as often as pay: a figure counts as pay with "on" or a period
-        r"earn|salary|income|paid\b|wage|\bon\s+(?:£|\$|€)?\d+\s*k\b|a\s+year\b|per\s+(?:year|annum|hour|month)",
+        r"earn|salary|income|paid\b|wage|\bon\s+(?:£|\$|€)?\d+\s*k\b|a\s+year\b|per\s+(?:year|annum|hour|month)|"
+        r"\bmake\s+(?:about\s+|around\s+|roughly\s+)?(?:(?:£|\$|€)\d[\d,.]*\s*k?|\d+\s*k)\b",
     ),
+    _MEDICATION,
+    # before where I live: "my home town" is not my home
     _topic(
-        r"medication|medications|meds|medicine|medicines|pills|prescription|tablets|drugs|injections?|jabs?|"
-        r"antidepressants?|antibiotics?|inhalers?|statins?|painkillers?",
-        r"take\s+\w+|taking\b|prescribed|pills?\b|tablets?\b|\bmg\b|medication|"
-        r"\w+(?:ine|ol|pril|statin|azole|pam|pram|done|mab|tide|ium)\b",
+        r"home\s*town|where\s+i\s+grew\s+up|where\s+i'?m\s+from|nationality|background",
+        r"grew\s+up|born\s+in|\bfrom\b|hometown",
     ),
     _topic(
         r"where\s+i\s+live|address|home|postcode|zip|flat|house|neighbourhood|neighborhood|street",
@@ -262,8 +307,8 @@ TOPICS = [
     _topic(r"sexuality|orientation", r"\bgay\b|lesbian|bisexual|\bbi\b|straight\b|queer|asexual|pansexual"),
     _topic(r"kids|kid|children|child|son|daughter", r"\bkids?\b|children|\bchild\b|\bson\b|daughter"),
     _topic(
-        r"partner|spouse|husband|wife|boyfriend|girlfriend|dating|seeing|relationship|love\s+life",
-        r"partner|husband|wife|boyfriend|girlfriend|married|seeing\s+(?:a|someone)|dating|going\s+out\s+with",
+        r"partner|spouse|husband|wife|boyfriend|girlfriend|dating|seeing|relationship|love\s+life|marriage",
+        r"partner|husband|wife|boyfriend|girlfriend|married|seeing\s+(?:a|someone)|dating|going\s+out\s+with|separat",
     ),
     _topic(r"ex|exes|ex-wife|ex-husband|ex-partner|break-?up", r"broke\s+up|split\s+up|divorc|\bex\b|\bex-"),
     _topic(
@@ -273,11 +318,17 @@ TOPICS = [
     _topic(
         r"debt|debts|finances|loan|loans|money\s+problems", r"debt|owe\b|loan|overdraft|credit\s+card|bankrupt|arrears"
     ),
+    _topic(
+        r"savings|nest\s+egg|investments?|pension",
+        r"\bsav(?:e|ed|es|ing|ings)\b|\bisa\b|invest|pension|premium\s+bonds|\bstocks\b|\bshares\b|nest\s+egg|emergency\s+fund",
+    ),
+    _BALANCE,
+    _topic(r"gambling|betting|bets", r"gambl|\bbet\b|\bbets\b|betting|casino|poker|slots\b|bookies|roulette|blackjack"),
     _topic(r"bank", r"\bbank|barclays|lloyds|hsbc|natwest|nationwide|santander|monzo|halifax"),
     _topic(r"phone|number|mobile", r"phone|mobile|\b0\d{3}|\+\d"),
     _topic(r"car|vehicle", r"\bdrive\b|\bcar\b|corsa|ford|toyota|honda|vw|bmw|audi|tesla|vauxhall"),
     _topic(r"diet|eating", r"vegan|vegetarian|pescatarian|keto|gluten|halal|kosher|\bdiet\b"),
-    _topic(r"drinking|alcohol|booze", r"drink|alcohol|pints?\b|wine\b|beer\b|sober"),
+    _topic(r"drinking|alcohol|booze", r"drink|alcohol|pints?\b|wine\b|beer\b|sober|\baa\b|alcoholics"),
     _topic(r"smoking|cigarettes|vaping", r"smoke|cigarettes?|vape|vaping"),
     _topic(r"pets?|dog|dogs|cat|cats", r"\bdogs?\b|\bcats?\b|puppy|kitten|\bpets?\b|rabbit|hamster|parrot"),
     _topic(r"rent|mortgage|home\s+loan|housing\s+costs", r"\brent\b|mortgage|landlord|\bpay\s+£"),
@@ -285,13 +336,17 @@ TOPICS = [
         r"conviction|convictions|criminal\s+record|arrest|record",
         r"criminal|convict|arrested|prison|jail|\bcharged\b|probation|offence|offense",
     ),
-    _topic(r"email|e-mail", r"@|\be-?mail"),
     _topic(
-        r"hometown|where\s+i\s+grew\s+up|where\s+i'?m\s+from|nationality|background",
-        r"grew\s+up|born\s+in|\bfrom\b|hometown",
+        r"lawsuit|lawsuits|court\s+case|legal\s+case|litigation|legal\s+battle",
+        r"\bsu(?:e|ed|es|ing)\b|lawsuit|\bcourt\b|legal\s+action|litigation|tribunal",
     ),
     _topic(
-        r"politics|political\s+views|vote|voting",
+        r"immigration(?:\s+status)?|visa|residency|citizenship|papers|legal\s+status",
+        r"undocumented|\bvisa\b|asylum|refugee|citizen|residency|green\s+card|work\s+permit|overstay|\bpapers\b|deport|illegal",
+    ),
+    _topic(r"email|e-mail", r"@|\be-?mail"),
+    _topic(
+        r"politics|political\s+(?:views|leanings|opinions|beliefs|stance)|vote|voting",
         r"\bvote|labour|tory|tories|conservative|liberal|green\s+party|democrat|republican|socialist",
     ),
     _topic(r"name|names", r"\bcalled\b|\bname\s+is\b|\bnamed\b"),
@@ -339,19 +394,23 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
         low = THRESHOLD if threshold is None else threshold
         near = MARGIN if margin is None else margin
         chosen: set[int] = set()
+        spared = _spared(embedder, request, texts, vectors, turns)
         if request.bare:  # "forget the split": only what matches it closely, one fact a thing named
             for part in request.parts() or [request.subject]:
-                scores = _scores(embedder, part, texts, vectors)
+                part = _by_relation(part, texts)
+                scores = _without(_scores(embedder, part, texts, vectors), spared)
                 if named := _named_person(part, texts, turns, scores, chosen):
                     chosen |= named  # "Wipe Marco"
                     continue
                 lead = int(scores.argmax())
-                rivals = [score for i, score in enumerate(scores) if not turns[i] & turns[lead] and i != lead]
-                if scores[lead] >= BARE_LOWEST and scores[lead] - max(rivals, default=-1.0) >= BARE_LEAD:
+                others = [score for i, score in enumerate(scores) if not turns[i] & turns[lead] and i != lead]
+                if scores[lead] >= BARE_LOWEST and scores[lead] - max(others, default=-1.0) >= BARE_LEAD:
                     chosen.add(lead)
-            return [items[i].id for i in sorted(chosen)]
+            return [items[i].id for i in sorted(chosen - spared)]
         for part in request.parts() or [request.subject]:
-            scores = _scores(embedder, part, texts, vectors)
+            part = _by_relation(part, texts)
+            other_facts = {i for i, text in enumerate(texts) if _only_the_qualifier(part, text)}
+            scores = _without(_scores(embedder, part, texts, vectors), spared | other_facts)
             best = float(scores.max())
             cues = topic_cues(part)
             category = category_cues(part)
@@ -388,10 +447,20 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
             taken = {int(scores.argmax())} | {
                 i
                 for i, score in enumerate(scores)
-                if (score >= floor or (cues is not None and score >= low and cues.search(texts[i].lower())))
+                if (
+                    score >= floor
+                    or (cues is not None and score >= low and cues.search(texts[i].lower()))
+                    or (wide and cues is not None and score >= LOWEST and _same_stem(_head(part), texts[i]))
+                )
                 and not _about_someone_else(texts[i], part)
                 and not _PAST_STATE.search(texts[i].lower())
+                and (not _only_the_person(part, texts[i]) or (wide and score >= WIDE_PERSON_LOWEST))
+                and not _someone_else_named(part, texts[i], texts)
             }
+            someone = _named_in(part, texts)
+            if wide and someone and not {w for w in content_words(part) - someone if not _WHO.match(w)}:
+                # "everything you've got on Jess": every fact naming her ("about Nate getting fired": not all of Nate)
+                taken |= {i for i, text in enumerate(texts) if someone & _names(text)}
             chosen |= taken | _same_person(part, taken, texts)
             # What restates it in its own words goes too: all of a two-word subject ("spicy ramen"),
             # three quarters of a longer one.
@@ -405,12 +474,106 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
                     and _plain_share(texts[i], part) >= needed
                     and (needed == 1.0 or not _about_someone_else(texts[i], part))
                 }
-        return [items[i].id for i in sorted(chosen)]
+        return [items[i].id for i in sorted(chosen - spared)]
 
     return match
 
 
+def _spared(
+    embedder: Embedder, request: ForgetRequest, texts: list[str], vectors: np.ndarray, turns: list[set[tuple[Any, Any]]]
+) -> set[int]:
+    """The fact a request asks to keep ("... but you can keep that I get migraines"): the one closest
+    to what it names, when that is closer to it than to anything the request asks to forget, with
+    every item made from its turn (a profile entry restating it)."""
+    if not request.keep or not request.subject:
+        return set()
+    keep = _scores(embedder, request.keep, texts, vectors)
+    best = int(keep.argmax())
+    named = [_scores(embedder, part, texts, vectors)[best] for part in request.parts() or [request.subject]]
+    if keep[best] < THRESHOLD or keep[best] <= max(named):
+        return set()
+    return {best} | {i for i, own in enumerate(turns) if own and own <= turns[best]}
+
+
+def _without(scores: np.ndarray, spared: set[int]) -> np.ndarray:
+    return np.array([-np.inf if i in spared else score for i, score in enumerate(scores)])
+
+
+def _only_the_person(subject: str, text: str) -> bool:
+    """Whether a fact shares only the person with a request that names them and more ("Olivia is my
+    maid of honor" for "olivia's debt", "My mother-in-law lives with us" for "my mother-in-law's
+    illness"): as close by meaning as the fact asked for, it is another one."""
+    subject, text = _IN_LAW.sub("", subject), _IN_LAW.sub("", text)  # "mother-in-law": one person, not a law
+    words = content_words(subject)
+    shared = words & (_names(text) | {w for w in content_words(text) if _OTHERS.match(w)})
+    # "my ex-boyfriend marco" says who Marco is, "olivia's debt" which of her facts
+    rest = {w for w in words - _GENERIC - _EPISODE_WORDS if not _OTHERS.match(w) and w not in shared}
+    return bool(shared and rest) and not any(_same_word(w, other) for w in rest for other in content_words(text))
+
+
+_IN_LAW = re.compile(r"-in-law\b", re.IGNORECASE)
+
+
+def _only_the_qualifier(subject: str, text: str) -> bool:
+    """Whether a fact shares only what a medication is for with a request naming the medication ("I
+    have migraines" for "my migraine medication", "I've been having trouble sleeping" for "the
+    sleeping pill"): stating neither a medication nor the word, it is the condition, another fact.
+    (Other topics are often stated through their qualifier: "I owe my brother £3,000" is "the money
+    I owe my brother".)"""
+    head = _head(subject)
+    topic = next((cues for names, cues in (_MEDICATION, _BALANCE) if names.search(head)), None)
+    if topic is None or topic.search(text.lower()):
+        return False
+    found = content_words(text)
+    if any(_same_word(word, other) for word in content_words(head) for other in found):
+        return False
+    qualifiers = content_words(subject) - content_words(head) - _GENERIC - _PERSON_WORDS
+    return any(_same_word(word, other) for word in qualifiers for other in found)
+
+
+# "my daughter is called Lily", "my daughter Lily", "Lily is my daughter": who a name is
+_CALLED = re.compile(r"\b[Mm]y\s+(?P<relation>[a-z-]+)(?:\s+is\s+(?:called|named)\s+|,?\s+)(?P<name>[A-Z][a-z]{2,})\b")
+_IS_MY = re.compile(r"\b(?P<name>[A-Z][a-z]{2,})\s+is\s+my\s+(?P<relation>[a-z-]+)\b")
+
+
+def _by_relation(subject: str, texts: list[str]) -> str:
+    """ "Lily's school" as the facts say it, "my daughter's school", when a fact says who Lily is and
+    none names her with the rest of the subject."""
+    for text in texts:
+        for said in (*_CALLED.finditer(text), *_IS_MY.finditer(text)):
+            name, relation = said.group("name").lower(), said.group("relation")
+            if not _OTHERS.search(f"my {relation}") or not re.search(rf"\b{name}'s\s", subject):
+                continue
+            rest = content_words(subject) - {name, f"{name}'s"} - _GENERIC
+            if any(name in content_words(other) and rest & content_words(other) for other in texts):
+                continue
+            return re.sub(rf"\b{name}'s\s", f"my {relation}'s ", subject)
+    return subject
+
+
+def _same_stem(head: str, text: str) -> bool:
+    """Whether ``text`` has a word from the head's stem ("my therapist" for "my therapy"): "anything
+    about my therapy" takes every such fact, from LOWEST up."""
+    stem = head[:5]
+    return len(stem) == 5 and any(word.startswith(stem) for word in re.findall(r"[a-z]+", text.lower()))
+
+
+def _named_in(subject: str, texts: list[str]) -> set[str]:
+    """The people a subject names by a name some fact holds ("my old flatmate jess": jess)."""
+    return content_words(subject) & set().union(*(_names(text) for text in texts))
+
+
+def _someone_else_named(subject: str, text: str, texts: list[str]) -> bool:
+    """Whether a fact names people, none of them the one the subject names ("My current flatmate is
+    Ravi" for "my old flatmate jess")."""
+    named = _named_in(subject, texts)
+    return bool(named and _names(text)) and not named & _names(text)
+
+
 WIDE_MARGIN = 0.35
+# "both things about my dad's cancer" takes "My dad starts chemo", which shares only the person in
+# words, when it is this close by meaning; "about Nate getting fired" does not take "I work with Nate".
+WIDE_PERSON_LOWEST = 0.75
 # Below the threshold, one item is still taken when it alone is about the subject: it holds half the
 # subject's words or more ("the eviction stuff" ~ "my landlord is trying to evict me") and leads every other item by
 # ``LEAD`` ("us trying for a baby" ~ "I've been trying to get pregnant").
@@ -470,6 +633,8 @@ def _named_person(
         return set()
     named = words & set().union(*(_names(texts[i]) for i in holders))
     rest = words - named - _GENERIC - _EPISODE_WORDS
+    if _WHERE_SOMEONE_IS.match(subject.lower()):  # "where sean is": the fact placing him, not who he is
+        return {i for i in holders if _PLACED.search(texts[i].lower())}
     if not rest:
         return set(holders)
     facts = {frozenset(turns[i]) or frozenset({("item", i)}) for i in holders}
@@ -480,11 +645,23 @@ def _named_person(
     return {best} if len(facts) == 1 and (said or score >= NAME_LOWEST) else set()
 
 
+_WHERE_SOMEONE_IS = re.compile(
+    r"where\s+[a-z]+\s+(?:is|lives|works|stays|went|moved|is\s+(?:living|staying|working))\b"
+)
+_PLACED = re.compile(r"\b(?:in|at|lives?|living|moved|based|works?|working|stays?|staying)\b")
+
+
 def _about_someone_else(text: str, subject: str) -> bool:
     """Whether ``text`` is about a person the subject does not name ("my mum takes sertraline" for
     "my medication"), or about the user when the subject names someone else."""
+    if (shared := _names(text) & content_words(subject)) and any(
+        _same_word(word, other) for word in content_words(subject) - shared for other in content_words(text) - shared
+    ):
+        return False  # "My friend Nate got fired" is about the Nate "nate getting fired" names
     named = {_person(m.group(0)) for m in _OTHERS.finditer(subject.lower())}
     others = {_person(m.group(0)) for m in _OTHERS.finditer(text.lower())}
+    if (cues := topic_cues(subject)) is not None:
+        others = {person for person in others if not cues.match(person)}  # "my therapist" is "my therapy"
     if named and re.search(rf"{_OTHERS.pattern}'s?\s", subject.lower()):
         return not others & named  # "my dad's drinking" is not "I don't drink alcohol"
     if named and re.search(r"\b[a-z]+'s\s", subject.lower()) and not others & named:
@@ -533,9 +710,9 @@ _WHERE_HELD = re.compile(
 _OTHERS = re.compile(
     r"(?:\b(?:my|our|his|her|their|[a-z]+'s)\s+(?:\w+\s+)?|^)(?:sister|brother|mum|mom|mother|dad|father|son|daughter|wife|husband|"
     r"parents|grandparents|grandchildren|grandkids|stepdad|stepmum|sisters|brothers|sons|daughters|friends|"
-    r"partner|friend|boss|colleague|neighbou?r|cousin|aunt|uncle|nan|gran|grandma|grandmother|grandad|grandfather|"
+    r"partner|friend|boss|manager|colleague|neighbou?r|cousin|aunt|uncle|nan|gran|grandma|grandmother|grandad|grandfather|"
     r"grandpa|niece|nephew|kids?|children|child|boyfriend|girlfriend|ex|fianc[eé]e?|flatmate|roommate|landlord|"
-    r"dog|cat|teacher|doctor|therapist)\b"
+    r"dog|cat|teacher|doctor|therapist|in-laws)\b"
 )
 OTHERS_PENALTY = 0.35
 _KIN = {
@@ -548,6 +725,7 @@ _KIN = {
     "mother": "mum",
     "father": "dad",
     "fiance": "partner",
+    "manager": "boss",
     "fiancee": "partner",
     "fiancé": "partner",
 }
@@ -677,8 +855,12 @@ def _turns_of(item: MemoryItem) -> set[tuple[Any, Any]]:
 
 def _with_derived(chosen: set[str], items: Sequence[MemoryItem]) -> set[str]:
     """``chosen`` plus the items made only from the turns they come from (a profile entry taken from a
-    chosen turn): what restates a forgotten fact goes with it, nothing made from other turns does."""
-    turns = set().union(*(_turns_of(item) for item in items if item.id in chosen))
+    chosen turn): what restates a forgotten fact goes with it, nothing made from other turns does. An
+    entry made from several turns ("boss: having an affair (changed from called Richard)") does not
+    take the other turns' facts with it: those turns count only when a one-turn item was chosen."""
+    picked = [_turns_of(item) for item in items if item.id in chosen]
+    single = [turns for turns in picked if len(turns) == 1]
+    turns = set().union(*(single or picked))
     if not turns:
         return chosen
     return chosen | {item.id for item in items if (own := _turns_of(item)) and own <= turns}

@@ -38,6 +38,10 @@ Never a request: "forget it", "forget about it, let's ...", "never forget", "don
 "I forgot my ...", "I wish I could forget ...", others forgetting, questions about forgetting,
 titles ("Forget You"), and deleting or erasing things that are not what the assistant keeps ("how do
 I delete a file", "remove a coffee stain", "delete the meeting from my calendar").
+
+A request also says what to keep ("... but you can keep that I get migraines", "Only keep that I'm a
+student": ``ForgetRequest.keep``), and "his job" / "her salary" name the person the turn named
+before ("my husband would be mortified ... forget his job": my husband's job).
 """
 
 from __future__ import annotations
@@ -86,23 +90,31 @@ class ForgetRequest:
     # A bare act on a named thing ("forget the split", "Wipe Marco"): honoured only when one stored
     # fact matches it closely (``memlab.forget``), as often talk ("forget the bread").
     bare: bool = False
+    # What the turn asks to keep ("... but you can keep that I get migraines"): never taken for the subject.
+    keep: str | None = None
 
     def parts(self) -> list[str]:
         """The things named ("my height and my weight" -> two), each resolved on its own."""
         if not self.subject:
             return []
         pieces = re.split(
-            r"\s*;\s*|\s+(?:and|&|or)\s+(?:also\s+)?(?:about\s+)?(?=(?:my|our|the|where|what|how|which|when|that|me|selling|being|having)\b)",
+            r"\s*;\s*|\s+(?:and|&|or)\s+(?:also\s+)?(?:about\s+)?(?=(?:my|our|the|where|what|how|which|when|that|me|selling|being|having|his|her|their)\b)",
             self.subject,
         )
         pieces = [part for piece in pieces for part in _two_of_mine(piece.strip())]
-        pieces = [_TOPIC_WORD.sub("", _PIECE_LEAD.sub("", piece.strip())) for piece in pieces]  # "the getting fired thing"
+        for index in range(1, len(pieces)):  # "my daughter's name and her school": my daughter's school
+            owner = re.match(r"(?:my|our)\s+[\w-]+'s\s", pieces[index - 1])
+            if owner is not None:
+                pieces[index] = re.sub(r"^(?:his|her|their)\s", owner.group(0), pieces[index])
+        pieces = [
+            _TOPIC_WORD.sub("", _PIECE_LEAD.sub("", piece.strip())) for piece in pieces
+        ]  # "the getting fired thing"
         return [p for p in pieces if content_words(p)]
 
 
 def _two_of_mine(piece: str) -> list[str]:
-    """ "my weight and height": my weight, my height."""
-    pair = re.fullmatch(r"(my|our)\s+([\w'-]+)\s+and\s+([\w'-]+)", piece)
+    """ "my weight and height": my weight, my height; "my phone number and email": my phone number, my email."""
+    pair = re.fullmatch(r"(my|our)\s+([\w'-]+(?:\s+[\w'-]+)?)\s+and\s+([\w'-]+)", piece)
     return [f"{pair.group(1)} {pair.group(2)}", f"{pair.group(1)} {pair.group(3)}"] if pair else [piece]
 
 
@@ -166,7 +178,12 @@ _SPELLING = {
     "froget": "forget",
     "adress": "address",
     "comfy": "comfortable",
+    "weigth": "weight",
     "w": "with",
+    "4get": "forget",
+    "4got": "forgot",
+    "plase": "please",
+    "pleaes": "please",
 }
 
 _OPENER = (
@@ -181,13 +198,13 @@ _POLITE = (
     r"(?:would|do)\s+you\s+mind|mind|(?:can|could)\s+we|do\s+you\s+think\s+you\s+(?:could|can|would)|"
     r"(?:is|would)\s+it\s+(?:be\s+)?(?:possible|ok|okay)\s+(?:for\s+you\s+)?to|(?:be\s+)?so\s+kind\s+as\s+to|"
     r"(?:i'?d|i\s+would)\s+(?:really\s+)?(?:like|love|prefer|appreciate\s+it\s+if)\s+(?:it\s+if\s+)?you(?:\s+(?:to|would|could|can))?|"
-    r"i\s+(?:want|need|ask)\s+you\s+to|(?:have|get)\s+you(?:\s+to)?|(?:i|i'?d\s+like\s+to|i\s+would\s+like\s+to|i\s+must|i\s+have\s+to)\s+(?:demand|insist|request|require|ask)\s+(?:that\s+)?you(?:\s+to)?|do\s+the\s+needful\s+and|help\s+me(?:\s+to)?|"
+    r"i\s+(?:want|need|ask)\s+you\s+to|i\s+want\s+that\s+you|(?:have|get|make)\s+you(?:\s+to)?|(?:i|i'?d\s+like\s+to|i\s+would\s+like\s+to|i\s+must|i\s+have\s+to)\s+(?:demand|insist|request|require|ask)\s+(?:that\s+)?you(?:\s+to)?|do\s+the\s+needful\s+and|help\s+me(?:\s+to)?|"
     r"(?:i'?d|i\s+would)\s+be\s+(?:very\s+|really\s+|so\s+|most\s+)?(?:grateful|thankful)\s+if\s+you\s+(?:could|would|can)|"
     r"(?:you\s+(?:really\s+)?(?:can|may|should|could|must)|feel\s+free\s+to|go\s+ahead\s+and|make\s+sure\s+(?:to|you))(?:\s+(?:now|just|also|go\s+ahead\s+and))?|"
     r"(?:i'?m|i\s+am)\s+asking\s+you\s+to|(?:can|could|may)\s+i\s+(?:ask|get)\s+you\s+to|"
     r"(?:would|will)\s+you\s+be\s+(?:able|willing)\s+to|are\s+you\s+able\s+to|do\s+me\s+a\s+favou?r\s+and|"
     r"i'?(?:m|ll)\s+(?:going\s+to\s+)?need\s+you\s+to|(?:let'?s|let\s+us)\s+have\s+you|"
-    r"is\s+there\s+(?:any\s+)?way\s+(?:you\s+(?:could|can)|(?:for\s+you\s+)?to)|"
+    r"is\s+there\s+(?:any\s+|a\s+)?way\s+(?:you\s+(?:could|can)|(?:for\s+you\s+)?to)|"
     r"it'?s\s+(?:time|okay|ok|fine)\s+(?:for\s+you\s+)?to)"
 )
 _LEAD = rf"^{_OPENER}(?:{_PLEASE}[\s,]+)?(?:{_POLITE}\s+){{0,2}}(?:{_PLEASE}[\s,]+)?(?:(?:just|also|permanently|completely|simply|fully|quietly)\s+)?"
@@ -198,20 +215,20 @@ _MEMORY = rf"(?:(?:your|the|my)\s+)?{_MEMORY_WORD}"
 # Where the assistant keeps things, said without a memory word: "from what you remember", "off whatever list you keep".
 _HELD_PLACE = (
     r"(?:what(?:ever)?\s+(?:you|u)(?:'ve|\s+have)?\s+(?:\w+\s+){0,2}?(?:remember|know|have|keep|kept|stored|saved|hold|got)"
-    r"(?:\s+(?:about|on)\s+me)?|(?:(?:whatever|your|any)\s+list(?:\s+(?:you|u)\s+(?:keep|have))?|(?:the|that)\s+list\s+(?:you|u)\s+(?:keep|have))(?:\s+(?:about|on)\s+me)?)"
+    r"(?:\s+(?:about|on)\s+me)?|(?:(?:whatever|your|any)\s+(?:list|profile|file|records?)(?:\s+(?:you|u)\s+(?:keep|have))?|(?:the|that)\s+(?:list|profile|file)\s+(?:you|u)\s+(?:keep|have))(?:\s+(?:about|on)\s+me)?)"
 )
 _SAID = (
     r"(?:said|say|told\s+you|tell\s+you|mentioned|mention|shared|wrote|typed|brought\s+up|let\s+slip|"
     r"talked\s+about|revealed|admitted|confided|opened\s+up)"
 )
-_HELD = r"(?:(?:'ve|\s+have)\s+)?(?:know|have|heard|learned|remember|stored|saved|kept|noted|recorded|got(?:\s+on\s+file)?|written\s+down)"
+_HELD = r"(?:(?:'ve|\s+have)\s+)?(?:know|have|heard|learned|remember|stored|saved|kept|noted|recorded|hold|held|got(?:\s+on\s+file)?|written\s+down)"
 _PIECE = (
     r"(?:bit|part|piece|note|notes|entry|entries|record|records|memory|memories|mention|mentions|info|information|"
     r"detail|details|fact|facts|line|reference|references|data|stuff|thing|things|story|comment|remark|point|stuff)"
 )
 _REFERENCE = (
     rf"(?:(?:the|that|this|those|these|any|all|every|your|both|the\s+two)\s+(?:\w+\s+)?{_PIECE}\s+"
-    rf"(?:about|of|on|regarding|concerning|related\s+to|re|with|containing|mentioning|where\s+i\s+{_SAID}(?:\s+(?:you\s+)?about)?|"
+    rf"(?:about|of|on|regarding|concerning|related\s+to|relating\s+to|pertaining\s+to|re|with|containing|mentioning|where\s+i\s+{_SAID}(?:\s+(?:you\s+)?about)?|"
     rf"(?:that\s+)?(?:i|you)\s+(?:{_SAID}|{_HELD})(?:\s+(?:you\s+)?(?:about|on|regarding))?)|"
     rf"{_PIECE}\s+(?:about|on|regarding|concerning)|"
     rf"what(?:ever)?\s+(?:i|you)(?:'ve|\s+have)?(?:\s+(?:just|earlier|once|ever))?\s*(?:{_SAID}|{_HELD})(?:\s+(?:you|me))?(?:\s+(?:earlier|before))?\s+(?:about|regarding|concerning|on)|"
@@ -250,6 +267,13 @@ _FORGET = _VERB_FORGET = _verb("forget")
 _KEEP = _verb(
     "keep",
     "keep track of",
+    "keep a record of",
+    "keep records of",
+    "keep a note of",
+    "keep notes on",
+    "keep a log of",
+    "keep a copy of",
+    "make a note of",
     "store",
     "save",
     "remember",
@@ -324,10 +348,10 @@ _NOT_MEMORY = re.compile(
 _SUBJECT_END = re.compile(
     r"\s*(?:,|;|:|\?|!|\s-\s|\s–\s|\s—\s|\(|\bfrom\s+(?:your\s+|the\s+|my\s+)?(?:memory|memories|records?|notes|files?|mind|profile|head|brain|info|information)\b|"
     r"\b(?:that\s+)?i\s+(?:gave|told|sent|shared\s+with|mentioned\s+to)\s+you\b(?!\s+(?:about|regarding|concerning|on|re)\b)|\bfrom\s+earlier\b|\bearlier\s*$|"
-    r"\bfrom\s+(?:whatever|what|everything|anything)\s+you\b|\boff\s+(?:whatever|your|any)\s+list\b|"
+    r"\bfrom\s+(?:whatever|what|everything|anything)\s+(?:\w+\s+)?you\b|\boff\s+(?:whatever|your|any)\s+list\b|"
     r"\b(?:in|into|to)\s+(?:your\s+)?(?:memory|memories|mind|records?|notes|files?)\b|\bon\s+(?:file|record)\b|"
     r"\bout\s+of\s+(?:your\s+|the\s+|my\s+)?(?:memory|memories|mind|head|brain|records?|notes|files?|system)\b|"
-    r"\b(?:please|thanks|thank\s+you|anymore|any\s+more|any\s+longer|for\s+now|for\s+good|entirely|completely|altogether|gone|lol|lmao|haha)\b|"
+    r"\b(?:please|thanks|thank\s+you|anymore|any\s+more|any\s+longer|for\s+now|for\s+good|just\s+in\s+case|entirely|completely|altogether|gone|lol|lmao|haha)\b|"
     r"\b(?:but|because|since|so|cause|cuz|it'?s|it\s+was|that'?s|that\s+was)\b|"
     # "my weight and height (from your records)" names two things; "my salary and let's move on" one
     r"\b(?:and|or)\b(?!\s+(?:also\s+)?(?:my|our|i|the|where|what|how|which|when|me|about|that\s+i)\b|\s+[\w'-]+\s*(?:$|[,.;?!]|\s+(?:from|out\s+of|off)\b))).*$"
@@ -343,9 +367,11 @@ _SUBJECT_LEAD = re.compile(
 )
 _CLAUSE_SPLIT = re.compile(
     r"(?<=[.!?;:])\s+|\n+|\s+[-–—]+\s+|"
-    r",?\s+(?=(?:and\s+|so\s+|but\s+)?(?:please|could\s+you|can\s+you|would\s+you|i'?d\s+(?:really\s+)?(?:rather|prefer|appreciate|like))\b)|"
+    r",?\s+(?=(?:and\s+|so\s+|but\s+)?(?:please|could\s+you|can\s+you|would\s+you|i'?d\s+(?:really\s+)?(?:rather|prefer|appreciate|like)|i\s+want\s+that\s+you)\b)|"
     r"\s+(?:and|so|but)\s+(?=i'?d\s+(?:really\s+)?(?:rather|prefer|appreciate|like)\b)|"
-    r",\s+(?=(?:forget|delete|erase|remove|wipe|drop|bin|scrap|ditch)\s+(?:it|that|this|the|my|what|everything|all)\b)"
+    r"\s+so\s+(?=(?:please\s+)?(?:don'?t|do\s+not|stop)\s+(?:remember|keep|store|save)\w*\b)|"
+    r"\s+(?=i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+you\s+(?:to\s+)?(?:keep|hold|stor|sav|remember|know|have)\w*\b)|"
+    r",\s+(?=(?:(?:but|and|so|just)\s+)?(?:forget|delete|erase|remove|wipe|drop|bin|scrap|ditch)\s+(?:it|that|this|the|my|what|everything|all)\b)"
 )
 _NEGATED_FORGET = re.compile(
     r"\b(?:don'?t|do\s+not|never|not|won'?t|will\s+not|cannot|can'?t|shouldn'?t|mustn'?t|let'?s\s+not|lest\s+(?:you|we|i)|let\s+me)\s+(?:ever\s+)?forget\b"
@@ -377,7 +403,7 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
             rf"(?:i'?d|i\s+would)\s+(?:really\s+)?appreciate\s+it\s+if\s+you(?:\s+(?:would|could|didn'?t|did\s+not))?|"
             rf"would\s+it\s+be\s+(?:alright|all\s+right|ok|okay|fine)\s+if\s+you(?:\s+(?:didn'?t|did\s+not|wouldn'?t|would\s+not))|"
             rf"(?:i'?d|i\s+would)\s+(?:really\s+|much\s+)?(?:rather|prefer)(?:\s+it\s+if)?\s+you(?:\s+(?:didn'?t|did\s+not|not|wouldn'?t|would\s+not))?(?:\s+to)?)\s+"
-            rf"(?:{_KEEP}|{_FORGET}|forgot|deleted|erased|removed|dropped)\s+(?:(?P<ref>{_REFERENCE})\s+)?(?P<subject>.+)$"
+            rf"(?:{_KEEP}|{_FORGET}|forgot|deleted|erased|removed|dropped|have|having)\s+(?:(?P<ref>{_REFERENCE})\s+)?(?P<subject>.+)$"
         ),
     ),
     ("erase", re.compile(rf"{_LEAD}{_ERASE}\s+(?:(?P<ref>{_REFERENCE})\s+)?(?P<subject>.+)$")),
@@ -410,6 +436,14 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
         "want-gone",
         re.compile(
             rf"^{_OPENER}i(?:\s+want|\s+need|\s+would\s+like|'d\s+like|'d\s+prefer|\s+would\s+prefer)\s+(?P<ref>{_REFERENCE}\s+)?(?P<subject>.+?)\s+(?:gone|deleted|erased|removed|wiped|forgotten)\b.*$"
+        ),
+    ),
+    (
+        # "can that thing about my credit card debt go?"
+        "can-go",
+        re.compile(
+            rf"^{_OPENER}(?:{_PLEASE}\s+)?(?:can|could)\s+(?P<ref>(?:that|the|this)\s+(?:\w+\s+)?{_PIECE}\s+(?:about|on|regarding|concerning|re))\s+"
+            rf"(?P<subject>.+?)\s+(?:go|disappear|be\s+(?:gone|deleted|erased|removed|wiped|forgotten|dropped))(?:\s+(?:now|too|as\s+well|away|please))?$"
         ),
     ),
     (
@@ -471,20 +505,36 @@ _FOR_A_WHILE = re.compile(
 )
 # A pronoun object ("forget that, please", "please delete it"): a request only when addressed.
 _PRONOUN_REQUEST = re.compile(
-    rf"(?:{_LEAD}(?:{_FORGET}|{_ERASE}|{_NEGATION}\s+{_KEEP}|take|get)\s+(?:that|this|it|them|those|both)(?:\s+(?:bit|part|one|too|as\s+well))?(?:\s+(?:out|gone|deleted))?|"
-    rf"^{_OPENER}i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+you\s+(?:to\s+)?(?:have|having|know|knowing|keep|keeping)\s+(?:that|this|it))"
-    rf"(?:\s+(?:in|from|to|off|out\s+of)\s+{_MEMORY})?\s*(?:,?\s*(?:please|thanks|thank\s+you|for\s+me|now|too|as\s+well|then))*$"
+    rf"(?:{_LEAD}(?:{_FORGET}|{_ERASE}|{_NEGATION}\s+{_KEEP}|take|get)\s+(?:all\s+(?:of\s+)?)?(?:that|this|it|them|those|both)(?:\s+(?:bit|part|one|too|as\s+well))?(?:\s+(?:out|gone|deleted))?|"
+    rf"^{_OPENER}i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+you\s+(?:to\s+)?(?:have|having|know|knowing|keep|keeping)\s+(?:that|this|it)|"
+    rf"^{_OPENER}i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+(?:it|that|this)\s+(?:sitting|kept|stored|saved|staying|recorded|to\s+stay)|"
+    rf"^{_OPENER}(?:i'?d|i\s+would)\s+(?:really\s+)?(?:like|prefer|want)\s+(?:that|this|it)\s+(?:erased|deleted|removed|forgotten|wiped|gone)|"
+    rf"{_LEAD}make\s+(?:that|this|it|them)\s+(?:disappear|go\s+away|vanish)|"
+    rf"^{_OPENER}(?:i'?d|i\s+would)\s+(?:really\s+)?(?:prefer|rather)(?:\s+(?:it\s+)?if)?\s+(?:that|this|it)\s+"
+    rf"(?:not\s+be|wasn'?t|isn'?t|was\s+not|is\s+not|weren'?t)\s+{_STORED}(?:\s+about\s+me)?)"
+    rf"(?:\s+(?:in|from|to|off|out\s+of)\s+{_MEMORY})?\s*(?:,?\s*(?:please|thanks|thank\s+you|for\s+me|now|for\s+now|too|as\s+well|then|lol|haha))*$"
 )
 # Where the same turn says what "that" is: "I told you my husband lost his job - please forget that".
 _SAID_BEFORE = re.compile(
-    r"(?:^(?:re|regarding|about|as\s+for)(?=\s+(?:my|our)\s)|^(?=(?:my|our|how\s+much\s+i|where\s+i)\s[^.?!;,:]+?(?:\s*:|\s+[-–—]+\s|\s+is\s+(?:\w+\s+)?none\s+of\s+your\s+business))|"
+    r"(?:^(?:re|regarding|about|as\s+for)(?=\s+(?:my|our|the|that)\s)|^(?=(?:my|our|how\s+much\s+i|where\s+i)\s[^.?!;,:]+?(?:\s*:|\s+[-–—]+\s|\s+is\s+(?:\w+\s+)?none\s+of\s+your\s+business))|"
+    # "The whole proposal thing with my ex... I'd appreciate it if you'd erase that": the topic first
+    r"^(?:(?:yeah|yes|so|ok|okay|and|oh|um|anyway|also)\s+)*(?=(?:the|that)\s[^.?!;,:]+?(?:\.\.\.|\s*:|\s+[-–—]+\s))|"
+    r"(?:about|that)(?=\s+[^.?!;,:]+?\s+(?:is|are|being|sitting)\s+in\s+your\s+(?:memory|memories|records?|notes))|"
+    r"told\s+(?:a|an|the|some)\s+(?:chatbot|bot|ai|assistant|computer)\s+about|"
     r"(?:told\s+you|telling\s+you|mentioned|mentioning)(?:\s+to\s+you)?|i\s+(?:said|shared|admitted)(?:\s+to\s+you)?|"
+    r"overshared(?:\s+(?:earlier|before|yesterday))?\s+about|regret\s+(?:sharing|telling\s+you|mentioning|bringing\s+up)(?:\s+with\s+you)?|did\s+i\s+(?:ever\s+)?tell\s+you\s+about|"
+    # "My pay is actually private, so forget it"
+    r"^(?=(?:my|our)\s+[\w'-]+(?:\s+[\w'-]+)?\s+(?:is|are)\s+(?:\w+\s+)?(?:private|personal|confidential|sensitive)\b)|"
+    r"^(?:that|the)(?=\s+[a-z]+(?:\s+[a-z]+)?\s+(?:i|we)\s+(?:had|did|got|went|made|took|was|were)\b)|"
     r"should(?:n'?t|\s+not|\s+never)?\s+have\s+(?:told\s+you|said|shared|mentioned)(?:\s+to\s+you)?|"
     r"you\s+(?:even\s+|already\s+)?know\s+about|you\s+know\s+how\s+i\s+(?:said|told\s+you|mentioned)|"
     r"remember\s+(?:when|how)\s+i\s+(?:said|told\s+you|mentioned)|(?:with\s+)?you\s+knowing|"
     r"you\s+(?:don'?t|do\s+not|no\s+longer)\s+need\s+to\s+(?:know|remember|keep)(?:\s+(?:about|that))?|"
-    r"(?:the\s+)?(?:bit|part|thing|stuff|info|information)\s+(?:about|on))(?:\s+|(?<=^))(?:that\s+|about\s+)?(?P<subject>[^.?!;,:]+?)"
-    r"(?=\s*(?:[.?!;,:]|\s[-–—]+\s|\s+is\s+(?:\w+\s+)?none\s+of\s+your\s+business|$|\s+(?:anymore|any\s+more|please|so\b|and\s+(?:please|i)\b)))"
+    r"(?:the\s+)?(?:bit|part|thing|stuff|info|information)\s+(?:about|on))(?:\s+|(?<=^)|(?<=\s))(?:(?:last\s+(?:week|night|time|month)|earlier|yesterday|before|the\s+other\s+day|a\s+while\s+(?:ago|back))\s+)?"
+    r"(?:that\s+|about\s+)?(?P<subject>[^.?!;,:]+?)"
+    r"(?=\s*(?:[.?!;,:]|\s[-–—]+\s|\s+is\s+(?:\w+\s+)?none\s+of\s+your\s+business|$|\s+(?:anymore|any\s+more|please|so\b|and\s+(?:please|i)\b)|"
+    r"\s+(?:is|are|being|sitting)\s+in\s+your\s+(?:memory|memories|records?|notes)|"
+    r"\s+(?:is|are)\s+(?:\w+\s+)?(?:private|personal|confidential|sensitive)\b))"
 )
 _EXPLICIT_MEMORY = re.compile(
     rf"\b(?:in|from|out\s+of)\s+{_MEMORY}\b|\b(?:don'?t|do\s+not|never)\s+(?:keep|store|save|remember|record)\b"
@@ -502,9 +552,10 @@ _FROM_DOCUMENT = re.compile(
 # A reason to take something back: the turn asks to un-know it, it does not move on.
 _REASON = re.compile(
     r"\b(?:i\s+was\s+wrong|turns\s+out|(?:is|was|wasn'?t|isn'?t)\s+(?:not\s+)?true|made\s+(?:it|that)\s+up|my\s+mistake|"
-    r"shouldn'?t\s+have\s+(?:said|told|mentioned|shared)|not\s+my\s+(?:business|place|story|information|info)|in\s+confidence|"
+    r"shouldn'?t\s+(?:have|of|'ve)\s+(?:said|told|mentioned|shared|typed|written|wrote|brought)|not\s+my\s+(?:business|place|story|information|info)|in\s+confidence|"
     r"embarrass\w*|mortified|ashamed|confidential|(?:don'?t|do\s+not)\s+want\s+(?:it|that|this)\s+(?:saved|stored|kept|on\s+record|"
-    r"in\s+your\s+memory|remembered)|jinx)\b"
+    r"in\s+your\s+memory|remembered)|jinx|gossip\w*|feel\s+bad|regret\w*|overshar\w*|too\s+(?:much|personal|private)|"
+    r"(?:rather|prefer)\s+you\s+(?:didn'?t|did\s+not|not|wouldn'?t))\b"
 )
 _ADDRESS = re.compile(rf"\b{_PLEASE}\b|\byou\b|\byour\b")
 
@@ -517,10 +568,22 @@ def _normalise(text: str) -> str:
     text = re.sub(r"\bplease\s+to\b", "please", text)
     text = re.sub(r"\byou'd\b", "you would", text)
     text = re.sub(r"^re\s*:\s*", "regarding ", text)
+    # "Formal request: erase ...", "Under GDPR I'd like you to ...": the request itself follows
+    text = re.sub(
+        r"^(?:(?:formal\s+)?request|gdpr(?:\s+request)?)\s*:\s*|^(?:under|per|as\s+per)\s+(?:the\s+)?gdpr,?\s+",
+        "",
+        text,
+    )
+    text = re.sub(r"\bmake\s+(?=forget\b)", "", text)  # "can you make forget ..." (a learner's English)
+    text = re.sub(
+        r"^(?:memory|memories)\s*:\s*(.+?)[.!]*$", r"\1 from your memory", text
+    )  # "Memory: delete bank info."
     # "delete two things: that I ... and that I ...": the list is the object
-    text = re.sub(r"\b(?:two|three|2|3|a\s+few|a\s+couple\s+of|these|the\s+following)\s+things?\s*:\s*", "", text)  # "please to forget" (a learner's English)
+    text = re.sub(
+        r"\b(?:two|three|2|3|a\s+few|a\s+couple\s+of|these|the\s+following)\s+things?\s*:\s*", "", text
+    )  # "please to forget" (a learner's English)
     text = re.sub(r"\bpor\s+favou?r\b|\bbitte\b|\bs'il\s+vous\s+pla[iî]t\b", "please", text)
-    text = re.sub(r"[a-z']+", lambda m: _SPELLING.get(m.group(0), m.group(0)), text)
+    text = re.sub(r"[a-z0-9']+", lambda m: _SPELLING.get(m.group(0), m.group(0)), text)
     return re.sub(r"\s+", " ", text).strip()
 
 
@@ -538,7 +601,17 @@ def _subject(raw: str) -> str | None:
     subject = _SUBJECT_END.sub("", raw)
     subject = _SUBJECT_LEAD.sub("", subject).strip(" .!?\"'")
     subject = re.sub(r"^(?:that|the\s+fact\s+that)\s+", "", subject)
+    # "don't remember me as someone who smokes weed": that I smoke weed
+    subject = re.sub(
+        r"^me\s+as\s+(?:someone|somebody|a\s+person|the\s+(?:guy|girl|woman|man|person))\s+(?:who|that)\s+",
+        "i ",
+        subject,
+    )
+    subject = re.sub(r"^(?:the|that)\s+whole\s+", "the ", subject)  # "the whole proposal thing"
+    lead = _PIECE_LEAD.match(subject)
     subject = _PIECE_LEAD.sub("", subject)  # "the bit about gareth": gareth
+    if lead is not None:
+        subject = _qualified(subject, lead.group(0))
     subject = re.sub(r"\s+(?:both|too|as\s+well|all\s+three|the\s+lot)$", "", subject)
     subject = re.sub(r"^both\s+(?=(?:the|my|our)\s)", "", subject)
     if _TOPICAL.match(subject):
@@ -548,6 +621,21 @@ def _subject(raw: str) -> str | None:
     return subject
 
 
+_QUALIFIER = re.compile(rf"^(?:the|that|this|those|these|any|all\s+the)\s+(?P<word>[a-z][\w-]+)\s+{_PIECE}\s")
+_VAGUE = frozenset(
+    "whole other little one two three last old first personal private sensitive embarrassing awkward sad weird "
+    "stupid dumb silly same few little".split()
+)
+
+
+def _qualified(subject: str, ref: str) -> str:
+    """ "the rehab thing about my dad": my dad's rehab, not all that is known of him."""
+    qualifier = _QUALIFIER.match(ref.strip() + " ")
+    if qualifier is None or qualifier.group("word") in _VAGUE or not re.fullmatch(r"(?:(?:my|our)\s+)?[\w-]+", subject):
+        return subject
+    return f"{subject}'s {qualifier.group('word')}"
+
+
 def find_forget_requests(session: Session) -> list[ForgetRequest]:
     """User turns of ``session`` that ask the assistant to forget something, with what they name."""
     found: list[ForgetRequest] = []
@@ -555,20 +643,110 @@ def find_forget_requests(session: Session) -> list[ForgetRequest]:
         if message.role != "user":
             continue
         subject = detect(message.content)
+        if subject:
+            subject = _owner_named(subject, message.content)
+        keep = kept(message.content)
         if subject is not None:
-            found.append(ForgetRequest(subject=subject or None, turn_index=index, text=message.content))
+            found.append(ForgetRequest(subject=subject or None, turn_index=index, text=message.content, keep=keep))
         elif (bare := detect_bare(message.content)) is not None:
-            found.append(ForgetRequest(subject=bare, turn_index=index, text=message.content, bare=True))
+            found.append(
+                ForgetRequest(
+                    subject=_owner_named(bare, message.content),
+                    turn_index=index,
+                    text=message.content,
+                    bare=True,
+                    keep=keep,
+                )
+            )
     return found
+
+
+_HIS = r"husband|boyfriend|son|brother|dad|father|grandad|grandfather|grandpa|uncle|nephew|stepdad|fianc[eé]"
+_HER = r"wife|girlfriend|daughter|sister|mum|mom|mother|nan|gran|grandma|grandmother|aunt|niece|stepmum|fianc[eé]e"
+_EITHER = r"partner|boss|friend|best\s+friend|colleague|flatmate|roommate|neighbou?r|cousin|ex|kid|child|teacher"
+
+
+def _owner_named(subject: str, text: str) -> str:
+    """ "his job" in "my husband would be mortified ... forget his job situation": my husband's job."""
+    pronoun = re.match(r"(his|her)\s+", subject)
+    if pronoun is None:
+        return subject
+    people = _HIS if pronoun.group(1) == "his" else _HER
+    turn = _normalise(text)
+    before = turn[: max(turn.find(subject), 0)]  # the subject as the detector read it, else nobody
+    owners = re.findall(rf"\bmy\s+((?:{people}|{_EITHER}))\b", before)
+    return f"my {owners[-1]}'s {subject[pronoun.end() :]}" if owners else subject
+
+
+# "... but keep that I get migraines", "you can still remember my job", "the rest is fine, keep my allergy"
+_KEEP_EXCEPTION = re.compile(
+    r"\b(?:but|though|although|and)\s+(?:you\s+can\s+|please\s+|do\s+|feel\s+free\s+to\s+)?(?:still\s+)?"
+    r"(?:keep|remember|hold\s+on\s+to)\s+(?P<keep>[^.;!?]+)|"
+    r"\b(?:you\s+can|feel\s+free\s+to|it'?s\s+fine\s+to|(?:it'?s\s+)?ok(?:ay)?\s+to)\s+(?:still\s+)?"
+    r"(?:keep|remember|hold\s+on\s+to)\s+(?P<keep2>[^.;!?]+)|"
+    # "Only keep that I'm a student", "just keep my name": what stays besides the forgotten
+    r"(?:^|[.;!?]\s*|\band\s+)(?:please\s+)?(?:only|just)\s+(?:keep|remember)\s+(?P<keep3>[^.;!?]+)|"
+    # "Keep the latex allergy, that's useful, but forget the antidepressants"
+    r"^(?:please\s+)?(?:keep|remember)\s+(?P<keep4>[^,.;!?]+)(?=,[^.;!?]*\bbut\s+(?:please\s+)?(?:forget|delete|erase|remove|drop)\b)"
+)
+
+
+def kept(text: str) -> str | None:
+    """What a forget request asks to keep ("Forget my meds but you can keep that I get migraines":
+    I get migraines), when it names something; "keep the rest" names nothing."""
+    found = _KEEP_EXCEPTION.search(_normalise(text))
+    if found is None:
+        return None
+    raw = re.sub(
+        r"^(?:that|the\s+fact\s+that|the\s+(?:part|bit)\s+about)\s+",
+        "",
+        found.group("keep") or found.group("keep2") or found.group("keep3") or found.group("keep4"),
+    )
+    raw = re.sub(r"\s+(?:though|tho|if\s+you\s+like|if\s+you\s+want|obviously|of\s+course)$", "", raw.strip())
+    if re.match(r"(?:the\s+rest|everything\s+else|anything\s+else|all\s+the\s+rest|it|that|them|this)\b", raw):
+        return None
+    return raw if content_words(raw) else None
+
+
+# "remove him from what you know", "what I said about her": the one person the turn names
+_HIM = re.compile(
+    r"\b(?:about|remove|forget|delete|erase|wipe|drop)\s+(?P<who>him|her)\b(?!\s+(?:name|job|number|address|\w+'s))"
+)
+_NOT_A_NAME = frozenset(
+    "it this that there he she they we what which who today everything nothing something here i".split()
+)
+
+
+def _people_named(text: str) -> set[str]:
+    """Names in ``text``: capitalised words inside a sentence, or opening one as a subject ("Chris and I ...")."""
+    names = set()
+    for found in re.finditer(
+        r"(?P<start>^|[.!?]\s+)?\b(?P<name>[A-Z][a-z]{2,})\b(?P<next>\s+(?:and|is|was|wasn't|isn't|has|had|asked|said|told|wants|wanted|does|did|doesn't|didn't|would|will|won't|can|can't|hates|loves|thinks|knows|got|went)\b|'s)?",
+        text,
+    ):
+        if found.group("name").lower() in _NOT_A_NAME:
+            continue
+        if found.group("start") is None or found.group("next"):
+            names.add(found.group("name").lower())
+    return names
+
+
+def _pronoun_named(turn: str, text: str) -> str:
+    names = _people_named(text)
+    if len(names) != 1 or not _HIM.search(turn):
+        return turn
+    return _HIM.sub(lambda m: m.group(0)[: m.start("who") - m.start(0)] + next(iter(names)), turn)
 
 
 def detect(text: str) -> str | None:
     """What the forget request in ``text`` names ("" when it points back: "don't keep that in
     memory"), or None when the text makes no forget request."""
-    turn = _normalise(text)
+    turn = _pronoun_named(_normalise(text), text)
     subjects: list[str] = []
     pointing_back = False
     clauses = _clauses(turn)
+    if _LAST_ONE.match(turn) and any(_PRONOUN_REQUEST.match(c.rstrip(" .!?")) for c in clauses[1:]):
+        return ""  # "that last one is private, please remove it": what the user said last
     for index, clause in enumerate(clauses):
         clause = clause.rstrip(" .!?")
         if _NEGATED_FORGET.search(clause) and not re.search(rf"\b{_NEGATION}\s+{_KEEP}\b", clause):
@@ -585,9 +763,11 @@ def detect(text: str) -> str | None:
                 *more,
             ]  # "Forget X. And the stipend.", "... out of your memory, and the ICU application too"
         elif subject == "":
+            if _LAST_SAID.match(clause):
+                return ""
             pointing_back = True
     if subjects:
-        return "; ".join(dict.fromkeys(subjects))
+        return _joined(subjects)
     if pointing_back:  # "get rid of that from your memory": what the turn said it is, else the turn before
         return _loose_request(turn) or ""
     return _loose_request(turn)
@@ -623,6 +803,10 @@ def detect_bare(text: str) -> str | None:
         others = [p for p in _SENTENCES.split(turn) if clause not in p]
         if re.match(r"(?:it|that|this|them|those)\b", raw) or any("?" in p for p in others):
             continue  # "Forget the raise - they announced layoffs. How do I ...?" moves on to something else
+        if re.match(r"(?:but|and|so|just)\s", clause) and not (
+            _ADDRESS.search(turn) or _REASON.search(turn) or kept(text)
+        ):
+            continue  # "I tried, but forget the gym": moving on, unless the turn asks something of the assistant
         if re.match(rf"(?:what|everything|anything)\s+i\s+(?:{_SAID})", raw):
             continue  # "Forget what I said about work." moves on (issue 32); the rules read it when it asks
         after = turn[turn.find(clause) + len(clause) :][:40]
@@ -659,9 +843,15 @@ _IMPERATIVE_RULES = frozenset(
 
 
 def _clause_subject(clause: str, turn: str) -> str | None:
+    last = _LAST_SAID.match(clause)
+    if last is not None:  # "forget the last thing I told you": the turn before (or the newest fact)
+        rest = last.group("rest") or ""
+        return "" if not rest or _REASON.search(rest) or _addressed(clause, turn) else None
     retraction = _RETRACTION.match(clause)
     if retraction is not None and not _CORRECTION.match(retraction.group("rest")):
-        named = re.match(r"\s*about\s+(?P<about>.+)$", retraction.group("rest"))  # "forget I said that about her dementia"
+        named = re.match(
+            r"\s*about\s+(?P<about>.+)$", retraction.group("rest")
+        )  # "forget I said that about her dementia"
         return (_subject(named.group("about")) if named else None) or _earlier_statement(turn, clause)
     unwanted = _UNWANTED.match(clause)
     if unwanted is not None and not unwanted.group("rest"):
@@ -695,10 +885,20 @@ def _clause_subject(clause: str, turn: str) -> str | None:
             continue
         if name == "forget-named" and not (_addressed(head, turn) or _plain_personal(raw, clause)):
             continue
-        if name == "forget" and not _EXPLICIT_REF.match(ref) and not _addressed(head, turn) and not _REASON.search(turn):
-            continue  # "forget what I said about work, let's go" is talk; "please forget ..." asks
-        if name in ("keep", "rather") and not ref and not _personal_or_memory(raw, clause):
-            continue  # "don't keep me waiting", "don't keep the receipt"
+        if (
+            name == "forget"
+            and not _EXPLICIT_REF.match(ref)
+            and not _addressed(head, turn)
+            and not _REASON.search(turn)
+            and not (
+                raw.startswith(("my ", "our ")) and turn.rstrip(" .!?") == clause and not re.search(r"[,;-]", clause)
+            )
+        ):
+            # "forget what I said about work, let's go" is talk; "please forget ...", or a turn that is
+            # only "forget what I said about my debt", asks
+            continue
+        if name in ("keep", "rather") and not ref and (not _personal_or_memory(raw, clause) or _NOT_MEMORY.match(raw)):
+            continue  # "don't keep me waiting", "don't keep the receipt", "I don't want you saving the file"
         if name == "want-gone" and not (
             ref
             or (raw.startswith(("my ", "the info", "the details")) and _ADDRESS.search(turn))
@@ -706,22 +906,36 @@ def _clause_subject(clause: str, turn: str) -> str | None:
         ):
             continue  # "I want my ex's name gone" (a tattoo) speaks to no one
         subject = _subject(raw)
+        if subject is not None and ref:
+            subject = _qualified(subject, ref)
         if subject is None or _YOUR_OUTPUT.search(raw):
             continue  # "erase the last line of that poem you just wrote": an edit, not memory
         if name == "erase" and not ref and _CLEAR.match(clause) and not _FROM_MEMORY.search(clause):
             continue  # "clear my friday", "clear my head": clearing counts only out of memory
         if "help me" in head and not ref and not _FROM_MEMORY.search(clause):
             continue  # "help me lose my baby weight": the user's own act, not the assistant's memory
-        if name == "erase" and not ref and not (
-            subject.startswith(("my ", "our ")) or _FROM_MEMORY.search(clause) or _MEMORY_VERB.search(head)
+        if (
+            name == "erase"
+            and not ref
+            and not (subject.startswith(("my ", "our ")) or _FROM_MEMORY.search(clause) or _MEMORY_VERB.search(head))
         ):
             continue  # "erase a stain": erasing only counts for what was said or a personal detail
         if name in ("erase", "erase-from") and _NOT_MEMORY.match(subject) and not ref and not _INFO_ABOUT.search(raw):
             continue
-        if name == "erase" and (_FROM_DOCUMENT.search(raw) if ref else _FROM_THING.search(raw)) and not _FROM_MEMORY.search(raw):
+        if (
+            name == "erase"
+            and (_FROM_DOCUMENT.search(raw) if ref else _FROM_THING.search(raw))
+            and not _FROM_MEMORY.search(raw)
+        ):
             continue  # "remove my name from the list", "the bit about X from my speech": out of a thing, not out of memory
         return subject
-    if _PRONOUN_REQUEST.match(clause):
+    # "please forget that, we're working things out": a reason after a plea, still the request
+    pleaded = (
+        re.sub(r",\s+(?:we|i|it|that|things|he|she|they)(?:'\w+)?\s.*$", "", clause)
+        if re.search(_PLEASE, clause)
+        else clause
+    )
+    if _PRONOUN_REQUEST.match(clause) or _PRONOUN_REQUEST.match(pleaded):
         upto = turn.find(clause) + len(clause) if clause in turn else len(turn)
         said = _SAID_BEFORE.search(turn[:upto])
         apposition = re.match(r"\s*[.!]?\s*(?:[-–—:]+)\s*(?P<rest>.+)$", turn[upto:])
@@ -736,14 +950,15 @@ def _clause_subject(clause: str, turn: str) -> str | None:
         if said is not None and re.search(rf"\b{_PLEASE}\b", clause):
             subject = _subject(said.group("subject"))
             return subject or None
-    if re.match(
-        rf"^{_OPENER}(?:{_PLEASE}\s+)?(?:{_FORGET}|{_ERASE})\s+what\s+i\s+just\s+(?:said|told\s+you|mentioned|shared)$",
-        clause,
-    ):
-        return ""
     return None
 
 
+# "forget what I just said", "please forget the last thing I told you, I shouldn't have".
+_LAST_SAID = re.compile(
+    rf"^{_OPENER}(?:{_PLEASE}\s+)?(?:just\s+)?(?:{_FORGET}|{_ERASE})\s+(?:what\s+i\s+just|the\s+last\s+(?:thing|bit)\s+i(?:\s+just)?)\s+"
+    rf"(?:said|told\s+you|mentioned|shared|wrote|typed)(?:\s+(?:to\s+)?you)?(?P<rest>\W.*)?$"
+)
+_LAST_ONE = re.compile(rf"^{_OPENER}(?:that|the)\s+last\s+(?:one|thing|bit|message)\b")
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|\s+[-–—]+\s+|\n+")  # where one sentence of a turn ends
 
 
@@ -785,10 +1000,20 @@ def _plain_personal(raw: str, clause: str) -> bool:
 
 
 def _personal_or_memory(subject: str, clause: str) -> bool:
-    return bool(
-        re.match(r"(?:my|our|where\s+i|what\s+i|which|how\s+much\s+i|how\s+i|when\s+i|who\s+i|that\s+i)\s", subject.strip())
-    ) or bool(
-        re.search(rf"(?:from|in|on|out\s+of)\s+{_MEMORY}\b|\bon\s+(?:file|record)\b|\bremember|\bmemori[sz]", clause)
+    return (
+        bool(
+            re.match(
+                r"(?:my|our|where\s+i|what\s+i|which|how\s+much\s+i|how\s+i|when\s+i|who\s+i|that\s+i)\s",
+                subject.strip(),
+            )
+        )
+        or bool(
+            re.search(
+                rf"(?:from|in|on|out\s+of)\s+{_MEMORY}\b|\bon\s+(?:file|record)\b|\bremember|\bmemori[sz]|"
+                r"\byou\s+(?:to\s+)?(?:store|storing|save|saving|record|recording|log|logging)\b",  # "I don't want you storing ..."
+                clause,
+            )
+        )
     )
 
 
@@ -957,8 +1182,15 @@ def _loose_request(turn: str) -> str | None:
             subject = _pointed_at(" ".join([*sentences[:index], whole]), before, previous, named_topic=on_memory)
         if subject and not _NOT_MEMORY.match(subject) and not _FROM_THING.search(after):
             more = _more_named(sentence[act.end() :], sentences[index + 1 :])
-            return "; ".join([subject, *more])
+            return _joined([subject, *more])
     return None
+
+
+def _joined(subjects: list[str]) -> str:
+    """The things a turn names, once each; one inside another ("jonas" beside "the opinion about
+    jonas") is left to the longer one, which says which fact."""
+    unique = list(dict.fromkeys(subjects))
+    return "; ".join(s for s in unique if not any(s != o and re.search(rf"\b{re.escape(s)}\b", o) for o in unique))
 
 
 _AND_ALSO = re.compile(
@@ -972,7 +1204,10 @@ def _more_named(rest: str, following: list[str]) -> list[str]:
     found = [m.group("named") for m in _AND_ALSO.finditer(rest) if m.start() > 0]
     following = [s for s in following if not re.fullmatch(r"\W*(?:please|pls|thanks|thank\s+you|thx)\W*", s)]
     for sentence in following[:2]:
-        listed = re.match(r"^(?:both|namely|i\s+mean|meaning|specifically)\s+(?P<list>(?:the|my|our)\s.+?\s+and\s+(?:the|my|our)\s.+?)[.!]?$", sentence)
+        listed = re.match(
+            r"^(?:both|namely|i\s+mean|meaning|specifically)\s+(?P<list>(?:the|my|our)\s.+?\s+and\s+(?:the|my|our)\s.+?)[.!]?$",
+            sentence,
+        )
         if listed is not None:  # "... the medical details I gave you? Both the allergy and the operation."
             found += re.split(r"\s+and\s+", listed.group("list"))
             break
@@ -1000,9 +1235,7 @@ _BARE_NOUN_PHRASE = re.compile(
 )
 
 
-def _pointed_at(
-    earlier: str, before: str, previous: Sequence[str] = (), *, named_topic: bool = False
-) -> str | None:
+def _pointed_at(earlier: str, before: str, previous: Sequence[str] = (), *, named_topic: bool = False) -> str | None:
     """What a pronoun object points to: what the user says they told ("I regret telling you about
     Elena"), something named with "about", or the words before the act or the sentence before it
     when they only name something ("The bus incident. I'd prefer it not be ..."); with
@@ -1038,11 +1271,19 @@ def _pointed_at(
         if candidate and _BARE_NOUN_PHRASE.match(candidate):
             return _subject(candidate)
         opening = (
-            _OPENING_TOPIC.match(re.sub(r"^(?:(?:please|pls|kindly|nvm|never\s+mind|actually|ok|okay|so|um|uh|hey)[\s,]+)+", "", candidate))
+            _OPENING_TOPIC.match(
+                re.sub(
+                    r"^(?:(?:please|pls|kindly|nvm|never\s+mind|actually|ok|okay|so|um|uh|hey)[\s,]+)+", "", candidate
+                )
+            )
             if candidate
             else None
         )
-        if named_topic and opening is not None and (subject := _subject(opening.group("named") or opening.group("name"))):
+        if (
+            named_topic
+            and opening is not None
+            and (subject := _subject(opening.group("named") or opening.group("name")))
+        ):
             return subject
     if named_topic:  # "Keisha doesn't want people knowing about her diagnosis. Could you forget that?"
         for candidate in (before, *reversed(previous)):

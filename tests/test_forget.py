@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memlab.forget import find_forget_requests, llm_matcher, mentions
+from memlab.forget import find_forget_requests, llm_matcher, mentions, topic_cues
 from memlab.registry import create_backend
 from memlab.types import MemoryItem, Message, Session
 
@@ -55,7 +55,10 @@ def _session(sid: str, *turns: tuple[str, str]) -> Session:
         ("please not save anymore that I am moving to Oslo", "i am moving to oslo"),
         ("Kindly cancel from your memory the debts of my uncle.", "the debts of my uncle"),
         ("Would you mind forgetting that I'm dyslexic?", "i'm dyslexic"),
-        ("The custody case is none of your business anymore, so please wipe it from what you remember.", "the custody case"),
+        (
+            "The custody case is none of your business anymore, so please wipe it from what you remember.",
+            "the custody case",
+        ),
         ("ugh u still have which gym im with?? delete that", "which gym i'm with"),
         ("Forget what I said about my landlord. I was wrong, he did fix the boiler.", "my landlord"),
         ("Please delete my weight and height from your records.", "my weight and height"),
@@ -139,10 +142,172 @@ def test_a_request_naming_a_person_takes_the_facts_naming_them():
     match = semantic_matcher(get_embedder("minilm"))
     assert match(ForgetRequest(subject="the gary", turn_index=0, text="scratch the Gary situation pls"), items) == ["0"]
     # "Ben's mum" is someone else than Ben
-    assert match(ForgetRequest(subject="ben's mum", turn_index=0, text="forget Ben's mum"), [
-        MemoryItem(id="b", text="I'm married to Ben", source={"turn_index": 0}),
-        MemoryItem(id="c", text="I like chess", source={"turn_index": 1}),
-    ]) == []
+    assert (
+        match(
+            ForgetRequest(subject="ben's mum", turn_index=0, text="forget Ben's mum"),
+            [
+                MemoryItem(id="b", text="I'm married to Ben", source={"turn_index": 0}),
+                MemoryItem(id="c", text="I like chess", source={"turn_index": 1}),
+            ],
+        )
+        == []
+    )
+
+
+def _resolved(turn: str, facts: list[str]) -> list[str]:
+    """The facts the forget request in ``turn`` takes, read and resolved as a backend does."""
+    from memlab.embedders import get_embedder
+    from memlab.forget import semantic_matcher
+
+    (request,) = find_forget_requests(_session("s", ("user", turn)))
+    items = [MemoryItem(id=str(i), text=text, source={"turn_index": i + 1}) for i, text in enumerate(facts)]
+    return [facts[int(i)] for i in semantic_matcher(get_embedder("minilm"))(request, items)]
+
+
+def test_what_a_request_asks_to_keep_is_kept():
+    facts = ["I get cluster headaches", "I take verapamil for them", "I sell insurance"]
+    turn = "Forget the name of my headache medicine, but you can keep that I get headaches."
+    assert _resolved(turn, facts) == ["I take verapamil for them"]
+    # "keep the rest" names nothing to keep
+    assert find_forget_requests(_session("s", ("user", "purge my salary, keep the rest")))[0].keep is None
+
+
+def test_a_request_naming_a_person_and_more_takes_only_that_fact():
+    facts = ["Tariq is my best man", "My friend Tariq is in rehab", "I collect vinyl"]
+    assert _resolved("please delete the thing about tariq's rehab", facts) == ["My friend Tariq is in rehab"]
+    facts = ["My father-in-law has dementia", "My father-in-law lives in Cork", "I swim"]
+    assert _resolved("Could you remove my father-in-law's illness from your memory?", facts) == [facts[0]]
+    # everything about someone named takes every fact naming them, and nobody else's
+    facts = ["My old colleague Nadia owes me money", "Nadia moved to Lisbon", "My current colleague is Piotr"]
+    assert _resolved("Wipe everything you have on my old colleague Nadia.", facts) == facts[:2]
+
+
+def test_only_keep_names_what_stays():
+    facts = ["I work at a courier depot", "I'm doing an evening degree", "I live in Hull"]
+    turn = "Stop holding on to the details of my job please. Just keep that I'm studying."
+    assert find_forget_requests(_session("s", ("user", turn)))[0].keep == "i'm studying"
+    assert _resolved(turn, facts) == ["I work at a courier depot"]
+
+
+def test_a_medication_request_never_takes_the_condition_it_treats():
+    facts = ["I've been sleeping badly for months", "My GP gave me temazepam", "I keep bees"]
+    assert _resolved("please don't keep the sleeping pill thing", facts) == [facts[1]]
+    # no pill stored: the insomnia is not it
+    facts = ["I've been sleeping badly for months", "I live in York", "I keep bees"]
+    assert _resolved("please don't keep the sleeping pill thing", facts) == []
+    facts = ["I get cluster headaches", "I take verapamil for them", "I sell insurance"]
+    assert _resolved("Forget my headache medicine.", facts) == ["I take verapamil for them"]
+
+
+def test_where_someone_is_takes_the_fact_placing_them():
+    facts = ["My cousin Dara is a chef", "My cousin Dara is in rehab in Galway", "I like darts"]
+    assert _resolved("forget where dara is", facts) == [facts[1]]
+
+
+def test_his_and_her_are_the_person_named_before():
+    turn = "My wife would hate that I told you about her salary. Forget her salary please."
+    (request,) = find_forget_requests(_session("s", ("user", turn)))
+    assert request.subject == "my wife's salary"
+    facts = ["My wife earns 80k", "I earn 40k", "We live in Derby"]
+    assert _resolved(turn, facts) == ["My wife earns 80k"]
+
+
+def test_the_last_thing_said_is_the_newest_fact(tmp_path: Path):
+    from memlab.client import MemoryClient
+
+    facts = ["I grow chillies", "I'm a paramedic", "I'm in debt to my uncle"]
+    with MemoryClient("full_context", data_dir=tmp_path) as client:
+        client.remember("u", [("user", fact) for fact in facts], session_id="facts")
+        client.remember("u", [("user", "please forget the last thing I told you, I regret it")], session_id="chat")
+        assert [item.text for item in client.memories("u") if item.source.get("session_id") == "facts"] == facts[:2]
+    # a correction moves on, it asks nothing
+    assert find_forget_requests(_session("s", ("user", "forget the last thing I said, I meant Friday"))) == []
+
+
+def test_a_word_before_the_thing_word_narrows_a_person():
+    facts = ["My mum had hip surgery in May", "My mum lives in Wrexham", "I play squash"]
+    assert _resolved("can you stop keeping the surgery stuff about my mum", facts) == [facts[0]]
+
+
+def test_a_name_reads_as_the_relation_a_fact_gives_it():
+    facts = ["My son is called Noah", "My son's nursery is Little Acorns", "Noah loves dinosaurs"]
+    assert _resolved("Please forget Noah's nursery.", facts) == [facts[1]]
+
+
+def test_him_or_her_is_the_one_person_the_turn_names():
+    facts = ["My friend Dev borrowed my car and crashed it", "I live in Leeds", "I'm a florist"]
+    assert _resolved("Dev and I aren't talking any more. Please remove what I said about him.", facts) == [facts[0]]
+    assert find_forget_requests(_session("s", ("user", "My brother Tom is annoying. Forget about him."))) == []
+
+
+def test_a_topic_takes_the_person_it_is_about():
+    facts = ["My therapist is called Dr Okafor", "I see my therapist on Mondays", "I have a bad back"]
+    assert _resolved("please erase anything you have on my therapy", facts) == facts[:2]
+    facts = ["I'm suing my old landlord", "My lawyer is very good", "I like chess"]
+    assert _resolved("Can you take my lawsuit out of your memory?", facts) == [facts[0]]
+    assert topic_cues("the court case") is topic_cues("my lawsuit") is not None  # a topic in two words
+
+
+def test_more_shapes_of_a_request():
+    cases = [
+        (
+            "About what I said yesterday about quitting my job: please forget that, I've changed my mind.",
+            ["I'm thinking of quitting my job", "I'm a welder", "I live in Hull"],
+            [0],
+        ),
+        (
+            "Keep my allergy, it's important, but forget the painkillers.",
+            ["I'm allergic to penicillin", "I take codeine for my back", "I live in Ely"],
+            [1],
+        ),
+        ("Memory: delete car info.", ["I drive a Honda Jazz", "I live in Ely"], [0]),
+        ("can that bit about my overdraft go?", ["I'm £900 overdrawn", "I have a cat", "I'm a baker"], [0]),
+        ("i regret telling you about the breakup. id like you to delete it", ["I broke up with Sam", "I bake"], [0]),
+        (
+            "Is there a way to make you not remember my diagnosis?",
+            ["I have MS", "I was diagnosed with MS", "I run"],
+            [1],
+        ),
+    ]
+    for turn, facts, wanted in cases:
+        assert _resolved(turn, facts) == [facts[i] for i in wanted], turn
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "I don't want you saving the file",
+        "I tried, but forget the gym, it's closed",
+        "we went out, just forget the pub",
+    ],
+)
+def test_still_not_a_request(turn: str):
+    assert find_forget_requests(_session("s", ("user", turn))) == []
+
+
+def test_an_entry_made_from_several_turns_takes_only_the_asked_for_turn_with_it(tmp_path: Path):
+    """A profile entry merged from two turns ("boss: ... (changed from called Dev)") goes with the fact
+    asked for; the other turn's own fact stays."""
+    from memlab.forget import _with_derived
+
+    items = [
+        MemoryItem(id="raw0", text="My manager is called Dev", source={"session_id": "f", "turn_index": 0}),
+        MemoryItem(id="raw1", text="My manager is being investigated", source={"session_id": "f", "turn_index": 1}),
+        MemoryItem(
+            id="entry",
+            text="manager: being investigated (changed from called Dev)",
+            source={"turns": [{"session_id": "f", "turn_index": 0}, {"session_id": "f", "turn_index": 1}]},
+        ),
+    ]
+    assert _with_derived({"raw1", "entry"}, items) == {"raw1", "entry"}
+    assert _with_derived({"entry"}, items) == {"raw0", "raw1", "entry"}  # nothing else to go by
+
+
+def test_a_named_thing_inside_another_is_one_request():
+    (request,) = find_forget_requests(_session("s", ("user", "purge my salary + the opinion about jonas.")))
+    assert request.parts() == ["my salary", "the opinion about jonas"]
+    (request,) = find_forget_requests(_session("s", ("user", "Please don't keep a record of my IBS diagnosis.")))
+    assert request.subject == "my ibs diagnosis"
 
 
 def test_a_request_pointing_back_refers_to_the_previous_turn():
