@@ -518,6 +518,7 @@ def _only_the_qualifier(subject: str, text: str) -> bool:
     """Whether a fact shares only what a medication is for with a request naming the medication ("I
     have migraines" for "my migraine medication", "I've been having trouble sleeping" for "the
     sleeping pill"): stating neither a medication nor the word, it is the condition, another fact.
+    A balance likewise: "My bank is Monzo" is not "my bank balance".
     (Other topics are often stated through their qualifier: "I owe my brother £3,000" is "the money
     I owe my brother".)"""
     head = _head(subject)
