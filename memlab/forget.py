@@ -86,7 +86,11 @@ def word_share(text: str, subject: str) -> float:
     wanted = content_words(subject)
     if not wanted:
         return 0.0
-    found = content_words(text) | {_SYNONYMS[word] for word in content_words(text) if word in _SYNONYMS}
+    found = (
+        content_words(text)
+        | {_SYNONYMS[word] for word in content_words(text) if word in _SYNONYMS}
+        | {_CLASS_OF[word] for word in content_words(text) if word in _CLASS_OF}
+    )
     lowered = text.lower()
     initials = _initials(lowered)
     share = sum(
@@ -95,13 +99,13 @@ def word_share(text: str, subject: str) -> float:
         if any(_same_word(_SYNONYMS.get(word, word), other) for other in found) or _is_initials(word, initials)
     ) / len(wanted)
     head = _head(subject)
-    for topic, cues in TOPICS:
-        if topic.search(head) and cues.search(lowered):
-            # The topic stands for the head word only: "my maiden name" is not "my married name".
-            # A person it belongs to ("my kid's school") is often left implicit in the fact.
-            rest = wanted - content_words(head) - _GENERIC - _PERSON_WORDS
-            found_rest = sum(1 for word in rest if any(_same_word(word, other) for other in found))
-            return max(share, 1.0 - (len(rest) - found_rest) / len(wanted))
+    cues = _topic_of(head)
+    if cues is not None and cues.search(lowered):  # the topic the head names ("my nose job": not the job)
+        # The topic stands for the head word only: "my maiden name" is not "my married name".
+        # A person it belongs to ("my kid's school") is often left implicit in the fact.
+        rest = wanted - content_words(head) - _GENERIC - _PERSON_WORDS
+        found_rest = sum(1 for word in rest if any(_same_word(word, other) for other in found))
+        return max(share, 1.0 - (len(rest) - found_rest) / len(wanted))
     return share
 
 
@@ -113,6 +117,25 @@ _WHO = re.compile(
 )
 # Words for the same person ("my boss" is "my manager"), read as one.
 _SYNONYMS = {"manager": "boss", "mom": "mum", "mother": "mum", "father": "dad", "kids": "children", "kid": "children"}
+# What a drug is for, which an embedder does not know: "my antidepressant" is "I take sertraline",
+# "the diabetes medication" is "I take metformin".
+_DRUG_CLASSES = {
+    "antidepressant": "sertraline citalopram escitalopram fluoxetine prozac zoloft paroxetine mirtazapine venlafaxine "
+    "duloxetine amitriptyline bupropion wellbutrin lexapro",
+    "diabetes": "metformin insulin gliclazide ozempic semaglutide mounjaro tirzepatide januvia",
+    "pressure": "amlodipine ramipril lisinopril losartan bisoprolol candesartan",
+    "cholesterol": "atorvastatin simvastatin rosuvastatin statin statins",
+    "thyroid": "levothyroxine thyroxine",
+    "adhd": "ritalin methylphenidate adderall elvanse lisdexamfetamine concerta atomoxetine",
+    "anxiety": "propranolol diazepam valium lorazepam pregabalin buspirone",
+    "epilepsy": "lamotrigine levetiracetam keppra carbamazepine",
+    "bipolar": "lithium quetiapine olanzapine",
+    "contraception": "microgynon rigevidon cerazette implant coil",
+    "asthma": "salbutamol ventolin inhaler symbicort",
+    "pain": "codeine tramadol morphine oxycodone naproxen",
+    "hiv": "prep truvada",
+}
+_CLASS_OF = {drug: name for name, drugs in _DRUG_CLASSES.items() for drug in drugs.split()}
 
 
 def _initials(text: str) -> str:
@@ -132,8 +155,8 @@ def _head(subject: str) -> str:
     words = [w for w in re.findall(r"[a-z']+", subject.lower()) if w not in _GENERIC and content_words(w)]
     if subject.lower().startswith(("where i", "how much i", "how old", "how tall", "which bank", "who i")):
         return subject.lower()
-    if len(words) >= 2 and not any(topic.search(words[-1]) for topic, _ in TOPICS):
-        pair = f"{words[-2]} {words[-1]}"  # "the court case": a topic in two words
+    if len(words) >= 2:
+        pair = f"{words[-2]} {words[-1]}"  # "the court case", "my nose job": a topic in two words
         if any(topic.fullmatch(pair) for topic, _ in TOPICS):
             return pair
     return (words or [""])[-1]
@@ -145,24 +168,41 @@ def topic_cues(subject: str) -> re.Pattern[str] | None:
     head = _head(subject)
     if content_words(subject) - _GENERIC - content_words(head):
         return None
-    for topic, cues in TOPICS:
-        if topic.search(head):
-            return cues
-    return None
+    return _topic_of(head)
+
+
+def _topic_of(head: str) -> re.Pattern[str] | None:
+    """The cues of the topic a head names: the one it is ("eating disorder"), else the first it holds."""
+    named = [cues for topic, cues in TOPICS if topic.fullmatch(head)] or [
+        cues for topic, cues in TOPICS if topic.search(head)
+    ]
+    return named[0] if named else None
 
 
 def _category(names: str, cues: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
     return re.compile(
-        rf"^(?:(?:all|any|everything|anything)\s+(?:of\s+)?(?:about\s+)?)?(?:(?:the|my|our)\s+)?(?:{names})(?:\s+(?:stuff|info|information|details|things|bits|side|issues|history))?$"
+        rf"^(?:(?:all|any|everything|anything)\s+(?:of\s+)?(?:about\s+)?)?(?:(?:the|my|our)\s+)?(?:{names})(?:\s+(?:stuff|info|information|details|things|bits|side|issues|history|data|records?))?$"
     ), re.compile(cues)
 
 
+# What people say they do for a living ("I'm a chemistry teacher"): a job stated without a work word.
+_OCCUPATION = (
+    r"(?:teacher|nurse|doctor|engineer|lawyer|solicitor|barrister|accountant|developer|designer|programmer|tester|"
+    r"driver|dispatcher|electrician|plumber|builder|chef|cook|cleaner|carer|hairdresser|barber|receptionist|manager|"
+    r"consultant|analyst|scientist|researcher|lecturer|professor|journalist|writer|translator|hygienist|dentist|"
+    r"pharmacist|paramedic|firefighter|police\s+officer|officer|soldier|civil\s+servant|clerk|nanny|midwife|vet|farmer|"
+    r"mechanic|technician|architect|surveyor|broker|banker|trader|cashier|waiter|waitress|bartender|secretary|"
+    r"administrator|librarian|postman|courier|tutor|therapist|counsell?or|psychologist|surgeon|physio(?:therapist)?|"
+    r"optician|baker|butcher|decorator|carpenter|joiner|welder|labourer|pilot|freelancer|contractor|rep)"
+)
 _MEDICAL = (
     r"diagnos|condition|syndrome|disease|disorder|cancer|diabet|asthma|\bhiv\b|herpes|adhd|autis|epilep|migraine|allerg|"
     r"therap|psychiatr|counsell?or|anxiety|depress|panic|bipolar|ptsd|\bocd\b|eating\s+disorder|medication|\bmeds\b|\bmg\b|"
-    r"\bpills?\b|tablets|prescri|surgery|operation|appendi|tonsil|fracture|injur|hospital|pregnan|\bibs\b|crohn|arthritis|infection|\bsti\b|chlamydia|"
-    r"dementia|alzheimer|heart\s+attack|stroke|miscarr|\bivf\b|fertility|"
-    r"\w+(?:ine|pril|statin|azole|pam|pram|done|mab|tide|ium|xetine)\b"
+    r"\bpills?\b|tablets|prescri|surgery|operation|appendi|tonsil|fracture|injur|broke\s+my\s+(?:arm|leg|wrist|ankle|hip|back|nose|collarbone)|concussion|hospital|pregnan|\bibs\b|crohn|arthritis|infection|\bsti\b|chlamydia|"
+    r"dementia|alzheimer|heart\s+attack|stroke|miscarr|\bivf\b|fertility|\bms\b|sclerosis|parkinson|lupus|copd|apno?ea|insomnia|"
+    r"dyslex|dyspraxi|psoriasis|eczema|endometriosis|blood\s+pressure|cholesterol|hypertension|thyroid|anaemi|anemi|coeliac|celiac|"
+    r"\bdeaf|\bblind\b|macular|glaucoma|cataract|kidney|liver|\bheart\b|cancer|tumou?r|chemo|biopsy|\bmri\b|x-?ray|\bscan\b|physio|"
+    r"\w+(?:ine|pril|statin|azole|pam|pram|done|mab|tide|ium|xetine)\b|" + rf"\b(?:{'|'.join(sorted(_CLASS_OF))})\b"
 )
 # Categories a request may name instead of a fact ("my health stuff", "anything about my kids"), and
 # how facts in them read.
@@ -181,6 +221,17 @@ _FAMILY_MEDICAL = _category(
     rf"^(?=.*\b(?:mum|mom|mother|dad|father|parents|brother|sister|gran|grandma|grandad|grandmother|grandfather|aunt|uncle|"
     rf"son|daughter|wife|husband|partner)\b)(?=.*(?:{_MEDICAL}))",
 )
+# "anything work-related": facts about a manager or a colleague are work facts too (see _PEOPLE_CUES)
+_WORK = _category(
+    r"work|job|career|work\s+life",
+    rf"\bwork|\bjob\b|employ|\bboss\b|manager|colleague|co-?worker|office\b|promot|fired|redundan|performance|\bteam\b|"
+    rf"contract\b|\bshift|client|\bpip\b|payroll|\bhr\b|^i'?m\s+an?\s+(?:[\w-]+\s+){{0,2}}{_OCCUPATION}\b",
+)
+# "my housing situation": a landlord's or a flatmate's doings are the user's housing (see _PEOPLE_CUES)
+_HOUSING = _category(
+    r"housing|housing\s+situation|living\s+situation|tenancy",
+    r"evict|landlord|tenan|\brent\b|homeless|kicked\s+out|\blease\b|mortgage|housing|flat\b|house\b",
+)
 CATEGORIES = [
     _KIDS,
     _FAMILY,
@@ -193,20 +244,39 @@ CATEGORIES = [
     ),
     _category(
         r"money|finances|financial|financial\s+situation|money\s+situation",
-        r"debt|\bowe\b|loan|overdraft|credit|savings|salary|\bearn|income|\bpaid\b|mortgage|\brent\b|£|\$|€|bankrupt|pension|"
-        r"\bbroke\b|benefits|invest|crypto|bitcoin|\bstocks\b|\bshares\b|\bisa\b",
+        r"debt|\bowe\b|loan|overdraft|overdrawn|credit|savings|saving\s+(?:up\s+)?for|salary|\bearn|income|\bpaid\b|mortgage|\brent\b|£|\$|€|bankrupt|pension|"
+        r"payment\s+plan|arrears|council\s+tax|"
+        r"\bbroke\b|benefits|invest|crypto|bitcoin|\bstocks\b|\bshares\b|\bisa\b|401\s*k|\bira\b|retirement|\btax(?:es)?\b",
     ),
     _category(r"contact|contacts|contact\s+details", r"phone|mobile|e-?mail|@|\blive\s+at\b|address|\bnumber\b"),
-    _category(r"pregnancy|baby\s+news", r"pregnan|morning\s+sickness|due\s+date|\bivf\b|miscarr|expecting|trimester"),
     _category(
-        r"love\s+life|relationships?|dating|dating\s+life|sex\s+life",
-        r"boyfriend|girlfriend|partner|dating|\bex\b|\bex-|married|divorc|affair|crush|\bsingle\b|tinder|hinge|bumble",
+        r"pregnancy|baby\s+news|fertility|fertility\s+journey|fertility\s+treatment|trying\s+for\s+a\s+baby|ivf",
+        r"pregnan|morning\s+sickness|due\s+date|\bivf\b|miscarr|expecting|trimester|fertility|conceiv|trying\s+for\s+a\s+baby|egg\s+freezing",
+    ),
+    _WORK,
+    _category(r"wedding|wedding\s+plans|engagement", r"wedding|venue|engaged|fianc|bride|groom|honeymoon|propos"),
+    _HOUSING,
+    _category(
+        r"immigration|immigration\s+status|visa|residency",
+        r"undocumented|\bvisa\b|asylum|refugee|citizen|residency|green\s+card|work\s+permit|overstay|\bpapers\b|deport|"
+        r"leave\s+to\s+remain|\bilr\b|settled\s+status|naturali[sz]",
+    ),
+    _category(r"skin|skin\s+condition", r"\bskin\b|psoriasis|eczema|acne|rosacea|dermatitis|\brash\b|hives"),
+    _category(
+        r"food|diet|dietary|eating|food\s+and\s+diet",
+        r"allerg|coeliac|celiac|gluten|lactose|vegan|vegetarian|pescatarian|keto\b|fodmap|\bdiet\b|halal|kosher|intoleran|"
+        r"\bnuts?\b|shellfish|dairy|\beat\b|\bfood",
+    ),
+    _category(
+        r"love\s+life|relationships?|dating|dating\s+life|sex\s+life|romance|romantic|love",
+        r"boyfriend|girlfriend|partner|dating|\bex\b|\bex-|married|divorc|affair|crush|\bsingle\b|tinder|hinge|bumble|"
+        r"relationship|propos|engaged|fianc|wedding|live\s+together|moved\s+in\s+(?:together|with)|seeing\s+(?:a|someone|somebody)\b",
     ),
 ]
 
 
 # Categories of people: their facts are about someone else by nature ("My father passed away").
-_PEOPLE_CUES = (_KIDS[1], _FAMILY[1], _FAMILY_MEDICAL[1])
+_PEOPLE_CUES = (_KIDS[1], _FAMILY[1], _FAMILY_MEDICAL[1], _WORK[1], _HOUSING[1])
 
 
 def category_cues(subject: str) -> re.Pattern[str] | None:
@@ -224,7 +294,9 @@ _PERSON_WORDS = frozenset(
 # A state that no longer holds ("I used to live in Brixton") does not state the topic's current fact.
 _PAST_STATE = re.compile(r"\bused\s+to\b|\bno\s+longer\b|\bformerly\b|\bnot\s+any\s*more\b")
 # Words that name no topic of their own: "my medical info" is about the medical.
-_GENERIC = frozenset("info information details detail stuff history data records record sessions session".split())
+_GENERIC = frozenset(
+    "info information details detail stuff history data records record sessions session problem problems issue issues".split()
+)
 
 
 def _same_word(a: str, b: str) -> bool:
@@ -266,7 +338,8 @@ _MEDICATION = _topic(
     r"medication|medications|meds|medicine|medicines|pills?|prescription|tablets|drugs|injections?|jabs?|"
     r"antidepressants?|antibiotics?|inhalers?|statins?|painkillers?",
     r"take\s+\w+|taking\b|prescribed|pills?\b|tablets?\b|\bmg\b|medication|"
-    r"\w+(?:ine|ol|pril|statin|azole|pam|pram|done|mab|tide|ium)\b",
+    r"\w+(?:ine|ol|pril|statin|azole|pam|pram|done|mab|tide|ium)\b|"
+    rf"\b(?:{'|'.join(sorted(_CLASS_OF))})\b",
 )
 _BALANCE = _topic(r"balance", r"account\b|balance\b|overdrawn|in\s+the\s+bank")
 # How people state a fact a request names by its topic: "my weight" -> "I weigh 92 kilos".
@@ -295,17 +368,31 @@ TOPICS = [
         r"where\s+i\s+live|address|home|postcode|zip|flat|house|neighbourhood|neighborhood|street",
         r"\blive\b|\blives\b|living\b|address|flat\b|house\b|road\b|street\b|avenue\b|postcode|moved\s+to",
     ),
+    # before work: a nose job is not a job
+    _topic(
+        r"nose\s+job|boob\s+job|cosmetic\s+surgery|plastic\s+surgery",
+        r"nose\s+job|boob\s+job|rhinoplasty|cosmetic|plastic\s+surgery|botox|fillers|implants|facelift",
+    ),
     _topic(
         r"where\s+i\s+work|job|work|employer|workplace|career|occupation|company",
-        r"\bwork|\bjob\b|employed|employer|\bas\s+an?\s+\w+|office\b|company\b|^i'?m\s+an?\s+\w+\s+(?:at|for)\b",
+        r"\bwork|\bjob\b|employed|employer|\bas\s+an?\s+\w+|office\b|company\b|^i'?m\s+an?\s+\w+\s+(?:at|for)\b|"
+        r"redundan|laid\s+off|\bfired\b|\bsacked\b|lost\s+my\s+job|"
+        rf"^i'?m\s+an?\s+(?:[\w-]+\s+){{0,2}}{_OCCUPATION}\b",
     ),
     _topic(
         r"religion|faith|beliefs?",
-        r"muslim|christian|catholic|jewish|hindu|sikh|buddhist|atheist|agnostic|church|mosque|synagogue|temple|pray",
+        r"muslim|christian|catholic|jewish|hindu|sikh|buddhist|atheist|agnostic|church|mosque|synagogue|temple|pray|"
+        r"baptist|methodist|anglican|protestant|evangelical|pentecostal|quaker|mormon|\blds\b|orthodox|jehovah|religio|faith",
     ),
-    _topic(r"school|schools", r"school|primary\b|secondary\b|academy\b|college\b|nursery\b|\bhigh\b"),
+    _topic(
+        r"school|schools",
+        r"school|primary\b|secondary\b|academy\b|college\b|nursery\b|\bhigh\b|elementary|kindergarten|pre-?school|daycare",
+    ),
     _topic(r"sexuality|orientation", r"\bgay\b|lesbian|bisexual|\bbi\b|straight\b|queer|asexual|pansexual"),
-    _topic(r"kids|kid|children|child|son|daughter", r"\bkids?\b|children|\bchild\b|\bson\b|daughter"),
+    # "my daughter" is not my son
+    _topic(r"daughters?|stepdaughter", r"daughter"),
+    _topic(r"sons?|stepson", r"\bsons?\b|stepson"),
+    _topic(r"kids|kid|children|child", r"\bkids?\b|children|\bchild\b|\bsons?\b|daughter"),
     _topic(
         r"partner|spouse|husband|wife|boyfriend|girlfriend|dating|seeing|relationship|love\s+life|marriage",
         r"partner|husband|wife|boyfriend|girlfriend|married|seeing\s+(?:a|someone)|dating|going\s+out\s+with|separat",
@@ -345,17 +432,28 @@ TOPICS = [
         r"undocumented|\bvisa\b|asylum|refugee|citizen|residency|green\s+card|work\s+permit|overstay|\bpapers\b|deport|illegal",
     ),
     _topic(r"email|e-mail", r"@|\be-?mail"),
+    _topic(r"tax|taxes|tax\s+return|hmrc|irs", r"\btax|hmrc|\birs\b|self-assessment"),
+    _topic(
+        r"baby|babies|fertility|ivf|conceiving",
+        r"\bivf\b|fertility|pregnan|conceiv|trying\s+for\s+a\s+baby|egg\s+freezing|\bbaby\b",
+    ),
+    _topic(r"eating\s+disorder", r"anorexi|bulimi|binge|eating\s+disorder|\bed\s+recovery|purg"),
+    _topic(
+        r"eyesight|eyes|vision|sight",
+        r"macular|glaucoma|cataract|\bblind|short-?sighted|long-?sighted|glasses|contact\s+lenses|\bvision|\beyes?\b|retina",
+    ),
+    _topic(
+        r"football\s+team|team|club|football",
+        r"\bsupport\s+[a-z]+|\bfan\b|season\s+ticket|united\b|\bcity\b|villa\b|rovers\b|wanderers\b|\bfc\b|arsenal|chelsea|"
+        r"liverpool|everton|tottenham|spurs|celtic|rangers|madrid|barcelona",
+    ),
     _topic(
         r"politics|political\s+(?:views|leanings|opinions|beliefs|stance)|vote|voting",
         r"\bvote|labour|tory|tories|conservative|liberal|green\s+party|democrat|republican|socialist",
     ),
     _topic(r"name|names", r"\bcalled\b|\bname\s+is\b|\bnamed\b"),
     _topic(r"password|pin|passcode", r"password|\bpin\b|passcode|\bcode\b"),
-    _topic(
-        r"health|medical|condition|diagnosis|illness|disability",
-        r"diagnos|condition|syndrome|disease|disorder|itis\b|cancer|diabetes|asthma|\bibs\b|adhd|autism|epilepsy|migraine|"
-        r"allerg",
-    ),
+    _topic(r"health|medical|condition|diagnosis|illness|disability", _MEDICAL),
     _topic(r"benefits|welfare", r"universal\s+credit|benefits|jobseeker|\bpip\b|\besa\b|welfare|housing\s+benefit"),
     _topic(
         r"therapy|therapist|counsellor|counselor|mental\s+health", r"therap|counsell?or|psychiatrist|anxiety|depression"
@@ -434,7 +532,11 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
                 rivals = np.array(
                     [-np.inf if i != lead and turns[i] & turns[lead] else score for i, score in enumerate(rest)]
                 )
-                if _stands_out(rivals, texts, part):
+                if _stands_out(rivals, texts, part) or (
+                    _only_in_topic(lead, rivals, texts, cues)
+                    and not _about_someone_else(texts[lead], part)
+                    and not _PAST_STATE.search(texts[lead].lower())
+                ):
                     chosen.add(lead)
                 else:
                     chosen |= _named_person(part, texts, turns, scores, chosen)
@@ -458,8 +560,9 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
                 and not _someone_else_named(part, texts[i], texts)
             }
             someone = _named_in(part, texts)
-            if wide and someone and not {w for w in content_words(part) - someone if not _WHO.match(w)}:
-                # "everything you've got on Jess": every fact naming her ("about Nate getting fired": not all of Nate)
+            if someone and not {w for w in content_words(part) - content_words(" ".join(someone)) if not _WHO.match(w)}:
+                # A request naming only a person ("wipe him", "everything you've got on Jess"): every
+                # fact naming them ("about Nate getting fired": not all of Nate).
                 taken |= {i for i, text in enumerate(texts) if someone & _names(text)}
             chosen |= taken | _same_person(part, taken, texts)
             # What restates it in its own words goes too: all of a two-word subject ("spicy ramen"),
@@ -493,6 +596,24 @@ def _spared(
     if keep[best] < THRESHOLD or keep[best] <= max(named):
         return set()
     return {best} | {i for i, own in enumerate(turns) if own and own <= turns[best]}
+
+
+def everything_but_kept(request: ForgetRequest, items: Sequence[MemoryItem], embedder: Embedder) -> list[str]:
+    """Every item but the one the request keeps ("... except my name": "My name is Sofia"), with what
+    restates it."""
+    if not items:
+        return []
+    texts = [item.text for item in items]
+    spared: set[int] = set()
+    if request.keep:
+        keep = _scores(embedder, request.keep, texts, embedder.embed(texts))
+        best = int(keep.argmax())
+        turns = [_turns_of(item) for item in items]
+        if keep[best] >= THRESHOLD:
+            spared = {best} | {i for i, own in enumerate(turns) if own and own <= turns[best]}
+        else:
+            return []  # what it keeps is not clear: nothing is deleted rather than too much
+    return [item.id for i, item in enumerate(items) if i not in spared]
 
 
 def _without(scores: np.ndarray, spared: set[int]) -> np.ndarray:
@@ -533,7 +654,9 @@ def _only_the_qualifier(subject: str, text: str) -> bool:
 
 
 # "my daughter is called Lily", "my daughter Lily", "Lily is my daughter": who a name is
-_CALLED = re.compile(r"\b[Mm]y\s+(?P<relation>[a-z-]+)(?:\s+is\s+(?:called|named)\s+|,?\s+)(?P<name>[A-Z][a-z]{2,})\b")
+_CALLED = re.compile(
+    r"\b[Mm]y\s+(?P<relation>[a-z-]+)(?:'s\s+name\s+is\s+|\s+is\s+(?:called|named)\s+|,?\s+)(?P<name>[A-Z][a-z]{2,})\b"
+)
 _IS_MY = re.compile(r"\b(?P<name>[A-Z][a-z]{2,})\s+is\s+my\s+(?P<relation>[a-z-]+)\b")
 
 
@@ -549,7 +672,25 @@ def _by_relation(subject: str, texts: list[str]) -> str:
             if any(name in content_words(other) and rest & content_words(other) for other in texts):
                 continue
             return re.sub(rf"\b{name}'s\s", f"my {relation}'s ", subject)
-    return subject
+    return _by_name(subject, texts)
+
+
+def _by_name(subject: str, texts: list[str]) -> str:
+    """ "my son's school" as the facts say it, "Eli's school", when a fact names him ("My son's name
+    is Eli") and none says the rest of the subject with "son"."""
+    owner = re.match(r"(?:my|our)\s+(?P<relation>[a-z-]+)'s\s", subject)
+    if owner is None:
+        return subject
+    relation = owner.group("relation")
+    rest = content_words(subject[owner.end() :]) - _GENERIC
+    if not rest - {"name", "names"} or any(
+        relation in content_words(text) and rest & content_words(text) for text in texts
+    ):
+        return subject
+    names = {
+        said.group("name") for text in texts for said in _CALLED.finditer(text) if said.group("relation") == relation
+    }
+    return f"{names.pop().lower()}'s {subject[owner.end() :]}" if len(names) == 1 else subject
 
 
 def _same_stem(head: str, text: str) -> bool:
@@ -561,7 +702,8 @@ def _same_stem(head: str, text: str) -> bool:
 
 def _named_in(subject: str, texts: list[str]) -> set[str]:
     """The people a subject names by a name some fact holds ("my old flatmate jess": jess)."""
-    return content_words(subject) & set().union(*(_names(text) for text in texts))
+    wanted = content_words(subject)  # folded ("marcus": "marcu"), as names are not
+    return {name for name in set().union(*(_names(text) for text in texts)) if content_words(name) & wanted}
 
 
 def _someone_else_named(subject: str, text: str, texts: list[str]) -> bool:
@@ -587,7 +729,8 @@ BARE_LEAD = 0.25
 # Without shared words, one item is taken only when it leads every other by CLEAR_LEAD.
 CLEAR_LOWEST = 0.35
 CLEAR_LEAD = 0.3
-CATEGORY_LOWEST = 0.1  # a fact in the category a request names ("my health stuff") needs less: its words say it
+TOPIC_LOWEST = 0.3  # the one fact in the topic a request names ("my diagnosis": "I'm HIV positive")
+CATEGORY_LOWEST = 0.05  # a fact in the category a request names ("my health stuff") needs less: its words say it
 
 
 def _stands_out(scores: np.ndarray, texts: list[str], subject: str) -> bool:
@@ -600,6 +743,14 @@ def _stands_out(scores: np.ndarray, texts: list[str], subject: str) -> bool:
     if best >= CLEAR_LOWEST and best - second >= CLEAR_LEAD:
         return True  # far ahead of every other item by meaning alone ("my contraception" ~ "I'm on the pill")
     return best >= LOWEST and best - second >= LEAD and word_share(texts[int(order[0])], subject) >= 0.5
+
+
+def _only_in_topic(lead: int, scores: np.ndarray, texts: list[str], cues: re.Pattern[str] | None) -> bool:
+    """The best item is the one fact stating the topic a request names ("my diagnosis": "I'm HIV
+    positive"), and it is near enough by meaning."""
+    if cues is None or scores[lead] < TOPIC_LOWEST or not cues.search(texts[lead].lower()):
+        return False
+    return not any(cues.search(text.lower()) for i, text in enumerate(texts) if i != lead and np.isfinite(scores[i]))
 
 
 # A capitalised name in a fact ("My ex-wife is called Sandra"), the sentence's first word left out.
@@ -674,12 +825,27 @@ def _same_person(subject: str, taken: set[int], texts: list[str]) -> set[int]:
     """A request about a person ("my ex", "my ex-wife") covers the other facts naming the person its
     facts name ("Sandra still lives in our old house"); a request about anything else takes nothing more."""
     head = subject.lower().rstrip()
-    if not (re.search(rf"{_OTHERS.pattern}$", head) or re.search(r"\bex(?:-\w+)?$|\bwho\s+i\b", head)):
+    if not (re.search(rf"{_OTHERS.pattern}$", head) or re.search(r"\bex(?:-\w+)?$|\bwho\s+i\b|\brelationship$", head)):
         return set()
     names = {name for i in taken for name in _NAME.findall(texts[i]) if name not in _NOT_NAMES}
+    relation = _SYNONYMS.get(head.split()[-1], head.split()[-1])
     return {
-        i for i, text in enumerate(texts) if i not in taken and names & set(re.findall(r"\b[A-Z][a-z]{2,}\b", text))
+        i
+        for i, text in enumerate(texts)
+        if i not in taken
+        and (shared := names & set(re.findall(r"\b[A-Z][a-z]{2,}\b", text)))
+        and not all(_named_other(name, relation, text) for name in shared)
     }
+
+
+def _named_other(name: str, relation: str, text: str) -> bool:
+    """ "My brother Kevin" is another Kevin than the one "my boss" is."""
+    said = _CALLED.search(text)
+    said = said if said is not None and said.group("name") == name else _IS_MY.search(text)
+    if said is None or said.group("name") != name:
+        return False
+    other = _SYNONYMS.get(said.group("relation"), said.group("relation"))
+    return other != relation and not other.startswith(f"{relation}-") and not relation.startswith(f"{other}-")
 
 
 _NOT_NAMES = frozenset(
@@ -703,7 +869,8 @@ _MANY = re.compile(
 )
 # Where the items are held, not how many: "remove my income from whatever you have on me".
 _WHERE_HELD = re.compile(
-    r"\b(?:from|in|out\s+of|off)\s+(?:whatever|what|everything|anything|all)\s+(?:you|u)\s+(?:\w+\s+){0,3}?(?:on|about)\s+me\b"
+    r"\b(?:from|in|out\s+of|off)\s+(?:whatever|what|everything|anything|all)\s+(?:you|u)\s+(?:(?:\w+\s+){0,3}?(?:on|about)\s+me\b|"
+    r"(?:'ve\s+|have\s+)?(?:store|stored|keep|kept|save|saved|hold|remember|know|record|recorded)\b)"
 )
 # People a fact may be about instead of the user: "my sister lives in Manchester" is not "where I live".
 # (A profile entry names the person first: "wife's birthday: in July", "partner: 6 foot 2"; a request
@@ -754,18 +921,29 @@ def score_items(embedder: Embedder, subject: str, items: Sequence[MemoryItem]) -
 
 
 def previous_user_turn(request: ForgetRequest, session: Session, items: Sequence[MemoryItem]) -> list[str]:
-    """What "that" in "don't keep that in memory" refers to: the user's last turn before the request,
-    and the items taken from it."""
+    """What "that" in "don't keep that in memory" refers to: the user's last turn before the request
+    (its ``last`` turns: "the last two things I told you"), and the items taken from them; the newest
+    stored user facts when the session has no such turn."""
+    chosen: list[str] = []
+    turns = 0
     for message in reversed(session.messages[: request.turn_index]):
-        if message.role == "user":
-            return [item.id for item in items if item.text.strip() == message.content.strip()] or [
-                item.id for item in items if message.content.strip() in item.text
-            ]
-    user_items = [item for item in items if item.source.get("role") == "user"]
-    if not user_items:
-        return []
-    last = user_items[-1]
-    return [last.id]
+        if message.role != "user":
+            continue
+        if turns == request.last:
+            return chosen
+        turns += 1
+        chosen += [item.id for item in items if item.text.strip() == message.content.strip()] or [
+            item.id for item in items if message.content.strip() in item.text
+        ]
+    newest: list[list[str]] = []  # the stored user facts, newest first, one group per turn
+    seen: dict[frozenset[tuple[Any, Any]], list[str]] = {}
+    for item in reversed([item for item in items if item.source.get("role") == "user" and item.id not in chosen]):
+        key = frozenset(_turns_of(item)) or frozenset({(item.id, None)})
+        if key not in seen:
+            seen[key] = []
+            newest.append(seen[key])
+        seen[key].append(item.id)
+    return chosen + [item_id for group in newest[: request.last - turns] for item_id in group]
 
 
 # ---------------------------------------------------------------------------------------------- removal
@@ -832,7 +1010,9 @@ def honour_forget_requests(
         items = [item for item in memory.list_memories(user_id=user_id) if item.id not in hidden]
         own = [item for item in items if _is_request_turn(item, request)]
         candidates = [item for item in items if item not in own]
-        if request.subject is None:
+        if request.everything:  # "forget everything you know about me (except my name)"
+            chosen = everything_but_kept(request, candidates, embedder_for(memory))
+        elif request.subject is None:
             chosen = previous_user_turn(request, session, candidates)
         else:
             match = matcher or semantic_matcher(embedder_for(memory))

@@ -92,13 +92,17 @@ class ForgetRequest:
     bare: bool = False
     # What the turn asks to keep ("... but you can keep that I get migraines"): never taken for the subject.
     keep: str | None = None
+    # How many of the user's last turns "that" points back to ("forget the last two things I told you").
+    last: int = 1
+    # "Forget everything you know about me (except my name)": every stored fact, what ``keep`` names spared.
+    everything: bool = False
 
     def parts(self) -> list[str]:
         """The things named ("my height and my weight" -> two), each resolved on its own."""
         if not self.subject:
             return []
         pieces = re.split(
-            r"\s*;\s*|\s+(?:and|&|or)\s+(?:also\s+)?(?:about\s+)?(?=(?:my|our|the|where|what|how|which|when|that|me|selling|being|having|his|her|their)\b)",
+            r"\s*;\s*|\s+(?:and|&|or)\s+(?:also\s+)?(?:about\s+|to\s+|(?:anything|everything)\s+(?:to\s+do\s+with|about|related\s+to)\s+)?(?=(?:my|our|the|where|what|how|which|when|that|me|selling|being|having|his|her|their)\b)",
             self.subject,
         )
         pieces = [part for piece in pieces for part in _two_of_mine(piece.strip())]
@@ -107,14 +111,15 @@ class ForgetRequest:
             if owner is not None:
                 pieces[index] = re.sub(r"^(?:his|her|their)\s", owner.group(0), pieces[index])
         pieces = [
-            _TOPIC_WORD.sub("", _PIECE_LEAD.sub("", piece.strip())) for piece in pieces
-        ]  # "the getting fired thing"
+            _TOPIC_WORD.sub("", _PIECE_LEAD.sub("", re.sub(r"^that\s+(?=i\b)|\s+ones?$", "", piece.strip())))
+            for piece in pieces
+        ]  # "the getting fired thing", "that I'm in therapy"
         return [p for p in pieces if content_words(p)]
 
 
 def _two_of_mine(piece: str) -> list[str]:
     """ "my weight and height": my weight, my height; "my phone number and email": my phone number, my email."""
-    pair = re.fullmatch(r"(my|our)\s+([\w'-]+(?:\s+[\w'-]+)?)\s+and\s+([\w'-]+)", piece)
+    pair = re.fullmatch(r"(my|our|the)\s+([\w'-]+(?:\s+[\w'-]+)?)\s+and\s+([\w'-]+(?:\s+[\w'-]+){0,2})", piece)
     return [f"{pair.group(1)} {pair.group(2)}", f"{pair.group(1)} {pair.group(3)}"] if pair else [piece]
 
 
@@ -183,7 +188,14 @@ _SPELLING = {
     "4get": "forget",
     "4got": "forgot",
     "plase": "please",
+    "cna": "can",
+    "stuf": "stuff",
+    "medicaton": "medication",
+    "medicaiton": "medication",
     "pleaes": "please",
+    "remeber": "remember",
+    "pleas": "please",
+    "abot": "about",
 }
 
 _OPENER = (
@@ -198,14 +210,14 @@ _POLITE = (
     r"(?:would|do)\s+you\s+mind|mind|(?:can|could)\s+we|do\s+you\s+think\s+you\s+(?:could|can|would)|"
     r"(?:is|would)\s+it\s+(?:be\s+)?(?:possible|ok|okay)\s+(?:for\s+you\s+)?to|(?:be\s+)?so\s+kind\s+as\s+to|"
     r"(?:i'?d|i\s+would)\s+(?:really\s+)?(?:like|love|prefer|appreciate\s+it\s+if)\s+(?:it\s+if\s+)?you(?:\s+(?:to|would|could|can))?|"
-    r"i\s+(?:want|need|ask)\s+you\s+to|i\s+want\s+that\s+you|(?:have|get|make)\s+you(?:\s+to)?|(?:i|i'?d\s+like\s+to|i\s+would\s+like\s+to|i\s+must|i\s+have\s+to)\s+(?:demand|insist|request|require|ask)\s+(?:that\s+)?you(?:\s+to)?|do\s+the\s+needful\s+and|help\s+me(?:\s+to)?|"
+    r"i\s+(?:want|need|ask)\s+you\s+to|i\s+want\s+that\s+you|(?:i'?d|i\s+would)\s+ask\s+(?:that\s+)?you(?:\s+to)?|(?:have|get|make)\s+you(?:\s+to)?|(?:i|i'?d\s+like\s+to|i\s+would\s+like\s+to|i\s+must|i\s+have\s+to)\s+(?:demand|insist|request|require|ask)\s+(?:that\s+)?you(?:\s+to)?|do\s+the\s+needful\s+and|help\s+me(?:\s+to)?|"
     r"(?:i'?d|i\s+would)\s+be\s+(?:very\s+|really\s+|so\s+|most\s+)?(?:grateful|thankful)\s+if\s+you\s+(?:could|would|can)|"
     r"(?:you\s+(?:really\s+)?(?:can|may|should|could|must)|feel\s+free\s+to|go\s+ahead\s+and|make\s+sure\s+(?:to|you))(?:\s+(?:now|just|also|go\s+ahead\s+and))?|"
     r"(?:i'?m|i\s+am)\s+asking\s+you\s+to|(?:can|could|may)\s+i\s+(?:ask|get)\s+you\s+to|"
     r"(?:would|will)\s+you\s+be\s+(?:able|willing)\s+to|are\s+you\s+able\s+to|do\s+me\s+a\s+favou?r\s+and|"
     r"i'?(?:m|ll)\s+(?:going\s+to\s+)?need\s+you\s+to|(?:let'?s|let\s+us)\s+have\s+you|"
     r"is\s+there\s+(?:any\s+|a\s+)?way\s+(?:you\s+(?:could|can)|(?:for\s+you\s+)?to)|"
-    r"it'?s\s+(?:time|okay|ok|fine)\s+(?:for\s+you\s+)?to)"
+    r"it'?s\s+(?:time|okay|ok|fine)\s+(?:for\s+you\s+)?to|(?:i\s+)?reckon\s+(?:you|u)\s+(?:could|can))"
 )
 _LEAD = rf"^{_OPENER}(?:{_PLEASE}[\s,]+)?(?:{_POLITE}\s+){{0,2}}(?:{_PLEASE}[\s,]+)?(?:(?:just|also|permanently|completely|simply|fully|quietly)\s+)?"
 _MEMORY_WORD = (
@@ -214,7 +226,7 @@ _MEMORY_WORD = (
 _MEMORY = rf"(?:(?:your|the|my)\s+)?{_MEMORY_WORD}"
 # Where the assistant keeps things, said without a memory word: "from what you remember", "off whatever list you keep".
 _HELD_PLACE = (
-    r"(?:what(?:ever)?\s+(?:you|u)(?:'ve|\s+have)?\s+(?:\w+\s+){0,2}?(?:remember|know|have|keep|kept|stored|saved|hold|got)"
+    r"(?:what(?:ever)?\s+(?:you|u)(?:'ve|\s+have)?\s+(?:\w+\s+){0,2}?(?:remember|know|have|keep|kept|store|stored|save|saved|hold|got)"
     r"(?:\s+(?:about|on)\s+me)?|(?:(?:whatever|your|any)\s+(?:list|profile|file|records?)(?:\s+(?:you|u)\s+(?:keep|have))?|(?:the|that)\s+(?:list|profile|file)\s+(?:you|u)\s+(?:keep|have))(?:\s+(?:about|on)\s+me)?)"
 )
 _SAID = (
@@ -232,7 +244,7 @@ _REFERENCE = (
     rf"(?:that\s+)?(?:i|you)\s+(?:{_SAID}|{_HELD})(?:\s+(?:you\s+)?(?:about|on|regarding))?)|"
     rf"{_PIECE}\s+(?:about|on|regarding|concerning)|"
     rf"what(?:ever)?\s+(?:i|you)(?:'ve|\s+have)?(?:\s+(?:just|earlier|once|ever))?\s*(?:{_SAID}|{_HELD})(?:\s+(?:you|me))?(?:\s+(?:earlier|before))?\s+(?:about|regarding|concerning|on)|"
-    rf"(?:everything|anything|all)\s+(?:(?:that\s+)?(?:i|you)(?:'ve|\s+have)?\s*(?:{_SAID}|{_HELD})(?:\s+(?:you|me))?(?:\s+(?:earlier|before))?\s+)?(?:about|regarding|concerning|on|related\s+to)|"
+    rf"(?:everything|anything|all)\s+(?:(?:that\s+)?(?:i|you)(?:'ve|\s+have)?\s*(?:{_SAID}|{_HELD})(?:\s+(?:you|me))?(?:\s+(?:earlier|before))?\s+)?(?:about|regarding|concerning|on|related\s+to|to\s+do\s+with|involving)|"
     rf"i\s+(?:ever\s+|even\s+)?(?:{_SAID})(?:\s+(?:you\s+)?(?:about|that))?|"
     rf"the\s+fact\s+that|that\s+i\s+(?:{_SAID})(?:\s+you)?(?:\s+(?:about|that))?|that(?=\s+(?:i\s|i'|my\s))|about)"
 )
@@ -322,6 +334,7 @@ _ERASE = _verb(
     "lose",
     "unsave",
     "cross off",
+    "scrap",
 )
 _NEGATION = (
     r"(?:don'?t|do\s+not|never|not|no\s+more|no\s+longer|cease\s+to|cease|stop|quit|(?:there'?s\s+|there\s+is\s+)?no\s+need(?:\s+for\s+you)?\s+to|"
@@ -331,7 +344,7 @@ _NEGATION = (
 _EMPTY_SUBJECT = re.compile(
     r"^(?:it|that|this|them|those|these|him|her|all|either|neither|both|both\s+of\s+(?:them|those|these)|one|that\s+one|this\s+one|everything|anything|all\s+that|all\s+of\s+it|all\s+of\s+that|"
     r"the\s+whole\s+thing|the\s+rest|me|us|about\s+it|about\s+that|it\s+all|that\s+stuff|this\s+stuff|whatever|"
-    r"something|someone|somebody|anyone|nothing|myself|yourself|about\s+me|me(?:\s+(?!\w+in[g']?\b|and\s+(?:my|our)\b)\S+.*)?|you|it\s+\w+|"
+    r"something|someone|somebody|anyone|nothing|myself|yourself|about\s+me|me(?:\s+(?!\w+in[g']?\b|and\s+(?:my|our|\w+\s+\w+ing)\b)\S+.*)?|you|it\s+\w+|"
     r"(?:everything|anything|all|whatever)\s+(?:that\s+)?(?:i|you)\s+(?:say|said|tell|told|do|did|mention)(?:\s+(?:you|me))?(?:\s+\w+)?)$"
 )
 # Things deleted or erased that are not what the assistant keeps (files, stains, apps ...).
@@ -346,32 +359,41 @@ _NOT_MEMORY = re.compile(
     r"(?:\s+(?:on|from|in|off|at|with|of|for|before|after|that|which)\b.*)?$"
 )
 _SUBJECT_END = re.compile(
-    r"\s*(?:,|;|:|\?|!|\s-\s|\s–\s|\s—\s|\(|\bfrom\s+(?:your\s+|the\s+|my\s+)?(?:memory|memories|records?|notes|files?|mind|profile|head|brain|info|information)\b|"
-    r"\b(?:that\s+)?i\s+(?:gave|told|sent|shared\s+with|mentioned\s+to)\s+you\b(?!\s+(?:about|regarding|concerning|on|re)\b)|\bfrom\s+earlier\b|\bearlier\s*$|"
+    r"\s*(?:,|;|:|\?|!|\s-\s|\s–\s|\s—\s|\(|\bfrom\s+(?:your\s+|the\s+|my\s+)?(?:(?:saved|stored|long-term)\s+)?(?:memory|memories|records?|notes|files?|mind|profile|head|brain|info|information)\b|"
+    r"\b(?:that\s+)?i(?:'ve|\s+have)?\s+(?:gave|given|told|sent|shared\s+with|mentioned\s+to)\s+you\b(?!\s+(?:about|regarding|concerning|on|re)\b)|\bfrom\s+earlier\b|\bearlier\s*$|"
+    r"\b(?:that\s+|which\s+)?(?:you|u)(?:'ve|\s+have)?\s+(?:hold|have|keep|store|stored|saved|kept|know|remember|got)(?:\s+(?:about|on)\s+me\b|\s*$)|"
+    r"\b(?:that\s+)?i\s+(?:just\s+)?(?:mentioned|said|shared|brought\s+up|told\s+you(?:\s+about)?)(?:\s+(?:earlier|before))?\s*$|"
     r"\bfrom\s+(?:whatever|what|everything|anything)\s+(?:\w+\s+)?you\b|\boff\s+(?:whatever|your|any)\s+list\b|"
     r"\b(?:in|into|to)\s+(?:your\s+)?(?:memory|memories|mind|records?|notes|files?)\b|\bon\s+(?:file|record)\b|"
     r"\bout\s+of\s+(?:your\s+|the\s+|my\s+)?(?:memory|memories|mind|head|brain|records?|notes|files?|system)\b|"
     r"\b(?:please|thanks|thank\s+you|anymore|any\s+more|any\s+longer|for\s+now|for\s+good|just\s+in\s+case|entirely|completely|altogether|gone|lol|lmao|haha)\b|"
-    r"\b(?:but|because|since|so|cause|cuz|it'?s|it\s+was|that'?s|that\s+was)\b|"
+    r"\b(?:but|because|since|so|cause|cuz|it'?s|it\s+was|that'?s|that\s+was|except|apart\s+from|other\s+than|excluding)\b|"
     # "my weight and height (from your records)" names two things; "my salary and let's move on" one
-    r"\b(?:and|or)\b(?!\s+(?:also\s+)?(?:my|our|i|the|where|what|how|which|when|me|about|that\s+i)\b|\s+[\w'-]+\s*(?:$|[,.;?!]|\s+(?:from|out\s+of|off)\b))).*$"
+    r"(?<!\bme\s)\b(?:and|or)\b(?!\s+(?:also\s+)?(?:(?:anything|everything)\s+(?:to\s+do\s+with|about|related\s+to)|to\s+(?:my|the)|my|our|his|her|their|i|the|where|what|how|which|when|me|about|that\s+i)\b|\s+(?!(?:let'?s|stuff|things|so|that|everything|all|like|then|more|other|whatever|you|we|it|get|go|move|talk|see)\b)[\w'-]+(?:\s+[\w'-]+){0,2}\s*(?:$|[,.;?!]|\s+(?:from|out\s+of|off)\b))).*$"
 )
 # "the debt, the getting fired thing, and the psychiatrist": one list, each named thing its own part.
-_LIST = re.compile(r"^(?:the|my|our)\s[^,;?!.]+(?:,\s*(?:and\s+)?(?:the|my|our)\s[^,;?!.]+)+")
+_LIST = re.compile(
+    r"^(?:the|my|our|that\s+i|where\s+i|what\s+i|i(?=[^,;?!.]+,\s*(?:and\s+)?that\s+i))\s[^,;?!.]+(?:,\s*(?:and\s+)?(?:the|my|our|that\s+i(?:'m|'ve|'d)?|where\s+i|what\s+i|how\s+much\s+i)\s[^,;?!.]+)+"
+)
 _PIECE_LEAD = re.compile(
     rf"^(?:the|that|this|those|these|any|all\s+the)\s+(?:\w+\s+)?{_PIECE}\s+(?:(?:that\s+)?i\s+(?:gave|told|sent|shared\s+with|mentioned\s+to)\s+you\s+)?"
     r"(?:about|on|regarding|concerning|of|re)\s+"
 )
 _SUBJECT_LEAD = re.compile(
-    r"^(?:what\s+i\s+(?:told\s+you|said|say|mentioned|shared)\s+(?:about|regarding)|(?:everything|anything|all)\s+(?:about|regarding)|about|that|of|on|regarding|concerning|the\s+fact\s+that|re)\s+"
+    r"^(?:what\s+i\s+(?:told\s+you|said|say|mentioned|shared)\s+(?:about|regarding)|(?:everything|anything|all)\s+(?:about|regarding|involving|to\s+do\s+with|related\s+to)|about|that|of|on|regarding|concerning|the\s+fact\s+that|re)\s+"
 )
 _CLAUSE_SPLIT = re.compile(
     r"(?<=[.!?;:])\s+|\n+|\s+[-–—]+\s+|"
     r",?\s+(?=(?:and\s+|so\s+|but\s+)?(?:please|could\s+you|can\s+you|would\s+you|i'?d\s+(?:really\s+)?(?:rather|prefer|appreciate|like)|i\s+want\s+that\s+you)\b)|"
     r"\s+(?:and|so|but)\s+(?=i'?d\s+(?:really\s+)?(?:rather|prefer|appreciate|like)\b)|"
-    r"\s+so\s+(?=(?:please\s+)?(?:don'?t|do\s+not|stop)\s+(?:remember|keep|store|save)\w*\b)|"
+    r"\s+so\s+(?=(?:please\s+)?(?:don'?t|do\s+not|stop)\s+(?:remember|keep|store|save)\w*\b|(?:there'?s\s+|there\s+is\s+)?no\s+need\s+for\s+you\b|you\s+(?:don'?t|do\s+not)\s+need\s+to\b)|"
     r"\s+(?=i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+you\s+(?:to\s+)?(?:keep|hold|stor|sav|remember|know|have)\w*\b)|"
-    r",\s+(?=(?:(?:but|and|so|just)\s+)?(?:forget|delete|erase|remove|wipe|drop|bin|scrap|ditch)\s+(?:it|that|this|the|my|what|everything|all)\b)"
+    r",\s+(?=(?:(?:but|and|so|just)\s+)?(?:forget|delete|erase|remove|wipe|drop|bin|scrap|ditch)\s+(?:it|that|this|the|my|what|everything|all)\b)|"
+    r"\s+(?=but\s+(?:please\s+)?(?:forget|delete|erase|remove|wipe)\s+(?:where|what|how|who|when|which|my|the)\b)|"
+    r"\s+so\s+(?=i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+(?:my|the|that|this|it|any)\b)|"
+    r",?\s+so\s+(?=(?:you\s+can|could\s+you|can\s+you)\s+(?:just\s+)?(?:forget|delete|erase|remove|wipe|drop)\b)|"
+    r",\s+(?=no\s+need\s+(?:for\s+you\s+)?to\s+(?:remember|keep|store)\b)|"
+    r"\s+and\s+(?=(?:please\s+)?(?:forget|delete|erase|remove|wipe)\s+(?:it|that|this|them)\b)"
 )
 _NEGATED_FORGET = re.compile(
     r"\b(?:don'?t|do\s+not|never|not|won'?t|will\s+not|cannot|can'?t|shouldn'?t|mustn'?t|let'?s\s+not|lest\s+(?:you|we|i)|let\s+me)\s+(?:ever\s+)?forget\b"
@@ -399,7 +421,7 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "rather",
         re.compile(
-            rf"^{_OPENER}(?:i\s+(?:really\s+)?(?:don'?t|do\s+not|no\s+longer)\s+(?:really\s+)?want\s+you(?:\s+to)?|"
+            rf"^{_OPENER}(?:i\s+(?:really\s+)?(?:don'?t|do\s+not|no\s+longer)\s+(?:really\s+)?(?:want|need)\s+you(?:\s+to)?|"
             rf"(?:i'?d|i\s+would)\s+(?:really\s+)?appreciate\s+it\s+if\s+you(?:\s+(?:would|could|didn'?t|did\s+not))?|"
             rf"would\s+it\s+be\s+(?:alright|all\s+right|ok|okay|fine)\s+if\s+you(?:\s+(?:didn'?t|did\s+not|wouldn'?t|would\s+not))|"
             rf"(?:i'?d|i\s+would)\s+(?:really\s+|much\s+)?(?:rather|prefer)(?:\s+it\s+if)?\s+you(?:\s+(?:didn'?t|did\s+not|not|wouldn'?t|would\s+not))?(?:\s+to)?)\s+"
@@ -439,6 +461,23 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
+        # "Kindly ensure that the information about our planned layoffs is removed from your memory."
+        "ensure-gone",
+        re.compile(
+            rf"(?:{_LEAD}(?:ensure|make\s+sure|see\s+to\s+it)|^{_OPENER}(?:(?:i'?d|i\s+would)\s+like\s+to\s+|i\s+)?(?:request|ask|require|demand))\s+(?:that\s+)?"
+            rf"(?:(?P<ref>{_REFERENCE})\s+)?(?P<subject>.+?)\s+(?:is|are|be|gets?|get|has\s+been|have\s+been)\s+"
+            rf"(?:removed|deleted|erased|wiped|forgotten|purged|dropped)\b.*$"
+        ),
+    ),
+    (
+        # "is it possible for you to not have the eating disorder thing stored?"
+        "not-have",
+        re.compile(
+            rf"(?:{_LEAD}(?:not|never)|^{_OPENER}i\s+(?:don'?t|do\s+not)\s+think\s+you\s+should)\s+(?:have|keep)\s+(?P<subject>.+?)\s+(?:stored|saved|kept|recorded|on\s+(?:file|record)|in\s+{_MEMORY})"
+            r"(?:\s+(?:anymore|any\s+more|please))*(?:[,.;]\s.*)?$"
+        ),
+    ),
+    (
         # "can that thing about my credit card debt go?"
         "can-go",
         re.compile(
@@ -447,9 +486,18 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
+        # "Everything about Ben can go", "Linda's name needs to come off the record"
+        "must-go",
+        re.compile(
+            rf"^{_OPENER}(?:(?P<ref>(?:everything|anything|all)\s+(?:about|regarding|on))\s+(?P<subject>.+?)\s+(?:can|could|should|must|needs?\s+to|has\s+to)\s+"
+            rf"(?:go|be\s+(?:deleted|erased|removed|wiped|forgotten|dropped))|(?P<named>.+?)\s+(?:needs?\s+to|has\s+to|must|should)\s+(?:come|go)\s+off\s+(?:the|your)\s+records?)"
+            rf"(?:\s+(?:now|too|as\s+well|please))?$"
+        ),
+    ),
+    (
         "quoted",
         re.compile(
-            rf"{_LEAD}{_ERASE}\s+(?:the|that|this)\s+(?:memory|note|entry|fact|line|record)\s+\"(?P<subject>[^\"]+)\"?$"
+            rf"{_LEAD}(?:{_ERASE}|{_FORGET}|{_NEGATION}\s+{_KEEP})\s+(?:(?:the|that|this)\s+(?:memory|note|entry|fact|line|record)\s+|(?:that\s+)?i\s+said\s+)?\"(?P<subject>[^\"]+)\"(?:\W.*)?$"
         ),
     ),
     (
@@ -468,7 +516,7 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
 ]
 _STORED = (
     r"(?:stored|saved|kept|recorded|remembered|logged|noted|written\s+down|on\s+(?:file|record)|in\s+(?:your\s+)?(?:memory|memories|records?|notes|system)|"
-    r"(?:to\s+be\s+)?(?:part\s+of\s+what|something)\s+(?:you|u)\s+(?:know|remember|keep|have|store|hold)(?:\s+about)?)"
+    r"(?:to\s+be\s+)?(?:part\s+of\s+what|something)\s+(?:you|u)\s+(?:know|remember|keep|have|store|hold|hang\s+on\s*to|hold\s+on\s*to)(?:\s+about)?)"
 )
 # "I don't want my address stored", "I'd prefer my stammer wasn't stored", "not sure I want how I voted on file".
 _UNWANTED = re.compile(
@@ -505,14 +553,15 @@ _FOR_A_WHILE = re.compile(
 )
 # A pronoun object ("forget that, please", "please delete it"): a request only when addressed.
 _PRONOUN_REQUEST = re.compile(
-    rf"(?:{_LEAD}(?:{_FORGET}|{_ERASE}|{_NEGATION}\s+{_KEEP}|take|get)\s+(?:all\s+(?:of\s+)?)?(?:that|this|it|them|those|both)(?:\s+(?:bit|part|one|too|as\s+well))?(?:\s+(?:out|gone|deleted))?|"
+    rf"(?:{_LEAD}(?:{_FORGET}|{_ERASE}|{_NEGATION}\s+{_KEEP}|take|get)\s+(?:about\s+)?(?:all\s+(?:of\s+)?)?(?:that|this|it|them|those|both)(?:\s+(?:all|bit|part|one|too|as\s+well|data\s+point|entry|note|record|detail|fact|info))?(?:\s+(?:out|gone|deleted))?|"
     rf"^{_OPENER}i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+you\s+(?:to\s+)?(?:have|having|know|knowing|keep|keeping)\s+(?:that|this|it)|"
     rf"^{_OPENER}i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+(?:it|that|this)\s+(?:sitting|kept|stored|saved|staying|recorded|to\s+stay)|"
     rf"^{_OPENER}(?:i'?d|i\s+would)\s+(?:really\s+)?(?:like|prefer|want)\s+(?:that|this|it)\s+(?:erased|deleted|removed|forgotten|wiped|gone)|"
     rf"{_LEAD}make\s+(?:that|this|it|them)\s+(?:disappear|go\s+away|vanish)|"
+    rf"^{_OPENER}(?:{_PLEASE}\s+)?(?:can|could)\s+(?:that|this|it)\s+be\s+(?:deleted|removed|erased|forgotten|wiped)|"
     rf"^{_OPENER}(?:i'?d|i\s+would)\s+(?:really\s+)?(?:prefer|rather)(?:\s+(?:it\s+)?if)?\s+(?:that|this|it)\s+"
     rf"(?:not\s+be|wasn'?t|isn'?t|was\s+not|is\s+not|weren'?t)\s+{_STORED}(?:\s+about\s+me)?)"
-    rf"(?:\s+(?:in|from|to|off|out\s+of)\s+{_MEMORY})?\s*(?:,?\s*(?:please|thanks|thank\s+you|for\s+me|now|for\s+now|too|as\s+well|then|lol|haha))*$"
+    rf"(?:\s+(?:in|from|to|off|out\s+of)\s+(?:{_MEMORY}|{_HELD_PLACE}))?\s*(?:,?\s*(?:please|thanks|thank\s+you|for\s+me|now|for\s+now|too|as\s+well|then|lol|haha|and\s+confirm|and\s+let\s+me\s+know|entirely|completely|for\s+good))*$"
 )
 # Where the same turn says what "that" is: "I told you my husband lost his job - please forget that".
 _SAID_BEFORE = re.compile(
@@ -520,12 +569,12 @@ _SAID_BEFORE = re.compile(
     # "The whole proposal thing with my ex... I'd appreciate it if you'd erase that": the topic first
     r"^(?:(?:yeah|yes|so|ok|okay|and|oh|um|anyway|also)\s+)*(?=(?:the|that)\s[^.?!;,:]+?(?:\.\.\.|\s*:|\s+[-–—]+\s))|"
     r"(?:about|that)(?=\s+[^.?!;,:]+?\s+(?:is|are|being|sitting)\s+in\s+your\s+(?:memory|memories|records?|notes))|"
-    r"told\s+(?:a|an|the|some)\s+(?:chatbot|bot|ai|assistant|computer)\s+about|"
+    r"told\s+(?:a|an|the|some)\s+(?:chatbot|bot|ai|assistant|computer)\s+about|(?:stop|quit)\s+(?:bringing\s+up|mentioning|raising)|right\s+to\s+(?:erasure|be\s+forgotten)\s+(?:re:?|regarding|about|for|over|on|concerning)|"
     r"(?:told\s+you|telling\s+you|mentioned|mentioning)(?:\s+to\s+you)?|i\s+(?:said|shared|admitted)(?:\s+to\s+you)?|"
     r"overshared(?:\s+(?:earlier|before|yesterday))?\s+about|regret\s+(?:sharing|telling\s+you|mentioning|bringing\s+up)(?:\s+with\s+you)?|did\s+i\s+(?:ever\s+)?tell\s+you\s+about|"
     # "My pay is actually private, so forget it"
     r"^(?=(?:my|our)\s+[\w'-]+(?:\s+[\w'-]+)?\s+(?:is|are)\s+(?:\w+\s+)?(?:private|personal|confidential|sensitive)\b)|"
-    r"^(?:that|the)(?=\s+[a-z]+(?:\s+[a-z]+)?\s+(?:i|we)\s+(?:had|did|got|went|made|took|was|were)\b)|"
+    r"^(?:(?:ok|okay|so|and|oh|um|also|right)\s+)*(?:that|the)(?=\s+[a-z]+(?:\s+[a-z]+)?\s+(?:i|we)\s+(?:had|did|got|went|made|took|was|were|told\s+you|mentioned)\b)|"
     r"should(?:n'?t|\s+not|\s+never)?\s+have\s+(?:told\s+you|said|shared|mentioned)(?:\s+to\s+you)?|"
     r"you\s+(?:even\s+|already\s+)?know\s+about|you\s+know\s+how\s+i\s+(?:said|told\s+you|mentioned)|"
     r"remember\s+(?:when|how)\s+i\s+(?:said|told\s+you|mentioned)|(?:with\s+)?you\s+knowing|"
@@ -539,25 +588,38 @@ _SAID_BEFORE = re.compile(
 _EXPLICIT_MEMORY = re.compile(
     rf"\b(?:in|from|out\s+of)\s+{_MEMORY}\b|\b(?:don'?t|do\s+not|never)\s+(?:keep|store|save|remember|record)\b"
 )
-_FROM_MEMORY = re.compile(rf"\b(?:from|in|out\s+of|off)\s+(?:(?:your|the|my)\s+{_MEMORY_WORD}|{_HELD_PLACE})\b")
+_FROM_MEMORY = re.compile(
+    rf"\b(?:from|in|out\s+of|off)\s+(?:(?:your|the|my)\s+{_MEMORY_WORD}|{_HELD_PLACE})\b|"
+    r"\b(?:you|u)\s+(?:hold|have|keep|store|stored|saved|kept|remember|got)\s+(?:about|on)\s+me\b"  # "the health data you hold about me"
+)
 _FROM_THING = re.compile(
     rf"\b(?:from|off|out\s+of)\s+(?:the|my|this|that|a|an|our|his|her|their)\s+(?!{_MEMORY_WORD}\b)\w+"
 )
 # "the bit about the stag do from my speech": edited out of something the user writes ("what I said about
 # Kev taking money from my wallet" names a fact).
 _FROM_DOCUMENT = re.compile(
-    r"\bfrom\s+(?:the|my|this|that|our)\s+(?:\w+\s+)?(?:speech|essay|draft|letter|e-?mail|document|doc|file|list|post|message|"
+    r"\b(?:from|in|out\s+of)\s+(?:the|my|this|that|our)\s+(?:\w+\s+)?(?:speech|essay|draft|letter|e-?mail|document|doc|file|list|post|message|"
     r"text|slides|presentation|cv|resume|résumé|toast|eulogy|script|report|paper|bio|profile\s+page|vows|card)\b"
 )
 # A reason to take something back: the turn asks to un-know it, it does not move on.
 _REASON = re.compile(
     r"\b(?:i\s+was\s+wrong|turns\s+out|(?:is|was|wasn'?t|isn'?t)\s+(?:not\s+)?true|made\s+(?:it|that)\s+up|my\s+mistake|"
-    r"shouldn'?t\s+(?:have|of|'ve)\s+(?:said|told|mentioned|shared|typed|written|wrote|brought)|not\s+my\s+(?:business|place|story|information|info)|in\s+confidence|"
+    r"shouldn'?t\s+(?:have|of|'ve)\s+(?:said|told|mentioned|shared|typed|written|wrote|brought)|not\s+my\s+(?:business|place|story|information|info)|not\s+mine\s+to\s+(?:share|tell)|in\s+confidence|"
     r"embarrass\w*|mortified|ashamed|confidential|(?:don'?t|do\s+not)\s+want\s+(?:it|that|this)\s+(?:saved|stored|kept|on\s+record|"
     r"in\s+your\s+memory|remembered)|jinx|gossip\w*|feel\s+bad|regret\w*|overshar\w*|too\s+(?:much|personal|private)|"
-    r"(?:rather|prefer)\s+you\s+(?:didn'?t|did\s+not|not|wouldn'?t))\b"
+    r"(?:rather|prefer)\s+you\s+(?:didn'?t|did\s+not|not|wouldn'?t)|(?:it'?s|its|that'?s)\s+not\s+me\s+any\s*more|no\s+longer\s+true|out\s+of\s+date)\b"
 )
 _ADDRESS = re.compile(rf"\b{_PLEASE}\b|\byou\b|\byour\b")
+
+
+_TOPIC_OF_ADJECTIVE = {
+    "financial": "finances",
+    "medical": "health",
+    "romantic": "love life",
+    "religious": "religion",
+    "political": "politics",
+    "legal": "legal case",
+}
 
 
 def _normalise(text: str) -> str:
@@ -566,15 +628,26 @@ def _normalise(text: str) -> str:
     text = "".join(" " if unicodedata.category(ch) in ("So", "Sk", "Cs", "Co") else ch for ch in text)
     text = re.sub(r"\s\+\s", " and ", text)
     text = re.sub(r"\bplease\s+to\b", "please", text)
+    text = re.sub(r"\b(?:hereby|formally)\s+(?=request|ask|demand|require|instruct)", "", text)
+    text = re.sub(r"\bformer\s+(husband|wife|partner|boyfriend|girlfriend|fianc[eé]e?)\b", r"ex-\1", text)
     text = re.sub(r"\byou'd\b", "you would", text)
     text = re.sub(r"^re\s*:\s*", "regarding ", text)
     # "Formal request: erase ...", "Under GDPR I'd like you to ...": the request itself follows
     text = re.sub(
-        r"^(?:(?:formal\s+)?request|gdpr(?:\s+request)?)\s*:\s*|^(?:under|per|as\s+per)\s+(?:the\s+)?gdpr,?\s+",
+        r"^(?:(?:formal\s+)?request|gdpr(?:\s+request)?)\s*:\s*|^(?:under|per|as\s+per|in\s+line\s+with)\s+(?:the\s+)?(?:gdpr|(?:uk\s+|eu\s+)?data\s+protection(?:\s+(?:rules|law|laws|regulations|act|principles))?),?\s+",
         "",
         text,
     )
+    text = re.sub(r"\b(everything|anything|all)\s+([a-z]+)-related(?:\s+about\s+me)?\b", r"\1 about my \2", text)
+    text = re.sub(
+        r"\b(everything|anything|all)\s+(financial|medical|romantic|religious|political|legal)\b",
+        lambda m: f"{m.group(1)} about my {_TOPIC_OF_ADJECTIVE[m.group(2)]}",
+        text,
+    )
+    text = re.sub(r",?\s+(?:specifically|namely|in\s+particular|that\s+is)[,:]?\s+(?=(?:my|the|our)\s)", " — ", text)
     text = re.sub(r"\bmake\s+(?=forget\b)", "", text)  # "can you make forget ..." (a learner's English)
+    # "anything about me job hunting": about my job hunting
+    text = re.sub(r"\babout\s+me\s+(?=(?:job|work|health|money|finances|family)\b)", "about my ", text)
     text = re.sub(
         r"^(?:memory|memories)\s*:\s*(.+?)[.!]*$", r"\1 from your memory", text
     )  # "Memory: delete bank info."
@@ -608,11 +681,22 @@ def _subject(raw: str) -> str | None:
         subject,
     )
     subject = re.sub(r"^(?:the|that)\s+whole\s+", "the ", subject)  # "the whole proposal thing"
+    subject = re.sub(r"^all\s+(?:of\s+)?(?=(?:the|my|our)\s)", "", subject)  # "all the food stuff": the food (wide)
+    subject = re.sub(r"^(?:the\s+)?name\s+of\s+(?=(?:my|our)\s+\w+'s\s)", "", subject)  # "the name of my son's school"
+    subject = re.sub(r"^in\s+my\s+(?:last|previous)\s+(?:\w+\s+)?messages?\s+(?:about|on)\s+", "", subject)
+    subject = re.sub(r"(?<=\w)-related\b", "", subject)
+    # "the Centrelink memory", "the smoking one"
+    subject = re.sub(r"^((?:the|my|that)\s+[\w'-]+(?:\s+[\w'-]+)?)\s+(?:memor(?:y|ies)|ones?)$", r"\1", subject)
     lead = _PIECE_LEAD.match(subject)
     subject = _PIECE_LEAD.sub("", subject)  # "the bit about gareth": gareth
     if lead is not None:
         subject = _qualified(subject, lead.group(0))
-    subject = re.sub(r"\s+(?:both|too|as\s+well|all\s+three|the\s+lot)$", "", subject)
+    subject = re.sub(r"\s+(?:both|too|as\s+well|all\s+three|the\s+lot|at\s+all)$", "", subject)
+    subject = re.sub(
+        r"\s+(?:can|could|should|must|needs?\s+to|has\s+to)\s+(?:go|be\s+(?:deleted|erased|removed|wiped|forgotten))$",
+        "",
+        subject,
+    )
     subject = re.sub(r"^both\s+(?=(?:the|my|our)\s)", "", subject)
     if _TOPICAL.match(subject):
         subject = _TOPIC_WORD.sub("", subject)  # "the eviction stuff": the eviction
@@ -646,7 +730,13 @@ def find_forget_requests(session: Session) -> list[ForgetRequest]:
         if subject:
             subject = _owner_named(subject, message.content)
         keep = kept(message.content)
-        if subject is not None:
+        if asks_for_everything(message.content):
+            found.append(
+                ForgetRequest(subject=None, turn_index=index, text=message.content, keep=keep, everything=True)
+            )
+        elif (count := last_count(message.content)) is not None:
+            found.append(ForgetRequest(subject=None, turn_index=index, text=message.content, last=count))
+        elif subject is not None:
             found.append(ForgetRequest(subject=subject or None, turn_index=index, text=message.content, keep=keep))
         elif (bare := detect_bare(message.content)) is not None:
             found.append(
@@ -681,13 +771,15 @@ def _owner_named(subject: str, text: str) -> str:
 # "... but keep that I get migraines", "you can still remember my job", "the rest is fine, keep my allergy"
 _KEEP_EXCEPTION = re.compile(
     r"\b(?:but|though|although|and)\s+(?:you\s+can\s+|please\s+|do\s+|feel\s+free\s+to\s+)?(?:still\s+)?"
-    r"(?:keep|remember|hold\s+on\s+to)\s+(?P<keep>[^.;!?]+)|"
+    r"(?:keep|remember|hold\s+on\s+to|leave)\s+(?P<keep>[^.;!?]+)|"
     r"\b(?:you\s+can|feel\s+free\s+to|it'?s\s+fine\s+to|(?:it'?s\s+)?ok(?:ay)?\s+to)\s+(?:still\s+)?"
     r"(?:keep|remember|hold\s+on\s+to)\s+(?P<keep2>[^.;!?]+)|"
     # "Only keep that I'm a student", "just keep my name": what stays besides the forgotten
     r"(?:^|[.;!?]\s*|\band\s+)(?:please\s+)?(?:only|just)\s+(?:keep|remember)\s+(?P<keep3>[^.;!?]+)|"
     # "Keep the latex allergy, that's useful, but forget the antidepressants"
-    r"^(?:please\s+)?(?:keep|remember)\s+(?P<keep4>[^,.;!?]+)(?=,[^.;!?]*\bbut\s+(?:please\s+)?(?:forget|delete|erase|remove|drop)\b)"
+    r"^(?:please\s+)?(?:keep|remember)\s+(?P<keep4>[^,.;!?]+)(?=,[^.;!?]*\bbut\s+(?:please\s+)?(?:forget|delete|erase|remove|drop)\b)|"
+    # "forget all the food stuff except the shellfish allergy"
+    r"\b(?:except(?:\s+for)?|apart\s+from|other\s+than|excluding|save\s+for)\s+(?P<keep5>[^.;!?]+?)(?=\s+[-–—]|[.;!?]|$)"
 )
 
 
@@ -700,7 +792,14 @@ def kept(text: str) -> str | None:
     raw = re.sub(
         r"^(?:that|the\s+fact\s+that|the\s+(?:part|bit)\s+about)\s+",
         "",
-        found.group("keep") or found.group("keep2") or found.group("keep3") or found.group("keep4"),
+        found.group("keep")
+        or found.group("keep2")
+        or found.group("keep3")
+        or found.group("keep4")
+        or found.group("keep5"),
+    )
+    raw = re.sub(  # "the diabetes medication, I need help with that one"; not "a son, Jake, who's 12"
+        r"(?:,\s+(?:i|i'm|i'd|i'll|it|it's|that|that's|this|they|as|because|since|cause|cuz)\b|\s[-–—]).*$", "", raw
     )
     raw = re.sub(r"\s+(?:though|tho|if\s+you\s+like|if\s+you\s+want|obviously|of\s+course)$", "", raw.strip())
     if re.match(r"(?:the\s+rest|everything\s+else|anything\s+else|all\s+the\s+rest|it|that|them|this)\b", raw):
@@ -710,10 +809,12 @@ def kept(text: str) -> str | None:
 
 # "remove him from what you know", "what I said about her": the one person the turn names
 _HIM = re.compile(
-    r"\b(?:about|remove|forget|delete|erase|wipe|drop)\s+(?P<who>him|her)\b(?!\s+(?:name|job|number|address|\w+'s))"
+    r"\b(?:about|remove|forget|delete|erase|wipe|drop|mentioned|mention|mentioning|to\s+do\s+with|involving|regarding)\s+(?P<who>him|her)\b(?!\s+(?:name|job|number|address|\w+'s))"
 )
 _NOT_A_NAME = frozenset(
-    "it this that there he she they we what which who today everything nothing something here i".split()
+    "it this that there he she they we what which who today everything nothing something here i "
+    "monday tuesday wednesday thursday friday saturday sunday january february march april may june july august "
+    "september october november december christmas easter".split()
 )
 
 
@@ -721,21 +822,57 @@ def _people_named(text: str) -> set[str]:
     """Names in ``text``: capitalised words inside a sentence, or opening one as a subject ("Chris and I ...")."""
     names = set()
     for found in re.finditer(
-        r"(?P<start>^|[.!?]\s+)?\b(?P<name>[A-Z][a-z]{2,})\b(?P<next>\s+(?:and|is|was|wasn't|isn't|has|had|asked|said|told|wants|wanted|does|did|doesn't|didn't|would|will|won't|can|can't|hates|loves|thinks|knows|got|went)\b|'s)?",
+        r"(?P<start>^|[.!?]\s+)?\b(?P<name>[A-Z][a-z]{2,})\b(?P<next>\s+(?:and|is|was|wasn't|isn't|has|had|asked|said|told|wants|wanted|does|did|doesn't|didn't|would|will|won't|can|can't|hates|loves|thinks|knows|got|went|passed|died|left|moved)\b|'s)?",
         text,
     ):
         if found.group("name").lower() in _NOT_A_NAME:
             continue
         if found.group("start") is None or found.group("next"):
             names.add(found.group("name").lower())
+    names |= {m.group("name").lower() for m in re.finditer(r"\bthe\s+name\s+[\"']?(?P<name>[A-Za-z]{3,})\b", text)}
+    if not names:  # typed in lower case: "luca and i are done"
+        names = {
+            m.group("name")
+            for m in re.finditer(r"(?:^|[.!?]\s+)(?P<name>[a-z]{3,})\s+and\s+[iI]\b", text)
+            if m.group("name") not in _STOP and m.group("name") not in _NOT_A_NAME
+        }
     return names
 
 
+_KIN_WORDS = frozenset("dad mum mom father mother grandad grandpa grandma gran nan granny".split())
+
+
 def _pronoun_named(turn: str, text: str) -> str:
-    names = _people_named(text)
-    if len(names) != 1 or not _HIM.search(turn):
+    pronoun = _HIM.search(turn)
+    if pronoun is None:
         return turn
-    return _HIM.sub(lambda m: m.group(0)[: m.start("who") - m.start(0)] + next(iter(names)), turn)
+    names = _people_named(text)
+    if (
+        len(names) > 1
+    ):  # "Mia and I broke up, so forget anything about her. I'm moving out of Brooklyn": the name before it
+        before = _HIM.search(text.lower())
+        names = _people_named(text[: before.start()]) if before is not None else names
+    if len(names) != 1:
+        return turn
+    if (only := next(iter(names))) in _KIN_WORDS:  # "Dad passed away on Sunday ... what you have about him"
+        names = {f"my {only}"}
+    name = next(iter(names))
+
+    def named(found: re.Match[str]) -> str:  # "wipe him": wipe everything about marcus; "about her": about mia
+        act = found.group(0)[: found.start("who") - found.start(0)]
+        return act + (name if re.match(r"(?:about|mention)", act) else f"everything about {name}")
+
+    return _HIM.sub(named, turn)
+
+
+# A clause, not a list of things: "the printer's working again", "the question can wait"
+_VERB_IN = re.compile(
+    r"'s\s+\w+ing\b|\b(?:is|are|was|were|isn'?t|aren'?t|wasn'?t|can|can'?t|will|won'?t|could|would|should|has|have|had|got|gets|"
+    r"does|did|doesn'?t|didn'?t|needs?|seems?|looks?)\b"
+)
+_VAGUE_DATA = frozenset(
+    "data info information details stuff things bits special category personal sensitive private".split()
+)
 
 
 def detect(text: str) -> str | None:
@@ -743,15 +880,21 @@ def detect(text: str) -> str | None:
     memory"), or None when the text makes no forget request."""
     turn = _pronoun_named(_normalise(text), text)
     subjects: list[str] = []
-    pointing_back = False
+    pointing_back = ""
     clauses = _clauses(turn)
-    if _LAST_ONE.match(turn) and any(_PRONOUN_REQUEST.match(c.rstrip(" .!?")) for c in clauses[1:]):
+    if any(_LAST_ONE.search(c) for c in clauses[:1]) and any(
+        _PRONOUN_REQUEST.match(c.rstrip(" .!?")) for c in clauses[1:]
+    ):
         return ""  # "that last one is private, please remove it": what the user said last
     for index, clause in enumerate(clauses):
         clause = clause.rstrip(" .!?")
         if _NEGATED_FORGET.search(clause) and not re.search(rf"\b{_NEGATION}\s+{_KEEP}\b", clause):
             continue  # "don't forget to ...", "never forget that ...": asks to remember, not to forget
         subject = _clause_subject(clause, turn)
+        if subject and content_words(subject) <= _VAGUE_DATA and index + 1 < len(clauses):
+            # "any special category data you hold on me — my religion and my sexual orientation"
+            named = clauses[index + 1].rstrip(" .!?")
+            subject = (_subject(named) if re.match(r"(?:my|our|the)\s", named) else None) or subject
         if subject:
             more = [
                 m
@@ -765,11 +908,11 @@ def detect(text: str) -> str | None:
         elif subject == "":
             if _LAST_SAID.match(clause):
                 return ""
-            pointing_back = True
+            pointing_back = pointing_back or clause
     if subjects:
         return _joined(subjects)
     if pointing_back:  # "get rid of that from your memory": what the turn said it is, else the turn before
-        return _loose_request(turn) or ""
+        return _loose_request(turn) or _said_in_turn(turn, pointing_back)
     return _loose_request(turn)
 
 
@@ -846,6 +989,9 @@ def _clause_subject(clause: str, turn: str) -> str | None:
     last = _LAST_SAID.match(clause)
     if last is not None:  # "forget the last thing I told you": the turn before (or the newest fact)
         rest = last.group("rest") or ""
+        about = re.match(r"\W*about\s+(?P<about>.+)$", rest)  # "the thing I said right before this, about my sister"
+        if about is not None and (subject := _subject(about.group("about"))):
+            return subject
         return "" if not rest or _REASON.search(rest) or _addressed(clause, turn) else None
     retraction = _RETRACTION.match(clause)
     if retraction is not None and not _CORRECTION.match(retraction.group("rest")):
@@ -854,8 +1000,12 @@ def _clause_subject(clause: str, turn: str) -> str | None:
         )  # "forget I said that about her dementia"
         return (_subject(named.group("about")) if named else None) or _earlier_statement(turn, clause)
     unwanted = _UNWANTED.match(clause)
-    if unwanted is not None and not unwanted.group("rest"):
-        raw = unwanted.group("subject")
+    if (
+        unwanted is not None
+        and not unwanted.group("rest")
+        and not re.match(r"(?:that|it|this)\s+\w+ing$", unwanted.group("subject"))
+    ):
+        raw = unwanted.group("subject")  # ("I don't want that sitting in your memory": "that" points back)
         topical = _TOPICAL.match(raw)
         subject = _subject(topical.group("topic") if topical else raw)
         if (
@@ -869,11 +1019,13 @@ def _clause_subject(clause: str, turn: str) -> str | None:
         match = rule.match(clause)
         if match is None or (gerund and name in _IMPERATIVE_RULES):
             continue
-        raw = match.group("subject")
+        raw = match.group("subject") or match.group("named") if "named" in rule.groupindex else match.group("subject")
         ref = ((match.group("ref") if "ref" in rule.groupindex else None) or "").strip()
-        head = clause[: match.start("subject")]
+        head = clause[: match.start("subject") if match.group("subject") is not None else match.start("named")]
         topical = None if ref else _TOPICAL.match(raw)
-        if topical is not None and not _NOT_MEMORY.match(topical.group("topic")) and not _FROM_THING.search(raw):
+        # "the Mark info" is about Mark, "the mark" a stain
+        not_memory = _NOT_MEMORY.match(topical.group("topic")) and not _INFO_ABOUT.search(raw) if topical else False
+        if topical is not None and not not_memory and not _FROM_THING.search(raw):
             if name in ("forget", "forget-named", "erase"):
                 after = turn[turn.find(clause) + len(clause) :][:40] if clause in turn else ""
                 if _FOR_A_WHILE.search(raw + after) and not _addressed(head, turn):
@@ -885,19 +1037,35 @@ def _clause_subject(clause: str, turn: str) -> str | None:
             continue
         if name == "forget-named" and not (_addressed(head, turn) or _plain_personal(raw, clause)):
             continue
+        if name == "ensure-gone" and not (ref or _FROM_MEMORY.search(clause)):
+            continue  # "make sure the dishes are removed": not memory
         if (
             name == "forget"
             and not _EXPLICIT_REF.match(ref)
             and not _addressed(head, turn)
             and not _REASON.search(turn)
             and not (
-                raw.startswith(("my ", "our ")) and turn.rstrip(" .!?") == clause and not re.search(r"[,;-]", clause)
+                raw.startswith(("my ", "our ", "what i do ", "where i live", "where i work"))
+                and turn.rstrip(" .!?") == clause
+                and not re.search(r"[,;-]", clause)
             )
         ):
             # "forget what I said about work, let's go" is talk; "please forget ...", or a turn that is
             # only "forget what I said about my debt", asks
             continue
-        if name in ("keep", "rather") and not ref and (not _personal_or_memory(raw, clause) or _NOT_MEMORY.match(raw)):
+        # "you don't need to hold on to the driving test failures": "the" names a fact when told to the assistant
+        told = name == "keep" and (
+            re.match(
+                rf"{_LEAD}(?:you\s+(?:don'?t|do\s+not)\s+need\s+to|(?:there'?s\s+)?no\s+need\s+for\s+you\s+to)\s",
+                clause,
+            )
+            or re.search(r"\b(?:notes?|records?|a\s+log|track)\s+(?:on|of)\s*$", clause[: match.start("subject")])
+        )  # "stop keeping notes on the custody battle": notes are memory
+        if (
+            name in ("keep", "rather")
+            and not ref
+            and (not (_personal_or_memory(raw, clause) or (told and raw.startswith("the "))) or _NOT_MEMORY.match(raw))
+        ):
             continue  # "don't keep me waiting", "don't keep the receipt", "I don't want you saving the file"
         if name == "want-gone" and not (
             ref
@@ -908,6 +1076,12 @@ def _clause_subject(clause: str, turn: str) -> str | None:
         subject = _subject(raw)
         if subject is not None and ref:
             subject = _qualified(subject, ref)
+        elif subject is None and ref and raw.strip(" .!?") in ("me", "myself"):
+            qualifier = _QUALIFIER.match(ref + " ")  # "the health data you hold about me": my health
+            if qualifier is not None and qualifier.group("word") not in _VAGUE:
+                subject = f"my {qualifier.group('word')}"
+            elif qualifier is not None and _FROM_MEMORY.search(clause):
+                subject = f"the {qualifier.group('word')} data"  # "the sensitive data you hold on me — my religion ..."
         if subject is None or _YOUR_OUTPUT.search(raw):
             continue  # "erase the last line of that poem you just wrote": an edit, not memory
         if name == "erase" and not ref and _CLEAR.match(clause) and not _FROM_MEMORY.search(clause):
@@ -917,14 +1091,19 @@ def _clause_subject(clause: str, turn: str) -> str | None:
         if (
             name == "erase"
             and not ref
-            and not (subject.startswith(("my ", "our ")) or _FROM_MEMORY.search(clause) or _MEMORY_VERB.search(head))
+            and not (
+                subject.startswith(("my ", "our "))
+                or _FROM_MEMORY.search(clause)
+                or _MEMORY_VERB.search(head)
+                or re.search(r"\bmemor(?:y|ies)\s*$", raw)  # "the Centrelink memory"
+            )
         ):
             continue  # "erase a stain": erasing only counts for what was said or a personal detail
         if name in ("erase", "erase-from") and _NOT_MEMORY.match(subject) and not ref and not _INFO_ABOUT.search(raw):
             continue
         if (
             name == "erase"
-            and (_FROM_DOCUMENT.search(raw) if ref else _FROM_THING.search(raw))
+            and (_FROM_DOCUMENT.search(raw) or (not ref and _FROM_THING.search(raw)))
             and not _FROM_MEMORY.search(raw)
         ):
             continue  # "remove my name from the list", "the bit about X from my speech": out of a thing, not out of memory
@@ -935,6 +1114,22 @@ def _clause_subject(clause: str, turn: str) -> str | None:
         if re.search(_PLEASE, clause)
         else clause
     )
+    named = re.match(
+        r"(?P<act>.+?),\s+(?P<named>(?:the|my|our)\s[^,]+?(?:(?:,\s*|\s+and\s+)(?:the|my|our)\s[^,]+?)*)$", clause
+    )
+    if (
+        named is not None
+        and _PRONOUN_REQUEST.match(named.group("act"))
+        and not re.match(
+            rf"^{_OPENER}{_FORGET}\s+(?:about\s+)?(?:it|that|this)$", named.group("act")
+        )  # "forget it, the printer's working"
+        and not _VERB_IN.search(named.group("named"))
+        and (subject := _subject(named.group("named")))
+    ):
+        upto = turn.find(clause)
+        said = _SAID_BEFORE.search(turn[:upto]) if upto > 0 else None
+        earlier = _subject(said.group("subject")) if said is not None else None
+        return _joined([earlier, subject] if earlier else [subject])  # "forget all of it, the divorce and the cheating"
     if _PRONOUN_REQUEST.match(clause) or _PRONOUN_REQUEST.match(pleaded):
         upto = turn.find(clause) + len(clause) if clause in turn else len(turn)
         said = _SAID_BEFORE.search(turn[:upto])
@@ -955,10 +1150,55 @@ def _clause_subject(clause: str, turn: str) -> str | None:
 
 # "forget what I just said", "please forget the last thing I told you, I shouldn't have".
 _LAST_SAID = re.compile(
-    rf"^{_OPENER}(?:{_PLEASE}\s+)?(?:just\s+)?(?:{_FORGET}|{_ERASE})\s+(?:what\s+i\s+just|the\s+last\s+(?:thing|bit)\s+i(?:\s+just)?)\s+"
-    rf"(?:said|told\s+you|mentioned|shared|wrote|typed)(?:\s+(?:to\s+)?you)?(?P<rest>\W.*)?$"
+    rf"{_LEAD}(?:{_FORGET}|{_ERASE}|(?:not\s+to|{_NEGATION})\s+{_KEEP})\s+"
+    r"(?:what\s+i\s+just\s+{said}|(?:the|that)\s+last\s+(?:thing|bit)\s+i(?:\s+just)?\s+{said}|"
+    r"(?:the|that)\s+(?:thing|bit)\s+i\s+{said}\s+(?:right\s+|just\s+)?before\s+this|my\s+(?:last|previous|most\s+recent|latest)\s+(?:message|comment|reply|answer)(?=\W|$)|(?:that|the)\s+last\s+(?:one|message)(?=\W|$)|"
+    r"what\s+i\s+{said}(?:\s+(?:to\s+)?you)?(?=\s+(?:a\s+(?:moment|second|sec|minute|min)\s+ago|just\s+now)))"
+    r"(?:\s+(?:to\s+)?you)?(?:\s+(?:a\s+(?:moment|second|sec|minute|min)\s+ago|just\s+now))?(?P<rest>\W.*)?$".replace(
+        "{said}", r"(?:said|told\s+you|mentioned|shared|wrote|typed)"
+    )
 )
-_LAST_ONE = re.compile(rf"^{_OPENER}(?:that|the)\s+last\s+(?:one|thing|bit|message)\b")
+_LAST_ONE = re.compile(r"\b(?:that|the)\s+last\s+(?:one|thing|bit|message)\b(?!\s+(?:you|u)\b)")
+# "forget the last two things I told you", "forget those last couple of things": the user's last turns
+_LAST_FEW = re.compile(
+    rf"(?<!\bi\s)(?:{_FORGET}|{_ERASE}|{_NEGATION}\s+{_KEEP})\s+(?:about\s+)?(?:the|those|these|my)\s+last\s+"
+    r"(?P<count>two|three|four|five|few|couple(?:\s+of)?|[2-5])(?:\s+(?:things|messages|facts|bits|ones|statements|items|points))?"
+    r"(?=\s*(?:$|[,.;:!?]|[-–—]|\s+i\s+(?:just\s+)?(?:said|told|mentioned|shared|wrote|typed|gave)\b|\s+(?:please|(?:from|out\s+of|in)\s+(?:your\s+|the\s+)?(?:memory|memories|notes|records?))\b))"
+)
+_MY_LAST_FEW = re.compile(
+    r"\bmy\s+(?:last|previous)\s+(?P<count>two|three|few|couple(?:\s+of)?|[2-5])\s+(?:messages|things|comments|texts)\b"
+)
+_COUNTS = {"two": 2, "couple": 2, "three": 3, "few": 3, "four": 4, "five": 5}
+
+
+# "forget everything you know about me", "delete all the data you hold on me"
+_ALL_OF_ME = re.compile(
+    rf"{_LEAD}(?:{_FORGET}|{_ERASE})\s+(?:everything|all(?:\s+(?:of\s+)?(?:the\s+)?(?:stuff|things|info|information|data|details))?)\s+"
+    r"(?:that\s+)?(?:you|u)(?:'ve|\s+have)?\s+(?:\w+\s+)?(?:know|have|hold|remember|stored|saved|kept|got)(?:\s+(?:stored|saved|on\s+file))?\s+(?:about|on)\s+me\b"
+)
+
+
+def asks_for_everything(text: str) -> bool:
+    """Whether the turn asks to forget all that is known of the user ("... except my name" keeps that)."""
+    return any(
+        _ALL_OF_ME.search(clause) and not _NEGATED_FORGET.search(clause) for clause in _clauses(_normalise(text))
+    )
+
+
+def last_count(text: str) -> int | None:
+    """How many of the user's last turns a request takes back ("the last two things I told you": 2;
+    "my last couple of messages were a lot. can you not store those?": 2), or None when it names no count."""
+    clauses = _clauses(_normalise(text))
+    for clause in clauses:
+        found = _LAST_FEW.search(clause)
+        if found is None and any(_PRONOUN_REQUEST.match(c.rstrip(" .!?")) for c in clauses):
+            found = _MY_LAST_FEW.search(clause)
+        if found is not None and not _NEGATED_FORGET.search(clause):
+            word = found.group("count").split()[0]
+            return int(word) if word.isdigit() else _COUNTS[word]
+    return None
+
+
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|\s+[-–—]+\s+|\n+")  # where one sentence of a turn ends
 
 
@@ -974,6 +1214,20 @@ def _earlier_statement(turn: str, clause: str) -> str:
         if len(content_words(sentence)) >= 2:
             return sentence
     return ""
+
+
+def _said_in_turn(turn: str, clause: str) -> str:
+    """What "remove it" points to when the turn said a fact before it ("... I don't want the
+    Jehovah's Witness part in there. Remove it from your memory."): that sentence, else "" (the turn before)."""
+    earlier = _earlier_statement(turn, clause)
+    if named := re.search(r"\b(?:the|that)\s+(?P<topic>(?:[\w'-]+\s+){1,3}?)(?:part|bit|thing|stuff)\b", earlier):
+        return _subject(named.group("topic")) or ""  # "I don't want the Jehovah's Witness part in there"
+    earlier = re.split(r",\s+(?:so|and|but)\s+(?=.*\byou\b)", earlier)[
+        0
+    ]  # "the marathon's off, so you can forget about that"
+    if not earlier or _REASON.search(earlier) or _LAST_ONE.search(earlier) or re.search(r"\b(?:you|your)\b", earlier):
+        return ""
+    return _subject(earlier) or ""
 
 
 def _addressed(head: str, turn: str) -> bool:
@@ -995,7 +1249,7 @@ _DISMISSIVE = re.compile(
 def _plain_personal(raw: str, clause: str) -> bool:
     """ "Forget my birthday." asks to forget a personal detail; "forget my problems, let's ..." is talk."""
     return raw.startswith(
-        ("my ", "our ", "where i ", "how much i ", "when i ", "which ", "who i")
+        ("my ", "our ", "where i ", "how much i ", "when i ", "which ", "who i", "what i do ")
     ) and not _DISMISSIVE.search(raw)
 
 
@@ -1003,7 +1257,7 @@ def _personal_or_memory(subject: str, clause: str) -> bool:
     return (
         bool(
             re.match(
-                r"(?:my|our|where\s+i|what\s+i|which|how\s+much\s+i|how\s+i|when\s+i|who\s+i|that\s+i)\s",
+                r"(?:my|our|where\s+i|what\s+i|which|how\s+much\s+i|how\s+i|when\s+i|who\s+i|that\s+i|i(?:'m|'ve)?)\s",
                 subject.strip(),
             )
         )
@@ -1135,6 +1389,13 @@ def _loose_request(turn: str) -> str | None:
         verb = found.get("act") or found.get("done") or ""
         if re.match(r"(?:clear|drop|take|discard)\b", verb) and not memory_talk:
             continue  # "clear my friday", "drop the kids at school": only out of memory
+        if (
+            verb.startswith("scratch")
+            and not memory_talk
+            and not _REASON.search(turn)
+            and not re.search(rf"\b{_NEGATION}\s+{_KEEP}\b", turn)
+        ):
+            continue  # "5 days in Tokyo, scratch that, 4": a correction while typing
         if verb.startswith("forget") and (
             not re.search(r"\b(?:please|pls|kindly|you|u)\b", sentence[: act.start("act")])
             and not re.search(r"\b(?:please|pls|plz|kindly)\b", sentence)
@@ -1180,7 +1441,12 @@ def _loose_request(turn: str) -> str | None:
                 or _SHOULD_NOT_KEEP.search(turn) is not None
             )
             subject = _pointed_at(" ".join([*sentences[:index], whole]), before, previous, named_topic=on_memory)
-        if subject and not _NOT_MEMORY.match(subject) and not _FROM_THING.search(after):
+        if (
+            subject
+            and not _NOT_MEMORY.match(subject)
+            and not _FROM_THING.search(after)
+            and not _FROM_DOCUMENT.search(sentence)
+        ):
             more = _more_named(sentence[act.end() :], sentences[index + 1 :])
             return _joined([subject, *more])
     return None
@@ -1198,6 +1464,12 @@ _AND_ALSO = re.compile(
 )
 
 
+_NAMED_LIST = re.compile(
+    r"^(?P<list>(?:the|my|our)\s[^,.;?!]+?(?:,\s*(?:and\s+)?(?:the|my|our)\s[^,.;?!]+?)+|(?:the|my|our)\s[^,.;?!]+?\s+and\s+(?:the|my|our)\s[^,.;?!]+?)"
+    r"(?:\s+(?:too|as\s+well))?\s*[.!]?$"
+)
+
+
 def _more_named(rest: str, following: list[str]) -> list[str]:
     """Further things a request names after its first: "..., and the ICU application too", "Forget the
     quitting thing. And the stipend.", "... or the news about Fiona"."""
@@ -1211,9 +1483,20 @@ def _more_named(rest: str, following: list[str]) -> list[str]:
         if listed is not None:  # "... the medical details I gave you? Both the allergy and the operation."
             found += re.split(r"\s+and\s+", listed.group("list"))
             break
+        listed = _NAMED_LIST.match(sentence)
+        if listed is not None and sentence is following[0]:  # "... my brain stuff — the dyslexia, the ADHD, the meds."
+            found += re.split(r",\s*(?:and\s+)?|\s+and\s+", listed.group("list"))
+            break
         match = re.match(
             r"^(?:and|also|plus)\s+(?:also\s+)?(?P<named>(?:the|my|our)\s+[^,.;?!]+?)(?:\s+too)?\s*[.!]?$", sentence
-        )
+        ) or re.match(
+            r"^(?P<named>(?:the\s+)?[a-z]+(?:\s+[a-z]+)?)\s+included\s*[.!]?$", sentence
+        )  # "Interview included."
+        if match is None and _PRONOUN_REQUEST.match((act := re.split(r",\s*", sentence, maxsplit=1))[0].rstrip(" .!?")):
+            match = re.match(  # "Please remove it, and the clinic bit."
+                r"^,?\s*(?:and|also|plus)\s+(?:also\s+)?(?P<named>(?:the|my|our|his|her)\s+[^,.;?!]+?)(?:\s+too)?\s*[.!]?$",
+                act[1] if len(act) > 1 else "",
+            )
         if match is None:
             break
         found.append(match.group("named"))

@@ -266,7 +266,7 @@ def test_more_shapes_of_a_request():
         (
             "Is there a way to make you not remember my diagnosis?",
             ["I have MS", "I was diagnosed with MS", "I run"],
-            [1],
+            [0, 1],  # both state the diagnosis: keeping "I have MS" would keep what was asked away
         ),
     ]
     for turn, facts, wanted in cases:
@@ -448,3 +448,106 @@ def test_profile_with_its_llm_extractor_asks_the_llm_what_a_request_refers_to(tm
         assert report.prompt_tokens >= 11 + 7  # the matcher's call is counted with the ingest
     finally:
         memory.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "subject"),
+    [
+        ("Everything about Priya can go, please delete it.", "priya"),
+        ("You don't need to hang on to the speeding fine, let that go.", "the speeding fine"),
+        ("Is it possible for you to not have my bankruptcy stored?", "my bankruptcy"),
+        ("I don't need you remembering I was homeless, take it out.", "i was homeless"),
+        ("Under data protection law I'd like you to delete the medical data you hold about me.", "my medical"),
+        ("Get rid of anything financial you've saved on me.", "my finances"),
+        ("I regret mentioning my rent. Could that be removed from your memory?", "my rent"),
+        ("Mia and I split up, so please forget anything about her. I'm still in Leeds though.", "mia"),
+        ("Dad died last week. Please delete what you have about him.", "my dad"),
+        ("The wedding's off, so you can forget about that entirely, no need to remember it.", "the wedding's off"),
+        ("Forget all of it, the debt and the bailiffs.", "the debt and the bailiffs"),
+        ("delete the sensitive data you hold on me — my religion and my address", "my religion and my address"),
+        ("Please erase my personal data, specifically my email and phone number.", "my email and phone number"),
+        ("erase the thing I said right before this, about my cousin.", "my cousin"),
+        ("Please forget what I said about me and Priya fighting.", "me and priya fighting"),
+    ],
+)
+def test_more_request_shapes_and_their_subject(text: str, subject: str):
+    (request,) = find_forget_requests(_session("s", ("user", text)))
+    assert request.subject == subject
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "oh forget it, the boiler's working again",
+        "Get rid of the bit about Tom's ex in the draft, his mum will read it.",
+        "I always forget the last two digits of my PIN",
+        "Forget my job and stuff like that, let's talk films.",
+    ],
+)
+def test_these_are_not_requests_either(turn: str):
+    requests = find_forget_requests(_session("s", ("user", turn)))
+    assert requests == [] or requests[0].subject == "my job"  # "forget my job" alone may ask; never "stuff like that"
+
+
+def test_the_last_few_things_said_are_the_newest_facts(tmp_path: Path):
+    from memlab.client import MemoryClient
+
+    facts = ["I grow chillies", "I'm a paramedic", "I owe my uncle money", "I'm seeing a therapist"]
+    with MemoryClient("full_context", data_dir=tmp_path) as client:
+        client.remember("u", [("user", fact) for fact in facts], session_id="facts")
+        client.remember("u", [("user", "Please forget the last two things I told you.")], session_id="chat")
+        assert [item.text for item in client.memories("u") if item.source.get("session_id") == "facts"] == facts[:2]
+    (request,) = find_forget_requests(_session("s", ("user", "scrap those last couple of things from memory")))
+    assert request.subject is None and request.last == 2
+
+
+def test_everything_known_but_what_is_kept(tmp_path: Path):
+    from memlab.client import MemoryClient
+
+    facts = ["My name is Sofia", "I live in Madrid", "I'm 31", "I'm separated from my husband"]
+    with MemoryClient("full_context", data_dir=tmp_path) as client:
+        client.remember("u", [("user", fact) for fact in facts], session_id="facts")
+        client.remember("u", [("user", "Forget everything you know about me except my name.")], session_id="chat")
+        assert [item.text for item in client.memories("u") if item.source.get("session_id") == "facts"] == facts[:1]
+        # what it keeps is not clear: nothing is deleted rather than everything
+        client.remember("v", [("user", fact) for fact in facts], session_id="facts")
+        client.remember(
+            "v", [("user", "Delete all the data you hold on me except the boring bits.")], session_id="chat"
+        )
+        assert len([item for item in client.memories("v") if item.source.get("session_id") == "facts"]) == 4
+
+
+def test_a_drug_is_known_by_what_it_treats():
+    facts = ["I take sertraline", "I take metformin", "I'm a taxi dispatcher"]
+    assert _resolved("Forget my antidepressant but keep the diabetes medication.", facts) == [facts[0]]
+
+
+def test_the_one_fact_in_a_named_topic_is_taken_and_no_one_else_s():
+    assert _resolved("Please remove my diagnosis.", ["I'm HIV positive", "I'm a civil servant", "I swim"]) == [
+        "I'm HIV positive"
+    ]
+    assert _resolved("Please remove my diagnosis.", ["My dad has diabetes", "I'm a civil servant", "I swim"]) == []
+
+
+def test_a_relation_names_one_person():
+    facts = ["My daughter is being bullied at school", "My son just got into university", "I'm divorced"]
+    assert _resolved("Could you delete whatever you've stored about my daughter?", facts) == [facts[0]]
+    facts = ["My boss Kevin is having an affair", "My brother Kevin lives in Dublin", "I cycle"]
+    assert _resolved("that thing about my boss, forget it please, I shouldn't spread that", facts) == [facts[0]]
+    facts = ["My son's name is Eli", "Eli is 7", "Eli goes to Maple Elementary"]
+    assert _resolved("drop the name of my son's school from whatever you store", facts) == [facts[2]]
+
+
+def test_a_name_ending_in_s_is_still_the_person():
+    facts = ["My ex Marcus still has my spare key", "I moved to Denver", "Marcus and I broke up in March"]
+    assert _resolved("i never want to see the name marcus again. wipe him from your memory", facts) == [
+        facts[0],
+        facts[2],
+    ]
+
+
+def test_a_category_covers_what_states_it_in_other_words():
+    facts = ["I work at Amazon", "My manager is Karen", "I'm on a performance plan", "I like skiing"]
+    assert _resolved("forget everything work-related about me", facts) == facts[:3]
+    facts = ["My mortgage is with Halifax", "I'm £4,000 overdrawn", "I'm saving for Greece", "I'm a receptionist"]
+    assert _resolved("Forget the money stuff, but you can keep that I'm saving for Greece.", facts) == facts[:2]

@@ -1,6 +1,6 @@
 """Forget requests on the labelled set (``tests/data/forget_requests/``): the dev parts the rules were
-tuned on (dev .. dev12, and heldout .. heldout5, each read and tuned on after its first measure) and
-the held-out part never tuned on (heldout6), every part written by someone who had not read the
+tuned on (dev .. dev12, and heldout .. heldout11, each read and tuned on after its first measure) and
+the held-out part never tuned on (heldout12), every part written by someone who had not read the
 rules. ``benchmarks/bench_forget_requests.py`` prints the same numbers for every part
 (docs/personamem-v2.md).
 
@@ -23,31 +23,36 @@ CONFIGS = {"full_context": {}, "rag": {"embedder": "minilm"}, "profile": {"embed
 OTHER_BACKENDS = ["rag", "profile", "mem0"]
 # part: (share of requests honoured at least, collateral at most), the floor under what was measured
 FLOORS = {
-    # full_context measured after the heldout5 fixes; the floor sits a few points under it so the
-    # other backends (within two requests of it when last measured together) hold it too
+    # every backend measured after the heldout11 fixes; the floor sits two requests under the lowest
     "dev": (0.96, 1),  # measured 53/53
-    "dev2": (0.93, 1),  # measured 78/80
-    "dev3": (0.94, 1),  # measured 89/90
-    "dev4": (0.91, 1),  # measured 67/70
-    "dev5": (0.87, 1),  # measured 64/70
-    "dev6": (0.84, 1),  # measured 70/80
-    "dev7": (0.91, 1),  # measured 76/80
-    "dev8": (0.89, 1),  # measured 75/80
-    "dev9": (0.92, 1),  # measured 77/80
-    "dev10": (0.88, 1),  # measured 74/80
-    "dev11": (0.83, 1),  # measured 70/80
-    "dev12": (0.38, 1),  # measured 34/80: named by hypernyms MiniLM does not link
-    "heldout": (0.88, 1),  # measured 49/53, collateral 1
-    "heldout2": (0.87, 1),  # measured 64/70
-    "heldout3": (0.95, 1),  # measured 70/70 (61/70 on its first, held-out measure)
-    "heldout4": (0.95, 1),  # measured 70/70 (56/70 on its first measure)
-    "heldout5": (0.90, 1),  # measured 66/70 (51/70 on its first measure)
-    "heldout6": (0.65, 6),  # measured once, 47/70 every backend, collateral 6: the held-out part
+    "dev2": (0.96, 1),  # measured 79/80
+    "dev3": (0.95, 1),  # measured 89/90 (profile 88)
+    "dev4": (0.92, 1),  # measured 67/70
+    "dev5": (0.87, 1),  # measured 64/70 (profile 63)
+    "dev6": (0.86, 1),  # measured 71/80
+    "dev7": (0.93, 1),  # measured 77/80
+    "dev8": (0.90, 1),  # measured 76/80 (profile 74)
+    "dev9": (0.93, 1),  # measured 77/80
+    "dev10": (0.90, 1),  # measured 75/80 (profile 74)
+    "dev11": (0.85, 1),  # measured 71/80 (profile 70)
+    "dev12": (0.45, 1),  # measured 39/80 (profile 38): named by hypernyms MiniLM does not link
+    "heldout": (0.90, 1),  # measured 50/53
+    "heldout2": (0.88, 1),  # measured 64/70 (profile collateral 1)
+    "heldout3": (0.97, 1),  # measured 70/70 (61/70 on its first, held-out measure)
+    "heldout4": (0.97, 1),  # measured 70/70 (56/70 on its first measure)
+    "heldout5": (0.92, 1),  # measured 67/70 (51/70 on its first measure)
+    "heldout6": (0.91, 2),  # measured 66/70, collateral 2 (47/70 on its first measure)
+    "heldout7": (0.92, 1),  # measured 69/70, profile 67 (54/70 on its first measure)
+    "heldout8": (0.97, 1),  # measured 70/70 (54/70 on its first measure)
+    "heldout9": (0.87, 1),  # measured 64/70, profile 63 (48/70 on its first measure)
+    "heldout10": (0.94, 1),  # measured 68/70 (51/70 on its first measure)
+    "heldout11": (0.90, 1),  # measured 66/70, profile 65, collateral 1 (49/70 on its first measure)
+    "heldout12": (0.65, 1),  # measured once: 49/70 (profile 48, collateral 1), the held-out part
 }
 DEV_PARTS = [part for part in FLOORS if part.startswith("dev")]
-HELD_OUT = ("heldout6",)
-REACHED = {"heldout6": False}  # issue 32's targets met on the part (47/70, collateral 6 on heldout6)
-ABSENT_OVER_REACH = 0.05  # measured 42/923 (4.6 %) with full_context on the dev parts
+HELD_OUT = ("heldout12",)
+REACHED = {"heldout12": False}  # issue 32's targets met on the part (49/70 on heldout12)
+ABSENT_OVER_REACH = 0.05  # measured 44/923 (4.8 %) with full_context on the dev parts
 TARGET_HONOURED = 0.85
 
 
