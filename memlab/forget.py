@@ -201,7 +201,7 @@ _MEDICAL = (
     r"\bpills?\b|tablets|prescri|surgery|operation|appendi|tonsil|fracture|injur|broke\s+my\s+(?:arm|leg|wrist|ankle|hip|back|nose|collarbone)|concussion|hospital|pregnan|\bibs\b|crohn|arthritis|infection|\bsti\b|chlamydia|"
     r"dementia|alzheimer|heart\s+attack|stroke|miscarr|\bivf\b|fertility|\bms\b|sclerosis|parkinson|lupus|copd|apno?ea|insomnia|"
     r"dyslex|dyspraxi|psoriasis|eczema|endometriosis|blood\s+pressure|cholesterol|hypertension|thyroid|anaemi|anemi|coeliac|celiac|"
-    r"\bdeaf|\bblind\b|macular|glaucoma|cataract|kidney|liver|\bheart\b|cancer|tumou?r|chemo|biopsy|\bmri\b|x-?ray|\bscan\b|physio|"
+    r"\bdeaf|\bblind\b|macular|glaucoma|cataract|\bkidneys?\b|\bliver\b|\bheart\b|tumou?r|chemo|biopsy|\bmri\b|x-?ray|\bscan\b|physio|"
     r"\w+(?:ine|pril|statin|azole|pam|pram|done|mab|tide|ium|xetine)\b|" + rf"\b(?:{'|'.join(sorted(_CLASS_OF))})\b"
 )
 # Categories a request may name instead of a fact ("my health stuff", "anything about my kids"), and
