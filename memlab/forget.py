@@ -136,6 +136,12 @@ _DRUG_CLASSES = {
     "hiv": "prep truvada",
 }
 _CLASS_OF = {drug: name for name, drugs in _DRUG_CLASSES.items() for drug in drugs.split()}
+_DRUG_NAMES = rf"\b(?:{'|'.join(sorted(_CLASS_OF))})\b"
+# How facts state an immigration status: the topic ("my visa") and the category ("all the immigration details").
+_IMMIGRATION_CUES = (
+    r"undocumented|\bvisa\b|asylum|refugee|citizen|residency|green\s+card|work\s+permit|overstay|\bpapers\b|deport|illegal|"
+    r"leave\s+to\s+remain|\bilr\b|settled\s+status|naturali[sz]"
+)
 
 
 def _initials(text: str) -> str:
@@ -202,7 +208,7 @@ _MEDICAL = (
     r"dementia|alzheimer|heart\s+attack|stroke|miscarr|\bivf\b|fertility|\bms\b|sclerosis|parkinson|lupus|copd|apno?ea|insomnia|"
     r"dyslex|dyspraxi|psoriasis|eczema|endometriosis|blood\s+pressure|cholesterol|hypertension|thyroid|anaemi|anemi|coeliac|celiac|"
     r"\bdeaf|\bblind\b|macular|glaucoma|cataract|\bkidneys?\b|\bliver\b|\bheart\b|tumou?r|chemo|biopsy|\bmri\b|x-?ray|\bscan\b|physio|"
-    r"\w+(?:ine|pril|statin|azole|pam|pram|done|mab|tide|ium|xetine)\b|" + rf"\b(?:{'|'.join(sorted(_CLASS_OF))})\b"
+    r"\w+(?:ine|pril|statin|azole|pam|pram|done|mab|tide|ium|xetine)\b|" + _DRUG_NAMES
 )
 # Categories a request may name instead of a fact ("my health stuff", "anything about my kids"), and
 # how facts in them read.
@@ -256,11 +262,7 @@ CATEGORIES = [
     _WORK,
     _category(r"wedding|wedding\s+plans|engagement", r"wedding|venue|engaged|fianc|bride|groom|honeymoon|propos"),
     _HOUSING,
-    _category(
-        r"immigration|immigration\s+status|visa|residency",
-        r"undocumented|\bvisa\b|asylum|refugee|citizen|residency|green\s+card|work\s+permit|overstay|\bpapers\b|deport|"
-        r"leave\s+to\s+remain|\bilr\b|settled\s+status|naturali[sz]",
-    ),
+    _category(r"immigration|immigration\s+status|visa|residency", _IMMIGRATION_CUES),
     _category(r"skin|skin\s+condition", r"\bskin\b|psoriasis|eczema|acne|rosacea|dermatitis|\brash\b|hives"),
     _category(
         r"food|diet|dietary|eating|food\s+and\s+diet",
@@ -338,8 +340,7 @@ _MEDICATION = _topic(
     r"medication|medications|meds|medicine|medicines|pills?|prescription|tablets|drugs|injections?|jabs?|"
     r"antidepressants?|antibiotics?|inhalers?|statins?|painkillers?",
     r"take\s+\w+|taking\b|prescribed|pills?\b|tablets?\b|\bmg\b|medication|"
-    r"\w+(?:ine|ol|pril|statin|azole|pam|pram|done|mab|tide|ium)\b|"
-    rf"\b(?:{'|'.join(sorted(_CLASS_OF))})\b",
+    r"\w+(?:ine|ol|pril|statin|azole|pam|pram|done|mab|tide|ium)\b|" + _DRUG_NAMES,
 )
 _BALANCE = _topic(r"balance", r"account\b|balance\b|overdrawn|in\s+the\s+bank")
 # How people state a fact a request names by its topic: "my weight" -> "I weigh 92 kilos".
@@ -427,10 +428,7 @@ TOPICS = [
         r"lawsuit|lawsuits|court\s+case|legal\s+case|litigation|legal\s+battle",
         r"\bsu(?:e|ed|es|ing)\b|lawsuit|\bcourt\b|legal\s+action|litigation|tribunal",
     ),
-    _topic(
-        r"immigration(?:\s+status)?|visa|residency|citizenship|papers|legal\s+status",
-        r"undocumented|\bvisa\b|asylum|refugee|citizen|residency|green\s+card|work\s+permit|overstay|\bpapers\b|deport|illegal",
-    ),
+    _topic(r"immigration(?:\s+status)?|visa|residency|citizenship|papers|legal\s+status", _IMMIGRATION_CUES),
     _topic(r"email|e-mail", r"@|\be-?mail"),
     _topic(r"tax|taxes|tax\s+return|hmrc|irs", r"\btax|hmrc|\birs\b|self-assessment"),
     _topic(
