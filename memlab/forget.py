@@ -89,7 +89,7 @@ def word_share(text: str, subject: str) -> float:
     found = (
         content_words(text)
         | {_SYNONYMS[word] for word in content_words(text) if word in _SYNONYMS}
-        | {_CLASS_OF[word] for word in content_words(text) if word in _CLASS_OF}
+        | {name for word in content_words(text) for name in _CLASS_OF.get(word, ())}
     )
     lowered = text.lower()
     initials = _initials(lowered)
@@ -116,7 +116,17 @@ _WHO = re.compile(
     r"kid|kids|child|children|son|daughter|mum|mom|dad|wife|husband|partner|sister|brother|family|parent|boyfriend|girlfriend)$"
 )
 # Words for the same person ("my boss" is "my manager"), read as one.
-_SYNONYMS = {"manager": "boss", "mom": "mum", "mother": "mum", "father": "dad", "kids": "children", "kid": "children"}
+_SYNONYMS = {
+    "manager": "boss",
+    "mom": "mum",
+    "mother": "mum",
+    "father": "dad",
+    "kids": "children",
+    "kid": "children",
+    "boy": "son",  # "my boy's condition"
+    "lad": "son",
+    "beta": "blocker",  # "the beta blocker": bisoprolol (a drug class in two words)
+}
 # What a drug is for, which an embedder does not know: "my antidepressant" is "I take sertraline",
 # "the diabetes medication" is "I take metformin".
 _DRUG_CLASSES = {
@@ -134,8 +144,15 @@ _DRUG_CLASSES = {
     "asthma": "salbutamol ventolin inhaler symbicort",
     "pain": "codeine tramadol morphine oxycodone naproxen",
     "hiv": "prep truvada",
+    "stimulant": "ritalin methylphenidate adderall elvanse lisdexamfetamine concerta dexamfetamine modafinil",
+    "blocker": "propranolol bisoprolol atenolol metoprolol",  # "the beta blocker"
+    "weight": "ozempic wegovy mounjaro semaglutide tirzepatide saxenda",  # "the weight-loss jab"
+    "addiction": "methadone buprenorphine subutex naltrexone antabuse",
 }
-_CLASS_OF = {drug: name for name, drugs in _DRUG_CLASSES.items() for drug in drugs.split()}
+_CLASS_OF: dict[str, set[str]] = {}
+for _name, _drugs in _DRUG_CLASSES.items():
+    for _drug in _drugs.split():
+        _CLASS_OF.setdefault(_drug, set()).add(_name)
 _DRUG_NAMES = rf"\b(?:{'|'.join(sorted(_CLASS_OF))})\b"
 # How facts state an immigration status: the topic ("my visa") and the category ("all the immigration details").
 _IMMIGRATION_CUES = (
@@ -165,7 +182,8 @@ def _head(subject: str) -> str:
         pair = f"{words[-2]} {words[-1]}"  # "the court case", "my nose job": a topic in two words
         if any(topic.fullmatch(pair) for topic, _ in TOPICS):
             return pair
-    return (words or [""])[-1]
+    # "my record": a generic word is the head when the subject has no other
+    return (words or [w for w in re.findall(r"[a-z']+", subject.lower()) if content_words(w)] or [""])[-1]
 
 
 def topic_cues(subject: str) -> re.Pattern[str] | None:
@@ -210,6 +228,12 @@ _MEDICAL = (
     r"\bdeaf|\bblind\b|macular|glaucoma|cataract|\bkidneys?\b|\bliver\b|\bheart\b|tumou?r|chemo|biopsy|\bmri\b|x-?ray|\bscan\b|physio|"
     r"\w+(?:ine|pril|statin|azole|pam|pram|done|mab|tide|ium|xetine)\b|" + _DRUG_NAMES
 )
+# How facts state a faith: "my religion" is every one of them (a category and a topic).
+_RELIGION = (
+    r"muslim|christian|catholic|jewish|hindu|sikh|buddhist|atheist|agnostic|church|mosque|synagogue|temple|pray|"
+    r"baptist|methodist|anglican|protestant|evangelical|pentecostal|quaker|mormon|\blds\b|orthodox|jehovah|religio|faith|"
+    r"ramadan|\bfast(?:s|ing)?\s+(?:during|for|on)\b|\beid\b|\blent\b|sabbath|diwali|\bhajj\b"
+)
 # Categories a request may name instead of a fact ("my health stuff", "anything about my kids"), and
 # how facts in them read.
 _KIDS = _category(
@@ -220,6 +244,16 @@ _FAMILY = _category(
     r"family|family\s+members|relatives",
     r"\b(?:wife|husband|partner|son|daughter|kids?|children|mum|mom|mother|dad|father|brother|sister|parents|"
     r"grandma|grandmother|grandad|grandfather|aunt|uncle|cousin|niece|nephew)\b",
+)
+# "my parents", "both the things about my parents": what is said of the mum and the dad
+_PARENTS = _category(
+    r"parents|mum\s+and\s+dad|mom\s+and\s+dad|mother\s+and\s+father|folks",
+    r"\b(?:mum|mom|mother|dad|father|parents|folks|stepdad|stepmum|stepmom)\b(?!-in-law)",
+)
+# "my sibling": the brother or the sister
+_SIBLINGS = _category(
+    r"siblings?|brothers?\s+and\s+sisters?|sisters?\s+and\s+brothers?",
+    r"\b(?:brothers?|sisters?|siblings?|twin)\b(?!-in-law)",
 )
 # "the family medical stuff": medical facts about family members (see _PEOPLE_CUES)
 _FAMILY_MEDICAL = _category(
@@ -240,6 +274,8 @@ _HOUSING = _category(
 )
 CATEGORIES = [
     _KIDS,
+    _PARENTS,
+    _SIBLINGS,
     _FAMILY,
     _FAMILY_MEDICAL,
     _category(r"health|medical|medical\s+history|health\s+history|physical\s+health", _MEDICAL),
@@ -260,6 +296,13 @@ CATEGORIES = [
         r"pregnan|morning\s+sickness|due\s+date|\bivf\b|miscarr|expecting|trimester|fertility|conceiv|trying\s+for\s+a\s+baby|egg\s+freezing",
     ),
     _WORK,
+    _category(
+        r"education|education\s+history|schooling|studies|academic\s+(?:history|record|background)|qualifications|degrees?",
+        r"school|universit|\buni\b|college|degree|master'?s\b|\bphd\b|doctorate|bachelor|\bba\b|\bbsc\b|\bmsc\b|\bmba\b|"
+        r"graduat|\bstudied\b|\bstudying\b|\bstudy\b|dropped\s+out|oxford|cambridge|harvard|\blse\b|a-?levels|gcses?|diploma|"
+        r"thesis|dissertation",
+    ),
+    _category(r"religion|faith|religious\s+beliefs|beliefs", _RELIGION),
     _category(r"wedding|wedding\s+plans|engagement", r"wedding|venue|engaged|fianc|bride|groom|honeymoon|propos"),
     _HOUSING,
     _category(r"immigration|immigration\s+status|visa|residency", _IMMIGRATION_CUES),
@@ -278,7 +321,7 @@ CATEGORIES = [
 
 
 # Categories of people: their facts are about someone else by nature ("My father passed away").
-_PEOPLE_CUES = (_KIDS[1], _FAMILY[1], _FAMILY_MEDICAL[1], _WORK[1], _HOUSING[1])
+_PEOPLE_CUES = (_KIDS[1], _PARENTS[1], _SIBLINGS[1], _FAMILY[1], _FAMILY_MEDICAL[1], _WORK[1], _HOUSING[1])
 
 
 def category_cues(subject: str) -> re.Pattern[str] | None:
@@ -297,7 +340,8 @@ _PERSON_WORDS = frozenset(
 _PAST_STATE = re.compile(r"\bused\s+to\b|\bno\s+longer\b|\bformerly\b|\bnot\s+any\s*more\b")
 # Words that name no topic of their own: "my medical info" is about the medical.
 _GENERIC = frozenset(
-    "info information details detail stuff history data records record sessions session problem problems issue issues".split()
+    "info information details detail stuff history data records record sessions session problem problems issue issues "
+    "status".split()
 )
 
 
@@ -339,22 +383,25 @@ def _topic(names: str, cues: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
 _MEDICATION = _topic(
     r"medication|medications|meds|medicine|medicines|pills?|prescription|tablets|drugs|injections?|jabs?|"
     r"antidepressants?|antibiotics?|inhalers?|statins?|painkillers?",
-    r"take\s+\w+|taking\b|prescribed|pills?\b|tablets?\b|\bmg\b|medication|"
+    r"takes?\s+\w+|taking\b|prescribed|pills?\b|tablets?\b|\bmg\b|medication|"
     r"\w+(?:ine|ol|pril|statin|azole|pam|pram|done|mab|tide|ium)\b|" + _DRUG_NAMES,
+)
+_BEREAVEMENT = _topic(
+    r"bereavement|grief|loss", r"\bdied\b|passed\s+away|\bdeath\b|funeral|\blost\s+my\b|bereave|grie(?:f|ving)"
 )
 _BALANCE = _topic(r"balance", r"account\b|balance\b|overdrawn|in\s+the\s+bank")
 # How people state a fact a request names by its topic: "my weight" -> "I weigh 92 kilos".
 TOPICS = [
     # a weight to lose or gain is a goal, not what the user weighs
     _topic(
-        r"weight|weigh",
+        r"weight|weigh|weight\s+loss",
         r"weigh|(?<!lose\s)(?<!gain\s)(?<!drop\s)(?<![\d.])\d+(?:\.\d+)?\s*(?:kilos?|kg|stone|lbs?|pounds)\b",
     ),
     _topic(r"height|how\s+tall", r"tall\b|\d\s*(?:cm|m)\b|foot\b|feet\b|\d\s*ft\b|metres?\b|meters?\b"),
     _topic(r"age|how\s+old", r"years?\s+old|\baged?\b|born\s+in\s+(?:19|20)\d\d|\bi'?m\s+\d\d\b|turned\s+\d\d\b"),
     _topic(r"birthday|birth\s*date|date\s+of\s+birth", r"born\s+(?:on|in\s+(?:19|20)\d\d)|birthday|date\s+of\s+birth"),
     _topic(
-        r"salary|income|pay|wage|wages|earnings|how\s+much\s+i\s+(?:earn|make)|money",
+        r"salary|salaries|incomes?|pay|wage|wages|earnings|how\s+much\s+i\s+(?:earn|make)|money",
         # "£" alone is a price, a rent or a mortgage as often as pay: a figure counts as pay with "on" or a period
         r"earn|salary|income|paid\b|wage|\bon\s+(?:£|\$|€)?\d+\s*k\b|a\s+year\b|per\s+(?:year|annum|hour|month)|"
         r"\bmake\s+(?:about\s+|around\s+|roughly\s+)?(?:(?:£|\$|€)\d[\d,.]*\s*k?|\d+\s*k)\b",
@@ -375,16 +422,13 @@ TOPICS = [
         r"nose\s+job|boob\s+job|rhinoplasty|cosmetic|plastic\s+surgery|botox|fillers|implants|facelift",
     ),
     _topic(
-        r"where\s+i\s+work|job|work|employer|workplace|career|occupation|company",
+        r"where\s+i\s+work|job|work|employer|workplace|career|occupation|company|redundancy|redundant|laid\s+off|"
+        r"job\s+loss",
         r"\bwork|\bjob\b|employed|employer|\bas\s+an?\s+\w+|office\b|company\b|^i'?m\s+an?\s+\w+\s+(?:at|for)\b|"
-        r"redundan|laid\s+off|\bfired\b|\bsacked\b|lost\s+my\s+job|"
+        r"redundan|laid\s+off|\bfired\b|\bsacked\b|lost\s+my\s+job|unemploy|out\s+of\s+work|jobless|between\s+jobs|"
         rf"^i'?m\s+an?\s+(?:[\w-]+\s+){{0,2}}{_OCCUPATION}\b",
     ),
-    _topic(
-        r"religion|faith|beliefs?",
-        r"muslim|christian|catholic|jewish|hindu|sikh|buddhist|atheist|agnostic|church|mosque|synagogue|temple|pray|"
-        r"baptist|methodist|anglican|protestant|evangelical|pentecostal|quaker|mormon|\blds\b|orthodox|jehovah|religio|faith",
-    ),
+    _topic(r"religion|faith|beliefs?", _RELIGION),
     _topic(
         r"school|schools",
         r"school|primary\b|secondary\b|academy\b|college\b|nursery\b|\bhigh\b|elementary|kindergarten|pre-?school|daycare",
@@ -404,7 +448,9 @@ TOPICS = [
         r"\bhalf\s+\w+|mixed\s+race|heritage|descent|\b(?:black|white|asian)\b",
     ),
     _topic(
-        r"debt|debts|finances|loan|loans|money\s+problems", r"debt|owe\b|loan|overdraft|credit\s+card|bankrupt|arrears"
+        r"debt|debts|finances|loan|loans|money\s+(?:problems|troubles?|worries|issues)|insolvency|bankruptcy|bailiffs?|"
+        r"debt\s+collectors?",
+        r"debt|owe\b|loan|overdraft|credit\s+card|bankrupt|arrears|insolv|bailiff|\biva\b",
     ),
     _topic(
         r"savings|nest\s+egg|investments?|pension",
@@ -415,24 +461,33 @@ TOPICS = [
     _topic(r"bank", r"\bbank|barclays|lloyds|hsbc|natwest|nationwide|santander|monzo|halifax"),
     _topic(r"phone|number|mobile", r"phone|mobile|\b0\d{3}|\+\d"),
     _topic(r"car|vehicle", r"\bdrive\b|\bcar\b|corsa|ford|toyota|honda|vw|bmw|audi|tesla|vauxhall"),
-    _topic(r"diet|eating", r"vegan|vegetarian|pescatarian|keto|gluten|halal|kosher|\bdiet\b"),
-    _topic(r"drinking|alcohol|booze", r"drink|alcohol|pints?\b|wine\b|beer\b|sober|\baa\b|alcoholics"),
-    _topic(r"smoking|cigarettes|vaping", r"smoke|cigarettes?|vape|vaping"),
+    _topic(
+        r"diet|eating",
+        r"vegan|vegetarian|pescatarian|keto|gluten|halal|kosher|\bdiet\b|anorexi|bulimi|binge|eating\s+disorder",
+    ),
+    _topic(
+        r"drinking|alcohol|booze|alcohol\s+intake|drinking\s+habits?|bottle",
+        r"drink|alcohol|pints?\b|wine\b|beers?\b|sober|\baa\b|alcoholics",
+    ),
+    _topic(r"smoking|cigarettes?|smokes|vaping|vape", r"smoke|cigarettes?|vape|vaping"),
     _topic(r"pets?|dog|dogs|cat|cats", r"\bdogs?\b|\bcats?\b|puppy|kitten|\bpets?\b|rabbit|hamster|parrot"),
     _topic(r"rent|mortgage|home\s+loan|housing\s+costs", r"\brent\b|mortgage|landlord|\bpay\s+£"),
     _topic(
-        r"conviction|convictions|criminal\s+record|arrest|record",
-        r"criminal|convict|arrested|prison|jail|\bcharged\b|probation|offence|offense",
+        r"conviction|convictions|criminal\s+record|arrest|record|police|bail|legal\s+trouble|trouble\s+with\s+the\s+law|law|"
+        r"run-?in\s+with\s+the\s+law|charges?|driving\s+charge|"
+        r"drink[\s-]driving|drunk[\s-]driving|dui|dwi",
+        r"criminal|convict|arrested|prison|jail|\bcharged\b|probation|offence|offense|\bbail\b|caution|shoplift|police|"
+        r"sentenced|community\s+service|\btag\b|\bdui\b|\bdwi\b|drink[\s-]driv|drunk[\s-]driv|banned\s+from\s+driving",
     ),
     _topic(
-        r"lawsuit|lawsuits|court\s+case|legal\s+case|litigation|legal\s+battle",
-        r"\bsu(?:e|ed|es|ing)\b|lawsuit|\bcourt\b|legal\s+action|litigation|tribunal",
+        r"legal|lawsuit|lawsuits|court|court\s+case|legal\s+case|litigation|legal\s+battle|custody(?:\s+(?:case|battle|dispute|fight))?",
+        r"\bsu(?:e|ed|es|ing)\b|lawsuit|\bcourt\b|legal\s+action|litigation|tribunal|custody",
     ),
     _topic(r"immigration(?:\s+status)?|visa|residency|citizenship|papers|legal\s+status", _IMMIGRATION_CUES),
     _topic(r"email|e-mail", r"@|\be-?mail"),
-    _topic(r"tax|taxes|tax\s+return|hmrc|irs", r"\btax|hmrc|\birs\b|self-assessment"),
+    _topic(r"tax|taxes|tax\s+return|tax\s+bill|hmrc|irs", r"\btax|hmrc|\birs\b|self-assessment"),
     _topic(
-        r"baby|babies|fertility|ivf|conceiving",
+        r"baby|babies|fertility|ivf|conceiving|pregnancy|pregnant|expecting",
         r"\bivf\b|fertility|pregnan|conceiv|trying\s+for\s+a\s+baby|egg\s+freezing|\bbaby\b",
     ),
     _topic(r"eating\s+disorder", r"anorexi|bulimi|binge|eating\s+disorder|\bed\s+recovery|purg"),
@@ -451,10 +506,72 @@ TOPICS = [
     ),
     _topic(r"name|names", r"\bcalled\b|\bname\s+is\b|\bnamed\b"),
     _topic(r"password|pin|passcode", r"password|\bpin\b|passcode|\bcode\b"),
+    # a diagnosis is what the user has ("I have ADHD", "Has endometriosis"), not a doctor, a pet or an allergy
+    _topic(
+        r"diagnosis|diagnoses|mental\s+health\s+diagnosis",
+        r"diagnos|(?:\bi\s+have|\bhas|'ve\s+got|'s\s+got)\s+(?!(?:a|an|no|some|two|three|four|my|his|her)\b|[\d$£€])|"
+        r"\b(?:i'?m|is|are)\s+(?:autistic|bipolar|dyslexic|diabetic|epileptic|hiv)",
+    ),
+    _topic(r"cancer", r"cancer|chemo|tumou?r|remission|radiotherapy|oncolog|mastectomy|lymphoma|leukaemia|leukemia"),
+    _topic(r"infidelity|cheating|affair|affairs", r"cheat|affair|unfaithful|infidel|\blover\b|other\s+(?:woman|man)"),
+    _topic(r"recovery|sobriety", r"sober|\baa\b|alcoholics|rehab|relapse|clean\s+for|recover|addict|methadone"),
+    _topic(r"rehab|treatment\s+cent(?:re|er)|detox", r"rehab|detox|treatment\s+cent|recovery\s+cent"),
+    _topic(
+        r"side\s+(?:income|hustle|job|gig|money)|extra\s+(?:income|money|cash)|second\s+job",
+        r"extra\s+(?:money|cash|income)|side\s+(?:income|hustle|job|gig)|onlyfans|second\s+job|on\s+the\s+side|cash\s+in\s+hand",
+    ),
+    _topic(
+        r"hormones?|hrt|hormone\s+(?:therapy|treatment)", r"\bhrt\b|hormone|testosterone|oestrogen|estrogen|menopaus"
+    ),
+    _topic(
+        r"gender|gender\s+identity|transition", r"\btrans\b|transgender|non-?binary|transition|genderqueer|\bgender"
+    ),
+    _BEREAVEMENT,
+    _topic(r"tattoos?|ink", r"tattoo|\binked\b|\bink\b"),
+    _topic(
+        r"dark\s+(?:period|time|place|patch|days)|low\s+point|breakdown|crisis",
+        r"suicid|self-?harm|overdose|depress|breakdown|sectioned|psych\s+ward|attempt",
+    ),
+    _topic(
+        r"schedule|shifts?|hours|rota|working\s+hours|job\s+schedule|work\s+schedule",
+        r"\bshifts?\b|night\s+shift|\bhours\b|\brota\b|schedule|\bnights\b|part-time|full-time",
+    ),
+    _topic(
+        r"gut|stomach|bowel|bowels|digestion|digestive",
+        r"\bibs\b|crohn|colitis|coeliac|celiac|bowel|stomach|\bgut\b|reflux|ulcer|digestive",
+    ),
+    _topic(
+        r"operation|surgery|op|procedure|procedures",
+        r"surgery|operation|replacement|transplant|removed|bypass|keyhole|\bop\b|procedure|implant|abortion|termination|"
+        r"mastectomy|hysterectomy|vasectomy",
+    ),
+    _topic(
+        r"bedroom|bedroom\s+(?:issue|problem|stuff|thing)s?|sexual\s+health|performance\s+issues?",
+        r"erectile|impoten|\bed\b|libido|viagra|sildenafil|sexual",
+    ),
+    _topic(r"ring|engagement\s+ring|proposal|proposing", r"propos|engage|\bring\b"),
+    # "my status": the one status a fact states (HIV, immigration, relationship)
+    _topic(
+        r"status|hiv\s+status",
+        r"\bhiv\b|positive\b|undocumented|\bvisa\b|refugee|asylum|citizen|\bsingle\b|\bmarried\b|divorced|separated",
+    ),
+    _topic(
+        r"mobility|wheelchair",
+        r"wheelchair|crutches|walking\s+(?:stick|frame)|mobility|\bcane\b|can'?t\s+walk|paraly[sz]|amputee",
+    ),
+    _topic(r"speech|speech\s+impediment|stammer|stutter", r"stammer|stutter|\blisp\b|speech"),
+    _topic(r"breathing\s+machine|cpap|sleep\s+apno?ea", r"apno?ea|cpap|snor"),
+    _topic(
+        r"birth\s+parents|adoption|adopted|biological\s+parents",
+        r"adopt|foster|birth\s+(?:mum|mother|dad|father|parents)",
+    ),
+    _topic(r"bullying|bullied|picked\s+on", r"bull(?:y|ied|ying)|picked\s+on|teased"),
+    _topic(r"hospital|hospital\s+stay|admission", r"hospital|sectioned|admitted|\bward\b|\bicu\b|inpatient"),
     _topic(r"health|medical|condition|diagnosis|illness|disability", _MEDICAL),
     _topic(r"benefits|welfare", r"universal\s+credit|benefits|jobseeker|\bpip\b|\besa\b|welfare|housing\s+benefit"),
     _topic(
-        r"therapy|therapist|counsellor|counselor|mental\s+health", r"therap|counsell?or|psychiatrist|anxiety|depression"
+        r"therapy|therapist|counsellor|counselor|counsell?ing|counseling|mental\s+health",
+        r"therap|counsell?or|counsell?ing|psychiatrist|anxiety|depression",
     ),
 ]
 
@@ -563,6 +680,8 @@ def semantic_matcher(embedder: Embedder, *, threshold: float | None = None, marg
                 # fact naming them ("about Nate getting fired": not all of Nate).
                 taken |= {i for i, text in enumerate(texts) if someone & _names(text)}
             chosen |= taken | _same_person(part, taken, texts)
+            if wide and (_OTHERS.search(part.lower()) or _named_in(part, texts)):
+                chosen |= _goes_on(taken, texts, turns)  # "everything to do with my mother-in-law"
             # What restates it in its own words goes too: all of a two-word subject ("spicy ramen"),
             # three quarters of a longer one.
             words = len(content_words(part))
@@ -597,20 +716,26 @@ def _spared(
 
 
 def everything_but_kept(request: ForgetRequest, items: Sequence[MemoryItem], embedder: Embedder) -> list[str]:
-    """Every item but the one the request keeps ("... except my name": "My name is Sofia"), with what
-    restates it."""
+    """Every item but those the request keeps ("... except my name": "My name is Sofia"; "apart from
+    the diet one and the spelling preference": two), with what restates them."""
     if not items:
         return []
     texts = [item.text for item in items]
     spared: set[int] = set()
     if request.keep:
-        keep = _scores(embedder, request.keep, texts, embedder.embed(texts))
-        best = int(keep.argmax())
+        vectors = embedder.embed(texts)
         turns = [_turns_of(item) for item in items]
-        if keep[best] >= THRESHOLD:
-            spared = {best} | {i for i, own in enumerate(turns) if own and own <= turns[best]}
-        else:
-            return []  # what it keeps is not clear: nothing is deleted rather than too much
+        kept_parts = ForgetRequest(subject=request.keep, turn_index=0, text="").parts() or [request.keep]
+        for part in kept_parts:
+            keep = _scores(embedder, part, texts, vectors)
+            best = int(keep.argmax())
+            if not (
+                keep[best] >= THRESHOLD
+                or _only_in_topic(best, keep, texts, topic_cues(part))
+                or _stands_out(keep, texts, part)
+            ):
+                return []  # what it keeps is not clear: nothing is deleted rather than too much
+            spared |= {best} | {i for i, own in enumerate(turns) if own and own <= turns[best]}
     return [item.id for i, item in enumerate(items) if i not in spared]
 
 
@@ -667,7 +792,7 @@ def _by_relation(subject: str, texts: list[str]) -> str:
             if not _OTHERS.search(f"my {relation}") or not re.search(rf"\b{name}'s\s", subject):
                 continue
             rest = content_words(subject) - {name, f"{name}'s"} - _GENERIC
-            if any(name in content_words(other) and rest & content_words(other) for other in texts):
+            if any(name in _names(other) and rest & content_words(other) for other in texts):
                 continue
             return re.sub(rf"\b{name}'s\s", f"my {relation}'s ", subject)
     return _by_name(subject, texts)
@@ -803,7 +928,10 @@ _PLACED = re.compile(r"\b(?:in|at|lives?|living|moved|based|works?|working|stays
 
 def _about_someone_else(text: str, subject: str) -> bool:
     """Whether ``text`` is about a person the subject does not name ("my mum takes sertraline" for
-    "my medication"), or about the user when the subject names someone else."""
+    "my medication"), or about the user when the subject names someone else. A death is the user's
+    loss ("my loss": "User's husband passed away")."""
+    if _BEREAVEMENT[0].search(_head(subject)) and _BEREAVEMENT[1].search(text.lower()):
+        return False
     if (shared := _names(text) & content_words(subject)) and any(
         _same_word(word, other) for word in content_words(subject) - shared for other in content_words(text) - shared
     ):
@@ -834,6 +962,18 @@ def _same_person(subject: str, taken: set[int], texts: list[str]) -> set[int]:
         and (shared := names & set(re.findall(r"\b[A-Z][a-z]{2,}\b", text)))
         and not all(_named_other(name, relation, text) for name in shared)
     }
+
+
+# A fact that goes on about the person of the fact told just before it ("My mother-in-law lives with
+# us", then "She criticises my cooking constantly").
+_GOES_ON = re.compile(r"^(?:she|he|they)\b", re.IGNORECASE)
+
+
+def _goes_on(taken: set[int], texts: list[str], turns: list[set[tuple[Any, Any]]]) -> set[int]:
+    """The facts told in the turn right after a taken fact about someone, that open on "she" or "he"."""
+    about_someone = [i for i in taken if _OTHERS.search(texts[i].lower()) or _names(texts[i])]
+    following = {(session, index + 1) for i in about_someone for session, index in turns[i]}
+    return {j for j, text in enumerate(texts) if turns[j] & following and _GOES_ON.match(text)}
 
 
 def _named_other(name: str, relation: str, text: str) -> bool:
@@ -874,7 +1014,7 @@ _WHERE_HELD = re.compile(
 # (A profile entry names the person first: "wife's birthday: in July", "partner: 6 foot 2"; a request
 # may name them through someone else: "Ben's mum".)
 _OTHERS = re.compile(
-    r"(?:\b(?:my|our|his|her|their|[a-z]+'s)\s+(?:\w+\s+)?|^)(?:sister|brother|mum|mom|mother|dad|father|son|daughter|wife|husband|"
+    r"(?:\b(?:my|our|his|her|their|[a-z]+'s|(?:has|have|with)\s+an?)\s+(?:\w+\s+)?|^)(?:sister|brother|mum|mom|mother|dad|father|son|daughter|wife|husband|"
     r"parents|grandparents|grandchildren|grandkids|stepdad|stepmum|sisters|brothers|sons|daughters|friends|"
     r"partner|friend|boss|manager|colleague|neighbou?r|cousin|aunt|uncle|nan|gran|grandma|grandmother|grandad|grandfather|"
     r"grandpa|niece|nephew|kids?|children|child|boyfriend|girlfriend|ex|fianc[eé]e?|flatmate|roommate|landlord|"

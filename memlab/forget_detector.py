@@ -36,8 +36,10 @@ Elena").
 
 Never a request: "forget it", "forget about it, let's ...", "never forget", "don't forget to",
 "I forgot my ...", "I wish I could forget ...", others forgetting, questions about forgetting,
-titles ("Forget You"), and deleting or erasing things that are not what the assistant keeps ("how do
-I delete a file", "remove a coffee stain", "delete the meeting from my calendar").
+titles ("Forget You"), deleting or erasing things that are not what the assistant keeps ("how do
+I delete a file", "remove a coffee stain", "delete the meeting from my calendar"), edits of the
+user's own document ("In my CV, remove the line about my last job") and reports of an earlier
+request ("Last week I asked you to forget my old address. Did that go through?").
 
 A request also says what to keep ("... but you can keep that I get migraines", "Only keep that I'm a
 student": ``ForgetRequest.keep``), and "his job" / "her salary" name the person the turn named
@@ -191,25 +193,34 @@ _SPELLING = {
     "cna": "can",
     "stuf": "stuff",
     "medicaton": "medication",
+    "prescrption": "prescription",
+    "wrok": "work",
+    "pleasee": "please",
+    "forgte": "forget",
+    "wnat": "want",
+    "un-save": "unsave",
+    "perscription": "prescription",
     "medicaiton": "medication",
     "pleaes": "please",
     "remeber": "remember",
     "pleas": "please",
     "abot": "about",
+    "rn": "right now",
 }
 
 _OPENER = (
-    r"(?:(?:oh|ok|okay|actually|also|and|so|hey|hi|hiya|yo|but|just|well|um|uh|hmm|now|then|yeah|yes|no|nope|sorry|wait|look|"
+    r"(?:(?:oh|ok|okay|actually|also|and|so|hey|hi|hiya|yo|but|just|well|um|uh|hmm|now|then|yeah|yes|no|nope|sorry|wait|look|like|"
     r"lol|lmao|omg|ugh|tbh|ngl|ah|ahh|god|oh\s+god|right\s+so|nah|naw|bro|fam|hey\s+so|okay\s+so|ok\s+so|"
     r"listen|honestly|right|alright|anyway|mate|bud|buddy|dude|pal|on\s+second\s+thought|one\s+more\s+thing|thinking\s+about\s+it|"
     r"come\s+to\s+think\s+of\s+it|before\s+i\s+go|by\s+the\s+way|btw)\b[\s,:-]*)*"
 )
 _PLEASE = r"(?:please|kindly)"
 _POLITE = (
-    r"(?:(?:can|could|would|will)\s+you(?:\s+please)?(?:\s+(?:just|also|now|maybe|kindly))?|"
+    r"(?:(?:can|could|would|will)\s+you(?:\s+please)?(?:\s+(?:just|also|now|maybe|kindly|possibly|perhaps))?|"
     r"(?:would|do)\s+you\s+mind|mind|(?:can|could)\s+we|do\s+you\s+think\s+you\s+(?:could|can|would)|"
-    r"(?:is|would)\s+it\s+(?:be\s+)?(?:possible|ok|okay)\s+(?:for\s+you\s+)?to|(?:be\s+)?so\s+kind\s+as\s+to|"
-    r"(?:i'?d|i\s+would)\s+(?:really\s+)?(?:like|love|prefer|appreciate\s+it\s+if)\s+(?:it\s+if\s+)?you(?:\s+(?:to|would|could|can))?|"
+    r"(?:is|would)\s+(?:it\s+)?(?:be\s+)?(?:possible|ok|okay)\s+(?:for\s+you\s+)?to|(?:be\s+)?so\s+kind\s+as\s+to|"
+    r"(?:i'?d|i\s+would)\s+(?:really\s+)?appreciate\s+you|you\s+were\s+supposed\s+to|you\s+(?:said|promised)\s+you(?:'d|\s+would)|"
+    r"(?:i'?d|i\s+(?:would|should))\s+(?:really\s+)?(?:like|love|prefer|appreciate\s+it\s+if)\s+(?:it\s+if\s+)?you(?:\s+(?:to|would|could|can))?|"
     r"i\s+(?:want|need|ask)\s+you\s+to|i\s+want\s+that\s+you|(?:i'?d|i\s+would)\s+ask\s+(?:that\s+)?you(?:\s+to)?|(?:have|get|make)\s+you(?:\s+to)?|(?:i|i'?d\s+like\s+to|i\s+would\s+like\s+to|i\s+must|i\s+have\s+to)\s+(?:demand|insist|request|require|ask)\s+(?:that\s+)?you(?:\s+to)?|do\s+the\s+needful\s+and|help\s+me(?:\s+to)?|"
     r"(?:i'?d|i\s+would)\s+be\s+(?:very\s+|really\s+|so\s+|most\s+)?(?:grateful|thankful)\s+if\s+you\s+(?:could|would|can)|"
     r"(?:you\s+(?:really\s+)?(?:can|may|should|could|must)|feel\s+free\s+to|go\s+ahead\s+and|make\s+sure\s+(?:to|you))(?:\s+(?:now|just|also|go\s+ahead\s+and))?|"
@@ -241,7 +252,7 @@ _PIECE = (
 _REFERENCE = (
     rf"(?:(?:the|that|this|those|these|any|all|every|your|both|the\s+two)\s+(?:\w+\s+)?{_PIECE}\s+"
     rf"(?:about|of|on|regarding|concerning|related\s+to|relating\s+to|pertaining\s+to|re|with|containing|mentioning|where\s+i\s+{_SAID}(?:\s+(?:you\s+)?about)?|"
-    rf"(?:that\s+)?(?:i|you)\s+(?:{_SAID}|{_HELD})(?:\s+(?:you\s+)?(?:about|on|regarding))?)|"
+    rf"(?:that\s+)?(?:i|you)\s+(?:{_SAID}|{_HELD})(?:\s+(?:you\s+)?(?:about|on|regarding|concerning))?)|"
     rf"{_PIECE}\s+(?:about|on|regarding|concerning)|"
     rf"what(?:ever)?\s+(?:i|you)(?:'ve|\s+have)?(?:\s+(?:just|earlier|once|ever))?\s*(?:{_SAID}|{_HELD})(?:\s+(?:you|me))?(?:\s+(?:earlier|before))?\s+(?:about|regarding|concerning|on)|"
     rf"(?:everything|anything|all)\s+(?:(?:that\s+)?(?:i|you)(?:'ve|\s+have)?\s*(?:{_SAID}|{_HELD})(?:\s+(?:you|me))?(?:\s+(?:earlier|before))?\s+)?(?:about|regarding|concerning|on|related\s+to|to\s+do\s+with|involving)|"
@@ -333,18 +344,21 @@ _ERASE = _verb(
     "bin",
     "lose",
     "unsave",
+    "unsee",
+    "unknow",
+    "untrack",
     "cross off",
     "scrap",
 )
 _NEGATION = (
     r"(?:don'?t|do\s+not|never|not|no\s+more|no\s+longer|cease\s+to|cease|stop|quit|(?:there'?s\s+|there\s+is\s+)?no\s+need(?:\s+for\s+you)?\s+to|"
-    r"you\s+(?:don'?t|do\s+not)\s+(?:need|have)\s+to|(?:can|could|would)\s+you\s+not|you\s+(?:can|could)\s+stop)"
+    r"you\s+(?:don'?t|do\s+not)\s+(?:need|have)\s+to|(?:can|could|would)\s+you\s+(?:just\s+)?not|you\s+(?:can|could)\s+not|(?:i\s+)?withdraw\s+(?:my\s+)?consent\s+for\s+you\s+to|i\s+want\s+you\s+not\s+to|you\s+(?:can|could)\s+stop)"
 )
 # Subjects that name nothing: "forget it", "forget about that", "forget everything".
 _EMPTY_SUBJECT = re.compile(
-    r"^(?:it|that|this|them|those|these|him|her|all|either|neither|both|both\s+of\s+(?:them|those|these)|one|that\s+one|this\s+one|everything|anything|all\s+that|all\s+of\s+it|all\s+of\s+that|"
+    r"^(?:it|that|this|them|those|these|him|her|all|either|neither|both|saved|stored|kept|(?:this|that)\s+(?:information|info|data|memory|entry|note|detail|details)|both\s+of\s+(?:them|those|these)|one|that\s+one|this\s+one|everything|anything|all\s+that|all\s+of\s+it|all\s+of\s+that|"
     r"the\s+whole\s+thing|the\s+rest|me|us|about\s+it|about\s+that|it\s+all|that\s+stuff|this\s+stuff|whatever|"
-    r"something|someone|somebody|anyone|nothing|myself|yourself|about\s+me|me(?:\s+(?!\w+in[g']?\b|and\s+(?:my|our|\w+\s+\w+ing)\b)\S+.*)?|you|it\s+\w+|"
+    r"something|someone|somebody|anyone|nothing|myself|yourself|about\s+me|me(?:\s+(?!(?:(?:not|never|maybe|possibly|probably|once)\s+)?\w+in[g']?\b|and\s+(?:my|our|\w+\s+\w+ing)\b)\S+.*)?|you|it\s+\w+|"
     r"(?:everything|anything|all|whatever)\s+(?:that\s+)?(?:i|you)\s+(?:say|said|tell|told|do|did|mention)(?:\s+(?:you|me))?(?:\s+\w+)?)$"
 )
 # Things deleted or erased that are not what the assistant keeps (files, stains, apps ...).
@@ -362,11 +376,13 @@ _SUBJECT_END = re.compile(
     r"\s*(?:,|;|:|\?|!|\s-\s|\s–\s|\s—\s|\(|\bfrom\s+(?:your\s+|the\s+|my\s+)?(?:(?:saved|stored|long-term)\s+)?(?:memory|memories|records?|notes|files?|mind|profile|head|brain|info|information)\b|"
     r"\b(?:that\s+)?i(?:'ve|\s+have)?\s+(?:gave|given|told|sent|shared\s+with|mentioned\s+to)\s+you\b(?!\s+(?:about|regarding|concerning|on|re)\b)|\bfrom\s+earlier\b|\bearlier\s*$|"
     r"\b(?:that\s+|which\s+)?(?:you|u)(?:'ve|\s+have)?\s+(?:hold|have|keep|store|stored|saved|kept|know|remember|got)(?:\s+(?:about|on)\s+me\b|\s*$)|"
-    r"\b(?:that\s+)?i\s+(?:just\s+)?(?:mentioned|said|shared|brought\s+up|told\s+you(?:\s+about)?)(?:\s+(?:earlier|before))?\s*$|"
+    r"\b(?:that\s+)?i\s+(?:just\s+)?(?:mentioned|said|shared|brought\s+up|referred\s+to|talked\s+about|told\s+you(?:\s+about)?)(?:\s+(?:earlier|before|yesterday|the\s+other\s+day|last\s+(?:week|time|night|month)))?\s*$|"
+    r"\bfrom\s+(?:a\s+few|a\s+couple\s+of|some|\w+)\s+(?:years|months|weeks)\s+back\b|"
     r"\bfrom\s+(?:whatever|what|everything|anything)\s+(?:\w+\s+)?you\b|\boff\s+(?:whatever|your|any)\s+list\b|"
     r"\b(?:in|into|to)\s+(?:your\s+)?(?:memory|memories|mind|records?|notes|files?)\b|\bon\s+(?:file|record)\b|"
     r"\bout\s+of\s+(?:your\s+|the\s+|my\s+)?(?:memory|memories|mind|head|brain|records?|notes|files?|system)\b|"
-    r"\b(?:please|thanks|thank\s+you|anymore|any\s+more|any\s+longer|for\s+now|for\s+good|just\s+in\s+case|entirely|completely|altogether|gone|lol|lmao|haha)\b|"
+    r"\b(?:please|thanks|thank\s+you|anymore|any\s+more|any\s+longer|for\s+now|for\s+good|just\s+in\s+case|entirely|completely|altogether|gone|lol|lmao|haha|yet|mate|bro|dude|pal|buddy|ok|okay|before|until|in\s+case)\b|"
+    r"(?<!\bfrom\s)(?<!\bsince\s)(?<!\bin\s)(?<!\bof\s)\b(?:back\s+in\s+the\s+day|(?:a\s+)?(?:few|couple\s+of|\w+)\s+(?:years|months|weeks|days)\s+ago|(?:years|months)\s+ago|(?:last|this)\s+(?:week|month|year|spring|summer|autumn|fall|winter)|in\s+the\s+spring)\b|"
     r"\b(?:but|because|since|so|cause|cuz|it'?s|it\s+was|that'?s|that\s+was|except|apart\s+from|other\s+than|excluding)\b|"
     # "my weight and height (from your records)" names two things; "my salary and let's move on" one
     r"(?<!\bme\s)\b(?:and|or)\b(?!\s+(?:also\s+)?(?:(?:anything|everything)\s+(?:to\s+do\s+with|about|related\s+to)|to\s+(?:my|the)|my|our|his|her|their|i|the|where|what|how|which|when|me|about|that\s+i)\b|\s+(?!(?:let'?s|stuff|things|so|that|everything|all|like|then|more|other|whatever|you|we|it|get|go|move|talk|see)\b)[\w'-]+(?:\s+[\w'-]+){0,2}\s*(?:$|[,.;?!]|\s+(?:from|out\s+of|off)\b))).*$"
@@ -376,7 +392,7 @@ _LIST = re.compile(
     r"^(?:the|my|our|that\s+i|where\s+i|what\s+i|i(?=[^,;?!.]+,\s*(?:and\s+)?that\s+i))\s[^,;?!.]+(?:,\s*(?:and\s+)?(?:the|my|our|that\s+i(?:'m|'ve|'d)?|where\s+i|what\s+i|how\s+much\s+i)\s[^,;?!.]+)+"
 )
 _PIECE_LEAD = re.compile(
-    rf"^(?:the|that|this|those|these|any|all\s+the)\s+(?:\w+\s+)?{_PIECE}\s+(?:(?:that\s+)?i\s+(?:gave|told|sent|shared\s+with|mentioned\s+to)\s+you\s+)?"
+    rf"^(?:(?:the|that|this|those|these|any|all\s+the)\s+(?:\w+\s+)?|(?={_PIECE}\s))(?:{_PIECE})\s+(?:(?:that\s+)?i\s+(?:gave|told|sent|shared\s+with|mentioned\s+to|dumped\s+on|unloaded\s+on|offloaded\s+on|vented\s+to)\s+you\s+)?"
     r"(?:about|on|regarding|concerning|of|re)\s+"
 )
 _SUBJECT_LEAD = re.compile(
@@ -388,11 +404,12 @@ _CLAUSE_SPLIT = re.compile(
     r"\s+(?:and|so|but)\s+(?=i'?d\s+(?:really\s+)?(?:rather|prefer|appreciate|like)\b)|"
     r"\s+so\s+(?=(?:please\s+)?(?:don'?t|do\s+not|stop)\s+(?:remember|keep|store|save)\w*\b|(?:there'?s\s+|there\s+is\s+)?no\s+need\s+for\s+you\b|you\s+(?:don'?t|do\s+not)\s+need\s+to\b)|"
     r"\s+(?=i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+you\s+(?:to\s+)?(?:keep|hold|stor|sav|remember|know|have)\w*\b)|"
-    r",\s+(?=(?:(?:but|and|so|just)\s+)?(?:forget|delete|erase|remove|wipe|drop|bin|scrap|ditch)\s+(?:it|that|this|the|my|what|everything|all)\b)|"
+    r",\s+(?=(?:(?:but|and|so|just)\s+)?(?:forget|delete|erase|remove|wipe|drop|bin|scrap|ditch|scrub|purge|get\s+rid\s+of)\s+(?:it|that|this|the|my|what|everything|all)\b)|"
     r"\s+(?=but\s+(?:please\s+)?(?:forget|delete|erase|remove|wipe)\s+(?:where|what|how|who|when|which|my|the)\b)|"
     r"\s+so\s+(?=i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+(?:my|the|that|this|it|any)\b)|"
-    r",?\s+so\s+(?=(?:you\s+can|could\s+you|can\s+you)\s+(?:just\s+)?(?:forget|delete|erase|remove|wipe|drop)\b)|"
+    r",?\s+so\s+(?=(?:(?:you\s+can|could\s+you|can\s+you)\s+)?(?:just\s+)?(?:forget|delete|erase|remove|wipe|drop|get\s+rid\s+of)\b)|"
     r",\s+(?=no\s+need\s+(?:for\s+you\s+)?to\s+(?:remember|keep|store)\b)|"
+    r",\s+(?=(?:please\s+)?(?:don'?t|do\s+not)\s+(?:keep|store|save|remember|hold)\w*\s+(?:that|this|it)\b)|"
     r"\s+and\s+(?=(?:please\s+)?(?:forget|delete|erase|remove|wipe)\s+(?:it|that|this|them)\b)"
 )
 _NEGATED_FORGET = re.compile(
@@ -416,12 +433,14 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         "keep",
-        re.compile(rf"{_LEAD}(?:please\s+)?{_NEGATION}\s+{_KEEP}\s+(?:(?P<ref>{_REFERENCE})\s+)?(?P<subject>.+)$"),
+        re.compile(
+            rf"{_LEAD}(?:please\s+)?{_NEGATION}\s+{_KEEP}\s+(?:(?:anymore|any\s+more|any\s+longer)\s+)?(?:(?P<ref>{_REFERENCE})\s+)?(?P<subject>.+)$"
+        ),
     ),
     (
         "rather",
         re.compile(
-            rf"^{_OPENER}(?:i\s+(?:really\s+)?(?:don'?t|do\s+not|no\s+longer)\s+(?:really\s+)?(?:want|need)\s+you(?:\s+to)?|"
+            rf"^{_OPENER}(?:(?:i\s+)?(?:really\s+)?(?:don'?t|do\s+not|no\s+longer)\s+(?:really\s+)?(?:want|need)\s+you(?:\s+to)?|"
             rf"(?:i'?d|i\s+would)\s+(?:really\s+)?appreciate\s+it\s+if\s+you(?:\s+(?:would|could|didn'?t|did\s+not))?|"
             rf"would\s+it\s+be\s+(?:alright|all\s+right|ok|okay|fine)\s+if\s+you(?:\s+(?:didn'?t|did\s+not|wouldn'?t|would\s+not))|"
             rf"(?:i'?d|i\s+would)\s+(?:really\s+|much\s+)?(?:rather|prefer)(?:\s+it\s+if)?\s+you(?:\s+(?:didn'?t|did\s+not|not|wouldn'?t|would\s+not))?(?:\s+to)?)\s+"
@@ -432,7 +451,7 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "erase-from",
         re.compile(
-            rf"{_LEAD}(?:{_ERASE}|take|get|{_FORGET}|cancel|cross)\s+(?:out\s+|rid\s+of\s+)?(?P<subject>.+?)\s+(?:out\s+)?(?:of|from|off)\s+(?:{_MEMORY}|{_HELD_PLACE})\b.*$"
+            rf"{_LEAD}(?:{_ERASE}|take|get|{_FORGET}|cancel|cross)\s+(?:out\s+|rid\s+of\s+)?(?P<subject>(?!rid\s+of\b|(?:that|this|it|them)\s+back\b).+?)\s+(?:out\s+)?(?:of|from|off)\s+(?:{_MEMORY}|{_HELD_PLACE})\b.*$"
         ),
     ),
     (
@@ -445,7 +464,7 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
         # "cancel from your memory the debts of my father": the place before the thing
         "erase-from-first",
         re.compile(
-            rf"{_LEAD}(?:{_ERASE}|cancel|{_FORGET})\s+(?:out\s+)?(?:of|from|off)\s+(?:{_MEMORY}|{_HELD_PLACE})\s+(?P<subject>(?:the|my|our|that|all|any|everything)\b.+)$"
+            rf"{_LEAD}(?:{_ERASE}|cancel|{_FORGET})\s+(?:out\s+)?(?:of|from|off)\s+(?:{_MEMORY}|{_HELD_PLACE})\s+(?P<subject>(?:the|my|our|that|all|any|everything|where|what|how|who|when)\b.+)$"
         ),
     ),
     (
@@ -495,6 +514,14 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
+        # "I am requesting erasure of the personal data you hold concerning my health condition"
+        "erasure-of",
+        re.compile(
+            rf"^{_OPENER}(?:i\s+(?:am\s+|'m\s+)?(?:request|requesting|ask\s+for|asking\s+for|demand|demanding|want)\s+|{_PLEASE}\s+)?"
+            rf"(?:the\s+)?(?:erasure|deletion|removal)\s+of\s+(?:(?P<ref>{_REFERENCE})\s+)?(?P<subject>.+)$"
+        ),
+    ),
+    (
         "quoted",
         re.compile(
             rf"{_LEAD}(?:{_ERASE}|{_FORGET}|{_NEGATION}\s+{_KEEP})\s+(?:(?:the|that|this)\s+(?:memory|note|entry|fact|line|record)\s+|(?:that\s+)?i\s+said\s+)?\"(?P<subject>[^\"]+)\"(?:\W.*)?$"
@@ -528,7 +555,7 @@ _UNWANTED = re.compile(
 )
 # "forget I said that": the turn's own earlier words are what it takes back.
 _RETRACTION = re.compile(
-    rf"^{_OPENER}(?:{_PLEASE}\s+)?(?:just\s+)?(?:{_FORGET}|pretend)\s+(?:that\s+)?i\s+(?:ever\s+|even\s+|just\s+|never\s+)?"
+    rf"^{_OPENER}(?:{_PLEASE}\s+)?(?:{_POLITE}\s+)?(?:just\s+)?(?:{_FORGET}|pretend)\s+(?:that\s+)?i\s+(?:ever\s+|even\s+|just\s+|never\s+)?"
     rf"{_SAID}\s+(?:that|this|it|any\s+of\s+(?:that|this|it))\b(?P<rest>.*)$"
 )
 _CORRECTION = re.compile(r"^\W*(?:i\s+mean|i\s+meant|make\s+it|it'?s\s+actually|it\s+was\s+actually|\d)")
@@ -545,7 +572,7 @@ _TOPICAL = re.compile(
 )
 # "my contact details", "the phone number info": what was said about a thing, not the thing.
 _INFO_ABOUT = re.compile(r"\b(?:details|info|information)\b")
-_TOPIC_WORD = re.compile(rf"(?<=\w)\s+{_THING_WORDS}\b")
+_TOPIC_WORD = re.compile(rf"(?<=\w)\s+{_THING_WORDS}\b(?!\s+(?:about|on|of|regarding)\b)")
 # "forget the wedding stuff for now", "forget the novel thing, can you help me with ...": moving on, not a request.
 _FOR_A_WHILE = re.compile(
     r"\bfor\s+(?:now|a\s+(?:sec|second|minute|moment|bit)|today|tonight)\b|"
@@ -553,40 +580,47 @@ _FOR_A_WHILE = re.compile(
 )
 # A pronoun object ("forget that, please", "please delete it"): a request only when addressed.
 _PRONOUN_REQUEST = re.compile(
-    rf"(?:{_LEAD}(?:{_FORGET}|{_ERASE}|{_NEGATION}\s+{_KEEP}|take|get)\s+(?:about\s+)?(?:all\s+(?:of\s+)?)?(?:that|this|it|them|those|both)(?:\s+(?:all|bit|part|one|too|as\s+well|data\s+point|entry|note|record|detail|fact|info))?(?:\s+(?:out|gone|deleted))?|"
+    rf"(?:{_LEAD}(?:{_FORGET}|{_ERASE}|{_NEGATION}\s+{_KEEP}|take|get)\s+(?:about\s+)?(?:all\s+(?:of\s+)?)?(?:that|this|it|them|those|both)(?:\s+(?:all|bit|part|one|too|as\s+well|data\s+point|entry|note|record|detail|fact|info|information|memory))?(?:\s+(?:back\s+out|out|gone|deleted|saved|stored|kept))?|"
+    # "About my husband and the army — please delete from memory": the object left out
+    rf"{_LEAD}(?:{_FORGET}|{_ERASE})(?=\s+(?:from|out\s+of)\s+{_MEMORY})|"
+    # "the CV thing... can you act like I never told you?"
+    rf"{_LEAD}(?:pretend|act\s+(?:like|as\s+if|as\s+though))\s+(?:that\s+)?i\s+never\s+(?:told\s+you|said|mentioned|shared)(?:\s+(?:it|that|this))?|"
     rf"^{_OPENER}i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+you\s+(?:to\s+)?(?:have|having|know|knowing|keep|keeping)\s+(?:that|this|it)|"
     rf"^{_OPENER}i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+(?:it|that|this)\s+(?:sitting|kept|stored|saved|staying|recorded|to\s+stay)|"
     rf"^{_OPENER}(?:i'?d|i\s+would)\s+(?:really\s+)?(?:like|prefer|want)\s+(?:that|this|it)\s+(?:erased|deleted|removed|forgotten|wiped|gone)|"
     rf"{_LEAD}make\s+(?:that|this|it|them)\s+(?:disappear|go\s+away|vanish)|"
     rf"^{_OPENER}(?:{_PLEASE}\s+)?(?:can|could)\s+(?:that|this|it)\s+be\s+(?:deleted|removed|erased|forgotten|wiped)|"
     rf"^{_OPENER}(?:i'?d|i\s+would)\s+(?:really\s+)?(?:prefer|rather)(?:\s+(?:it\s+)?if)?\s+(?:that|this|it)\s+"
-    rf"(?:not\s+be|wasn'?t|isn'?t|was\s+not|is\s+not|weren'?t)\s+{_STORED}(?:\s+about\s+me)?)"
-    rf"(?:\s+(?:in|from|to|off|out\s+of)\s+(?:{_MEMORY}|{_HELD_PLACE}))?\s*(?:,?\s*(?:please|thanks|thank\s+you|for\s+me|now|for\s+now|too|as\s+well|then|lol|haha|and\s+confirm|and\s+let\s+me\s+know|entirely|completely|for\s+good))*$"
+    rf"(?:not\s+be|wasn'?t|isn'?t|was\s+not|is\s+not|weren'?t|were\s+not)\s+{_STORED}(?:\s+on\s+(?:file|record))?(?:\s+about\s+me)?)"
+    rf"(?:\s+(?:in|from|to|off|out\s+of)\s+(?:{_MEMORY}|{_HELD_PLACE}))?\s*(?:,?\s*(?:please|thanks|thank\s+you|for\s+me|now|for\s+now|too|as\s+well|then|lol|haha|and\s+confirm|and\s+let\s+me\s+know|entirely|completely|for\s+good|immediately|right\s+now|asap|straight\s+away|at\s+once|ok|okay|rather\s+than\s+(?:keeping|storing|having)\s+it(?:\s+around)?|for\s+\w+\s+(?:purposes|reasons)|for\s+(?:privacy|security|safety)))*$"
 )
 # Where the same turn says what "that" is: "I told you my husband lost his job - please forget that".
 _SAID_BEFORE = re.compile(
-    r"(?:^(?:re|regarding|about|as\s+for)(?=\s+(?:my|our|the|that)\s)|^(?=(?:my|our|how\s+much\s+i|where\s+i)\s[^.?!;,:]+?(?:\s*:|\s+[-–—]+\s|\s+is\s+(?:\w+\s+)?none\s+of\s+your\s+business))|"
+    r"(?:^(?:(?:so|and|ok|okay|oh|also|now|right|nvm|never\s+mind)\s+)?(?:re|regarding|about|as\s+for)(?=\s+(?:my|our|the|that)\s)|^(?=(?:my|our|how\s+much\s+i|where\s+i)\s[^.?!;,:]+?(?:\s*:|\s+[-–—]+\s|\s+is\s+(?:\w+\s+)?none\s+of\s+your\s+business))|"
     # "The whole proposal thing with my ex... I'd appreciate it if you'd erase that": the topic first
     r"^(?:(?:yeah|yes|so|ok|okay|and|oh|um|anyway|also)\s+)*(?=(?:the|that)\s[^.?!;,:]+?(?:\.\.\.|\s*:|\s+[-–—]+\s))|"
     r"(?:about|that)(?=\s+[^.?!;,:]+?\s+(?:is|are|being|sitting)\s+in\s+your\s+(?:memory|memories|records?|notes))|"
     r"told\s+(?:a|an|the|some)\s+(?:chatbot|bot|ai|assistant|computer)\s+about|(?:stop|quit)\s+(?:bringing\s+up|mentioning|raising)|right\s+to\s+(?:erasure|be\s+forgotten)\s+(?:re:?|regarding|about|for|over|on|concerning)|"
     r"(?:told\s+you|telling\s+you|mentioned|mentioning)(?:\s+to\s+you)?|i\s+(?:said|shared|admitted)(?:\s+to\s+you)?|"
-    r"overshared(?:\s+(?:earlier|before|yesterday))?\s+about|regret\s+(?:sharing|telling\s+you|mentioning|bringing\s+up)(?:\s+with\s+you)?|did\s+i\s+(?:ever\s+)?tell\s+you\s+about|"
+    r"overshared(?:\s+(?:earlier|before|yesterday|last\s+(?:time|night|week)|the\s+other\s+day))?\s+about|regret\s+(?:sharing|telling\s+you|mentioning|bringing\s+up)(?:\s+with\s+you)?|did\s+i\s+(?:ever\s+)?tell\s+you\s+about|"
     # "My pay is actually private, so forget it"
     r"^(?=(?:my|our)\s+[\w'-]+(?:\s+[\w'-]+)?\s+(?:is|are)\s+(?:\w+\s+)?(?:private|personal|confidential|sensitive)\b)|"
-    r"^(?:(?:ok|okay|so|and|oh|um|also|right)\s+)*(?:that|the)(?=\s+[a-z]+(?:\s+[a-z]+)?\s+(?:i|we)\s+(?:had|did|got|went|made|took|was|were|told\s+you|mentioned)\b)|"
+    r"^(?:(?:ok|okay|so|and|oh|um|also|right)\s+)*(?:that|the)(?!\s+last\b)(?=\s+[a-z]+(?:\s+[a-z]+)?\s+(?:i|we)\s+(?:had|did|got|went|made|took|was|were|told\s+you|mentioned)\b)|"
     r"should(?:n'?t|\s+not|\s+never)?\s+have\s+(?:told\s+you|said|shared|mentioned)(?:\s+to\s+you)?|"
+    r"(?:why\s+)?(?:did|have|do)\s+you\s+(?:save|store|keep|record|remember|log|note|bring\s+up|mention)(?:d)?|"
+    r"you(?:'ve|\s+have)?\s+(?:got\s+)?me\s+down\s+as|if\s+you(?:'ve|\s+have)?\s+(?:still\s+)?(?:got|kept|stored|saved)|"
+    r"(?:that\s+)?you(?:'ve|\s+have)\s+(?:saved|stored|kept|recorded|noted)|"
     r"you\s+(?:even\s+|already\s+)?know\s+about|you\s+know\s+how\s+i\s+(?:said|told\s+you|mentioned)|"
     r"remember\s+(?:when|how)\s+i\s+(?:said|told\s+you|mentioned)|(?:with\s+)?you\s+knowing|"
     r"you\s+(?:don'?t|do\s+not|no\s+longer)\s+need\s+to\s+(?:know|remember|keep)(?:\s+(?:about|that))?|"
     r"(?:the\s+)?(?:bit|part|thing|stuff|info|information)\s+(?:about|on))(?:\s+|(?<=^)|(?<=\s))(?:(?:last\s+(?:week|night|time|month)|earlier|yesterday|before|the\s+other\s+day|a\s+while\s+(?:ago|back))\s+)?"
-    r"(?:that\s+|about\s+)?(?P<subject>[^.?!;,:]+?)"
+    r"(?:that\s+|about\s+)?(?P<subject>(?!(?:it|that|this|them)\b)[^.?!;,:]+?)"
     r"(?=\s*(?:[.?!;,:]|\s[-–—]+\s|\s+is\s+(?:\w+\s+)?none\s+of\s+your\s+business|$|\s+(?:anymore|any\s+more|please|so\b|and\s+(?:please|i)\b)|"
     r"\s+(?:is|are|being|sitting)\s+in\s+your\s+(?:memory|memories|records?|notes)|"
     r"\s+(?:is|are)\s+(?:\w+\s+)?(?:private|personal|confidential|sensitive)\b))"
 )
 _EXPLICIT_MEMORY = re.compile(
-    rf"\b(?:in|from|out\s+of)\s+{_MEMORY}\b|\b(?:don'?t|do\s+not|never)\s+(?:keep|store|save|remember|record)\b"
+    rf"\b(?:in|from|out\s+of)\s+{_MEMORY}\b|\b(?:that|this)\s+(?:memory|entry|note)\b|\b(?:don'?t|do\s+not|never)\s+(?:keep|store|save|remember|record)\b"
 )
 _FROM_MEMORY = re.compile(
     rf"\b(?:from|in|out\s+of|off)\s+(?:(?:your|the|my)\s+{_MEMORY_WORD}|{_HELD_PLACE})\b|"
@@ -607,9 +641,15 @@ _REASON = re.compile(
     r"shouldn'?t\s+(?:have|of|'ve)\s+(?:said|told|mentioned|shared|typed|written|wrote|brought)|not\s+my\s+(?:business|place|story|information|info)|not\s+mine\s+to\s+(?:share|tell)|in\s+confidence|"
     r"embarrass\w*|mortified|ashamed|confidential|(?:don'?t|do\s+not)\s+want\s+(?:it|that|this)\s+(?:saved|stored|kept|on\s+record|"
     r"in\s+your\s+memory|remembered)|jinx|gossip\w*|feel\s+bad|regret\w*|overshar\w*|too\s+(?:much|personal|private)|"
-    r"(?:rather|prefer)\s+you\s+(?:didn'?t|did\s+not|not|wouldn'?t)|(?:it'?s|its|that'?s)\s+not\s+me\s+any\s*more|no\s+longer\s+true|out\s+of\s+date)\b"
+    r"(?:rather|prefer)\s+you\s+(?:didn'?t|did\s+not|not|wouldn'?t)|(?:it'?s|its|that'?s)\s+not\s+me\s+any\s*more|no\s+longer\s+(?:true|accurate|relevant)|out\s+of\s+date|outdated|not\s+true\s+any\s*more)\b"
 )
 _ADDRESS = re.compile(rf"\b{_PLEASE}\b|\byou\b|\byour\b")
+# What only a person has, so erasing it can only mean the assistant's memory ("erase the skin
+# condition", "remove the pills I mentioned"; a pill taken out of a box is "from the box").
+_PERSONAL_MATTER = re.compile(
+    r"\b(?:diagnosis|diagnoses|condition|habit|addiction|pills|meds|medication|prescription|surgery|therapy|counsell?ing|"
+    r"illness|disorder|injury|miscarriage|pregnancy|divorce|affair|break-?up|arrest|conviction|debts?|bankruptcy)$"
+)
 
 
 _TOPIC_OF_ADJECTIVE = {
@@ -628,9 +668,26 @@ def _normalise(text: str) -> str:
     text = "".join(" " if unicodedata.category(ch) in ("So", "Sk", "Cs", "Co") else ch for ch in text)
     text = re.sub(r"\s\+\s", " and ", text)
     text = re.sub(r"\bplease\s+to\b", "please", text)
+    # "Pursuant to my right to erasure, I ...", "Under Article 17 GDPR I am requesting ...": the request follows
+    text = re.sub(
+        r"^(?:pursuant\s+to|under|per|in\s+line\s+with)\s+(?:(?:my\s+|the\s+)?right\s+to\s+(?:erasure|be\s+forgotten)|"
+        r"(?:article|art\.?)\s*17\s+(?:of\s+(?:the\s+)?)?(?:uk\s+|eu\s+)?gdpr),?\s+",
+        "",
+        text,
+    )
     text = re.sub(r"\b(?:hereby|formally)\s+(?=request|ask|demand|require|instruct)", "", text)
     text = re.sub(r"\bformer\s+(husband|wife|partner|boyfriend|girlfriend|fianc[eé]e?)\b", r"ex-\1", text)
     text = re.sub(r"\byou'd\b", "you would", text)
+    text = re.sub(r"\bun-(save|remember|learn|know|track)", r"un\1", text)
+    text = re.sub(r"\b(getting|got|being|was)\s+(?:sacked|let\s+go)\b", r"\1 fired", text)
+    text = re.sub(
+        r"\bi'?m\s+expecting(?:\s+a\s+baby)?(?=\s*(?:$|[,.;?!]|\s(?:and|but|so|too)\b))", "i'm pregnant", text
+    )
+    text = re.sub(r"(?:,\s*)?\b(?:uh+|um+|erm|er)\b,?", "", text)  # "That, uh, bedroom issue"
+    text = re.sub(r"\b(?:(?:my|a)\s+)?(?:little\s+)?run-?ins?\s+with\s+the\s+(?:law|police|cops)\b", "my arrest", text)
+    text = re.sub(r"\bwhere\s+i(?:'m|\s+am)\s+(?:living|staying)\b", "where i live", text)
+    text = re.sub(r"\b(?:husband|wife|partner)'s\s+(?:mum|mom|mother)\b", "mother-in-law", text)
+    text = re.sub(r"\b(?:husband|wife|partner)'s\s+(?:dad|father)\b", "father-in-law", text)
     text = re.sub(r"^re\s*:\s*", "regarding ", text)
     # "Formal request: erase ...", "Under GDPR I'd like you to ...": the request itself follows
     text = re.sub(
@@ -640,7 +697,8 @@ def _normalise(text: str) -> str:
     )
     text = re.sub(r"\b(everything|anything|all)\s+([a-z]+)-related(?:\s+about\s+me)?\b", r"\1 about my \2", text)
     text = re.sub(
-        r"\b(everything|anything|all)\s+(financial|medical|romantic|religious|political|legal)\b",
+        r"\b(everything|anything|all)\s+(?:the\s+)?(financial|medical|romantic|religious|political|legal)\b"
+        r"(?:\s+(?:stuff|things|info|information|details|data))?(?:\s+about\s+me)?",
         lambda m: f"{m.group(1)} about my {_TOPIC_OF_ADJECTIVE[m.group(2)]}",
         text,
     )
@@ -657,6 +715,7 @@ def _normalise(text: str) -> str:
     )  # "please to forget" (a learner's English)
     text = re.sub(r"\bpor\s+favou?r\b|\bbitte\b|\bs'il\s+vous\s+pla[iî]t\b", "please", text)
     text = re.sub(r"[a-z0-9']+", lambda m: _SPELLING.get(m.group(0), m.group(0)), text)
+    text = re.sub(r"^((?:\w+\s+)?please\s+)forgot\b", r"\1forget", text)  # "pls forgot about the overtime thing"
     return re.sub(r"\s+", " ", text).strip()
 
 
@@ -671,6 +730,8 @@ def _clauses(text: str) -> list[str]:
 
 def _subject(raw: str) -> str | None:
     raw = _LIST.sub(lambda m: re.sub(r",\s*(?:and\s+)?", " and ", m.group(0)), raw.strip())
+    raw = re.sub(r"^(?:anymore|any\s+more|any\s+longer)\s+", "", raw)  # "not remember anymore about my status"
+    raw = re.sub(r"(?<=\s)'(?=\w)|(?<=[a-rt-z])'(?=\s|$)", "", raw)  # "my 'issues with the bottle'" ("kids' mum" stays)
     subject = _SUBJECT_END.sub("", raw)
     subject = _SUBJECT_LEAD.sub("", subject).strip(" .!?\"'")
     subject = re.sub(r"^(?:that|the\s+fact\s+that)\s+", "", subject)
@@ -681,7 +742,12 @@ def _subject(raw: str) -> str | None:
         subject,
     )
     subject = re.sub(r"^(?:the|that)\s+whole\s+", "the ", subject)  # "the whole proposal thing"
-    subject = re.sub(r"^all\s+(?:of\s+)?(?=(?:the|my|our)\s)", "", subject)  # "all the food stuff": the food (wide)
+    subject = re.sub(
+        r"^(?:the|that)\s+(?:thing|stuff|business)\s+(?:with|involving)\s+", "", subject
+    )  # "the thing with my employer"
+    subject = re.sub(
+        r"^(?:all|any)\s+(?:of\s+)?(?=(?:the|my|our)\s)", "", subject
+    )  # "all the food stuff": the food (wide)
     subject = re.sub(r"^(?:the\s+)?name\s+of\s+(?=(?:my|our)\s+\w+'s\s)", "", subject)  # "the name of my son's school"
     subject = re.sub(r"^in\s+my\s+(?:last|previous)\s+(?:\w+\s+)?messages?\s+(?:about|on)\s+", "", subject)
     subject = re.sub(r"(?<=\w)-related\b", "", subject)
@@ -691,7 +757,9 @@ def _subject(raw: str) -> str | None:
     subject = _PIECE_LEAD.sub("", subject)  # "the bit about gareth": gareth
     if lead is not None:
         subject = _qualified(subject, lead.group(0))
-    subject = re.sub(r"\s+(?:both|too|as\s+well|all\s+three|the\s+lot|at\s+all)$", "", subject)
+    subject = re.sub(
+        r"\s+(?:both|too|as\s+well|all\s+three|the\s+lot|at\s+all|saved|stored|kept|on\s+file)$", "", subject
+    )
     subject = re.sub(
         r"\s+(?:can|could|should|must|needs?\s+to|has\s+to)\s+(?:go|be\s+(?:deleted|erased|removed|wiped|forgotten))$",
         "",
@@ -708,7 +776,7 @@ def _subject(raw: str) -> str | None:
 _QUALIFIER = re.compile(rf"^(?:the|that|this|those|these|any|all\s+the)\s+(?P<word>[a-z][\w-]+)\s+{_PIECE}\s")
 _VAGUE = frozenset(
     "whole other little one two three last old first personal private sensitive embarrassing awkward sad weird "
-    "stupid dumb silly same few little".split()
+    "stupid dumb silly same few little memory".split()
 )
 
 
@@ -875,10 +943,23 @@ _VAGUE_DATA = frozenset(
 )
 
 
+# A document the user is writing, named as where the act happens: "in my CV, remove ...", "can you reformat it".
+_EDITING = re.compile(
+    r"\b(?:in|from)\s+(?:the|my|this|that|our)\s+(?:\w+\s+)?(?:cv|resume|résumé|essay|draft|letter|document|doc|speech|slides|"
+    r"presentation|report|bio|cover\s+letter|toast|eulogy|script|vows|caption|spreadsheet|paragraph|poem|article|blog(?:\s+post)?)\b|"
+    r"\b(?:reformat|proofread|redraft|rewrite|reword)\b|"
+    r"\b(?:first|second|third|fourth|fifth|last|next|previous|opening|closing)\s+(?:paragraph|chapter|section|sentence|page|slide|verse|stanza)\b|"
+    r"\b(?:paragraph|chapter|section|stanza)\s+(?:of|about|in|on)\b"
+)
+
+
 def detect(text: str) -> str | None:
     """What the forget request in ``text`` names ("" when it points back: "don't keep that in
     memory"), or None when the text makes no forget request."""
     turn = _pronoun_named(_normalise(text), text)
+    if _EDITING.search(turn) and not (_EXPLICIT_MEMORY.search(turn) or _FROM_MEMORY.search(turn)):
+        return None  # "In my CV, remove the line about my last job": an edit of the user's document
+    names = frozenset(word.lower() for word in _NAMED.findall(text) if not text.startswith(word))
     subjects: list[str] = []
     pointing_back = ""
     clauses = _clauses(turn)
@@ -888,9 +969,10 @@ def detect(text: str) -> str | None:
         return ""  # "that last one is private, please remove it": what the user said last
     for index, clause in enumerate(clauses):
         clause = clause.rstrip(" .!?")
+        clause = re.sub(rf"^{_OPENER}(?:don'?t|do\s+not)\s+forget\s+to\s+(?={_ERASE}\s)", "", clause)
         if _NEGATED_FORGET.search(clause) and not re.search(rf"\b{_NEGATION}\s+{_KEEP}\b", clause):
             continue  # "don't forget to ...", "never forget that ...": asks to remember, not to forget
-        subject = _clause_subject(clause, turn)
+        subject = _clause_subject(clause, turn, names)
         if subject and content_words(subject) <= _VAGUE_DATA and index + 1 < len(clauses):
             # "any special category data you hold on me — my religion and my sexual orientation"
             named = clauses[index + 1].rstrip(" .!?")
@@ -937,11 +1019,15 @@ def detect_bare(text: str) -> str | None:
     onions and drafts too) only when the turn speaks to the assistant, gives a reason to take
     something back ("it's embarrassing") or names a person ("Wipe Marco")."""
     turn = _normalise(text)
+    if _EDITING.search(turn) and not (_EXPLICIT_MEMORY.search(turn) or _FROM_MEMORY.search(turn)):
+        return None  # "delete the second paragraph of the chapter about my mum": an edit
     for clause in _clauses(turn):
         clause = clause.rstrip(" .!?")
         bare = _BARE.match(clause)
         if bare is None or _NEGATED_FORGET.search(clause) or _WONDERING.search(clause) or opens_on_gerund(clause):
             continue
+        if re.search(r"\bhelp\s+me\b", clause):
+            continue  # "can you help me delete the condition in this formula": the user's own act
         raw = bare.group("subject")
         others = [p for p in _SENTENCES.split(turn) if clause not in p]
         if re.match(r"(?:it|that|this|them|those)\b", raw) or any("?" in p for p in others):
@@ -985,7 +1071,9 @@ _IMPERATIVE_RULES = frozenset(
 )
 
 
-def _clause_subject(clause: str, turn: str) -> str | None:
+def _clause_subject(clause: str, turn: str, names: frozenset[str] = frozenset()) -> str | None:
+    """What ``clause`` asks to forget ("" when it points back), or None; ``names`` are the words the
+    turn capitalises mid-sentence ("the Mark stuff" is about Mark, "the mark" a stain)."""
     last = _LAST_SAID.match(clause)
     if last is not None:  # "forget the last thing I told you": the turn before (or the newest fact)
         rest = last.group("rest") or ""
@@ -1023,8 +1111,14 @@ def _clause_subject(clause: str, turn: str) -> str | None:
         ref = ((match.group("ref") if "ref" in rule.groupindex else None) or "").strip()
         head = clause[: match.start("subject") if match.group("subject") is not None else match.start("named")]
         topical = None if ref else _TOPICAL.match(raw)
-        # "the Mark info" is about Mark, "the mark" a stain
-        not_memory = _NOT_MEMORY.match(topical.group("topic")) and not _INFO_ABOUT.search(raw) if topical else False
+        # "the Mark info" and "the Mark stuff" are about Mark, "the mark" a stain
+        not_memory = (
+            _NOT_MEMORY.match(topical.group("topic"))
+            and not _INFO_ABOUT.search(raw)
+            and topical.group("topic") not in names
+            if topical
+            else False
+        )
         if topical is not None and not not_memory and not _FROM_THING.search(raw):
             if name in ("forget", "forget-named", "erase"):
                 after = turn[turn.find(clause) + len(clause) :][:40] if clause in turn else ""
@@ -1054,7 +1148,7 @@ def _clause_subject(clause: str, turn: str) -> str | None:
             # only "forget what I said about my debt", asks
             continue
         # "you don't need to hold on to the driving test failures": "the" names a fact when told to the assistant
-        told = name == "keep" and (
+        told = name in ("keep", "rather") and (
             re.match(
                 rf"{_LEAD}(?:you\s+(?:don'?t|do\s+not)\s+need\s+to|(?:there'?s\s+)?no\s+need\s+for\s+you\s+to)\s",
                 clause,
@@ -1096,6 +1190,10 @@ def _clause_subject(clause: str, turn: str) -> str | None:
                 or _FROM_MEMORY.search(clause)
                 or _MEMORY_VERB.search(head)
                 or re.search(r"\bmemor(?:y|ies)\s*$", raw)  # "the Centrelink memory"
+                or any(  # "delete the mental health diagnosis", "remove the ADHD meds, ... and where I live"
+                    _PERSONAL_MATTER.search(piece) or re.match(r"(?:my|our|where\s+i|what\s+i|how\s+much\s+i)\s", piece)
+                    for piece in re.split(r",\s*(?:and\s+)?|\s+and\s+", subject)
+                )
             )
         ):
             continue  # "erase a stain": erasing only counts for what was said or a personal detail
@@ -1140,7 +1238,11 @@ def _clause_subject(clause: str, turn: str) -> str | None:
             subject = _subject(said.group("subject"))
             if subject:
                 return subject
-        if _EXPLICIT_MEMORY.search(clause) or re.match(rf"{_LEAD}{_NEGATION}\s+{_KEEP}", clause):
+        if (
+            _EXPLICIT_MEMORY.search(clause)
+            or re.match(rf"{_LEAD}{_NEGATION}\s+{_KEEP}", clause)
+            or re.search(r"\b(?:that|this)\s+(?:memory|entry|note)\b", turn)
+        ):
             return ""
         if said is not None and re.search(rf"\b{_PLEASE}\b", clause):
             subject = _subject(said.group("subject"))
@@ -1153,7 +1255,8 @@ _LAST_SAID = re.compile(
     rf"{_LEAD}(?:{_FORGET}|{_ERASE}|(?:not\s+to|{_NEGATION})\s+{_KEEP})\s+"
     r"(?:what\s+i\s+just\s+{said}|(?:the|that)\s+last\s+(?:thing|bit)\s+i(?:\s+just)?\s+{said}|"
     r"(?:the|that)\s+(?:thing|bit)\s+i\s+{said}\s+(?:right\s+|just\s+)?before\s+this|my\s+(?:last|previous|most\s+recent|latest)\s+(?:message|comment|reply|answer)(?=\W|$)|(?:that|the)\s+last\s+(?:one|message)(?=\W|$)|"
-    r"what\s+i\s+{said}(?:\s+(?:to\s+)?you)?(?=\s+(?:a\s+(?:moment|second|sec|minute|min)\s+ago|just\s+now)))"
+    r"what\s+i\s+{said}(?:\s+(?:to\s+)?you)?(?=\s+(?:a\s+(?:moment|second|sec|minute|min)\s+ago|just\s+now))|"
+    r"(?:what(?:ever)?|the\s+thing)\s+i\s+{said}(?:\s+you)?\s+(?:most\s+recently|last))"
     r"(?:\s+(?:to\s+)?you)?(?:\s+(?:a\s+(?:moment|second|sec|minute|min)\s+ago|just\s+now))?(?P<rest>\W.*)?$".replace(
         "{said}", r"(?:said|told\s+you|mentioned|shared|wrote|typed)"
     )
@@ -1173,8 +1276,13 @@ _COUNTS = {"two": 2, "couple": 2, "three": 3, "few": 3, "four": 4, "five": 5}
 
 # "forget everything you know about me", "delete all the data you hold on me"
 _ALL_OF_ME = re.compile(
-    rf"{_LEAD}(?:{_FORGET}|{_ERASE})\s+(?:everything|all(?:\s+(?:of\s+)?(?:the\s+)?(?:stuff|things|info|information|data|details))?)\s+"
-    r"(?:that\s+)?(?:you|u)(?:'ve|\s+have)?\s+(?:\w+\s+)?(?:know|have|hold|remember|stored|saved|kept|got)(?:\s+(?:stored|saved|on\s+file))?\s+(?:about|on)\s+me\b"
+    rf"{_LEAD}(?:{_FORGET}|{_ERASE})\s+(?:everything|every\s+(?:single\s+)?thing|all(?:\s+(?:of\s+)?(?:the\s+)?(?:stuff|things|info|information|data|details))?)\s+"
+    r"(?:that\s+)?(?:you|u)(?:'ve|\s+have)?\s+(?:\w+\s+)?(?:know|have|hold|remember|stored|saved|kept|got)(?:\s+(?:stored|saved|on\s+file))?\s+(?:about|on)\s+me\b|"
+    rf"{_LEAD}(?:{_FORGET}|{_ERASE})\s+(?:all\s+of\s+it|it\s+all|everything)\s+(?=(?:apart\s+from|except(?:\s+for)?|other\s+than|save\s+for)\s)|"
+    rf"{_LEAD}(?:{_FORGET}|{_ERASE})\s+(?:your|ur|the)\s+(?:whole|entire)\s+memory(?:\s+(?:of|about|on)\s+me)?[\s.!?]*$|"
+    # "wipe all my memories", "I want all my memories deleted"
+    rf"{_LEAD}(?:{_FORGET}|{_ERASE})\s+(?:all|every(?:\s+single)?(?:\s+one)?)\s+(?:of\s+)?(?:my|the)\s+(?:memories|data|saved\s+(?:info|information|data))\b(?!\s+(?:on|from|in|of)\s+(?!you\b|your\b))|"
+    rf"^{_OPENER}i\s+(?:want|need|would\s+like|'d\s+like)\s+(?:all|every\s+one)\s+(?:of\s+)?my\s+(?:memories|data)\s+(?:deleted|erased|wiped|removed|gone|forgotten)\b"
 )
 
 
@@ -1211,6 +1319,8 @@ def _earlier_statement(turn: str, clause: str) -> str:
         return subject
     for sentence in reversed(_SENTENCES.split(before)):
         sentence = re.sub(rf"^{_OPENER}", "", sentence.strip(" .!?;,")).strip()
+        if re.match(rf"(?:don'?t|do\s+not|never|{_PLEASE})\s", sentence):
+            continue  # "Don't replace it with anything": what the user asks, not what they said
         if len(content_words(sentence)) >= 2:
             return sentence
     return ""
@@ -1225,6 +1335,7 @@ def _said_in_turn(turn: str, clause: str) -> str:
     earlier = re.split(r",\s+(?:so|and|but)\s+(?=.*\byou\b)", earlier)[
         0
     ]  # "the marathon's off, so you can forget about that"
+    earlier = re.split(r",?\s+so\s+(?=(?:that|this|it)\b)", earlier)[0]  # "I quit ... so that note is outdated"
     if not earlier or _REASON.search(earlier) or _LAST_ONE.search(earlier) or re.search(r"\b(?:you|your)\b", earlier):
         return ""
     return _subject(earlier) or ""
@@ -1280,7 +1391,7 @@ def _personal_or_memory(subject: str, clause: str) -> bool:
 _BASE_ACT = (
     r"(?:forget|delete|erase|erace|remove|wipe|scratch|drop|purge|clear|scrub|expunge|unlearn|discard|make\s+(?:(?:it|that|this|them)\s+)?disappear|"
     r"nix|scrap|toss|trash|chuck|dump|yeet|nuke|bin|ditch|rub\s+(?:(?:it|that|this|those|them|both|those\s+both|them\s+both)\s+)?out|let\s+go\s+of|make\s+yourself\s+(?:not\s+know|forget)|"
-    r"get\s+rid\s+of|take\s+(?P<taken>(?:[\w'-]+\s+){1,5}?)(?:out|off)\b(?!\s+(?:of\s+)?(?:the|a|my|that|this)\s+(?!memory|records?|notes|files?|info)))"
+    r"get\s+rid\s+of|take\s+(?P<taken>(?:[\w'-]+\s+){1,5}?)(?:back\s+)?(?:out|off)\b(?!\s+(?:of\s+)?(?:the|a|my|that|this)\s+(?!memory|records?|notes|files?|info)))"
 )
 # Who asks it of the assistant: a sentence that starts on the verb, "please ...", "you ...", "... you to ...".
 _ASKED = (
@@ -1340,7 +1451,8 @@ _REFERS = re.compile(
 )
 _REFERENCE_END = re.compile(
     rf"\s*(?:,|;|:|\?|!|\s[-–—]+\s|\b(?:from|in|out\s+of|off|of)\s+(?:what(?:ever)?\s+(?:you|u)\b|(?:your|ur|the|my)\s+{_MEMORY_WORD}\b|{_MEMORY_WORD}\b)|"
-    r"\bon\s+(?:file|record)\b|\bout\b|\b(?:please|pls|immediately|now|anymore|any\s+more|for\s+good|completely|entirely|altogether|straight\s+away|right\s+away)\b|"
+    rf"\bon\s+(?:file|record)\b|\bout\b(?!\s+of\s+(?!(?:your|ur|the|my)\s+{_MEMORY_WORD}\b))|"
+    r"\b(?:please|pls|immediately|now|anymore|any\s+more|for\s+good|completely|entirely|altogether|straight\s+away|right\s+away)\b|"
     r"\b(?:but|because|since|so|as|cause|cuz|it'?s|that'?s|if|i\s+don'?t|i\s+do\s+not)\b).*$"
 )
 _PRONOUN_OBJECT = re.compile(
@@ -1384,10 +1496,16 @@ def _loose_request(turn: str) -> str | None:
             continue
         found = act.groupdict()
         previous = sentences[max(0, index - 2) : index]
+        if re.search(
+            r"\b(?:i|we)(?:'ve|\s+have|\s+had)?\s+(?:already\s+|once\s+|previously\s+)?(?:asked|told|requested|begged)\s+(?:you|u)\s+"
+            r"(?:\w+\s+){0,3}?to\s+(?:\w+\s+)?$",
+            sentence[: act.start("act")] if act.groupdict().get("act") else "",
+        ):
+            continue  # "Last week I asked you to forget my old address. Did that go through?": a report, not a request
         if found.get("done") and not polite:
             continue  # "you forgot my birthday": a complaint; "I'd appreciate it if you forgot ...": a request
         verb = found.get("act") or found.get("done") or ""
-        if re.match(r"(?:clear|drop|take|discard)\b", verb) and not memory_talk:
+        if re.match(r"(?:clear|drop|take|discard)\b", verb) and not memory_talk and not _REASON.search(turn):
             continue  # "clear my friday", "drop the kids at school": only out of memory
         if (
             verb.startswith("scratch")
@@ -1426,9 +1544,12 @@ def _loose_request(turn: str) -> str | None:
         else:
             # Not keeping something is about the assistant's memory in itself ("please do not keep the pacemaker").
             kept = memory_talk or (act.re is _LOOSE_KEEP and bool(_ADDRESSED_TURN.search(turn)))
-            subject = _loose_reference(after, memory_talk=kept) or _loose_reference(
-                before, leading=True, memory_talk=kept
-            )
+            subject = _loose_reference(after, memory_talk=kept)
+            if subject is None and not (
+                re.match(r"(?:the|a|an|my|our|his|her|their|some)\s", after) and not _PRONOUN_OBJECT.match(after)
+            ):
+                # the words before the act, unless the act has an object of its own ("..., so delete the draft")
+                subject = _loose_reference(before, leading=True, memory_talk=kept)
         after = re.sub(r"^(?:on\s+to|onto|on|of|to)\s+", "", after)
         after = re.sub(r"^(?:please|pls|plz|now|ok|okay|thanks|thank\s+you)$", "", after)
         if subject is None and (not after or _PRONOUN_OBJECT.match(after)):

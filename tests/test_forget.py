@@ -551,3 +551,91 @@ def test_a_category_covers_what_states_it_in_other_words():
     assert _resolved("forget everything work-related about me", facts) == facts[:3]
     facts = ["My mortgage is with Halifax", "I'm £4,000 overdrawn", "I'm saving for Greece", "I'm a receptionist"]
     assert _resolved("Forget the money stuff, but you can keep that I'm saving for Greece.", facts) == facts[:2]
+
+
+@pytest.mark.parametrize(
+    ("text", "subject"),
+    [
+        ("pls forgot about the stuff with my landlord and the deposit", "my landlord and the deposit"),
+        ("Would you forget the part about me not being able to drive?", "me not being able to drive"),
+        ("So about my daughter's eczema — I brought it up ages ago. Could you forget it?", "my daughter's eczema"),
+        ("why on earth did you save my bank PIN? get rid of that immediately", "my bank pin"),
+        ("I regret telling you about my uncle. Can you take that back out of your memory?", "my uncle"),
+        ("About my wife and her visa — please delete from memory, it's safer.", "my wife and her visa"),
+        ("the loan thing... can you act like I never told you?", "the loan"),
+        ("I should like you to erase any record of the tribunal I referred to.", "the tribunal"),
+        ("I dropped out of the Berlin half, so just delete that from your memory, it's off.", None),
+        ("Please remove the memory entry about my stammer.", "my stammer"),
+        ("I don't want you keeping a record of the fertility clinic I go to. Please remove it.", None),
+        ("can you un-save my salary? feels weird that you know it", "my salary"),
+        ("You've got me down as a vegan, I never said that. Delete it.", "a vegan"),
+        ("I withdraw consent for you to keep how I voted — please erase it.", "how i voted"),
+        ("Please remove the note about my wife's mum.", "my mother-in-law"),
+        ("I saw in the settings that you've saved the divorce thing. Please delete that one.", "the divorce"),
+        ("Is possible to take out from your memory where I am living?", "where i live"),
+        ("Could you possibly remove my political views from what you remember about me?", "my political views"),
+    ],
+)
+def test_request_shapes_of_the_newest_parts(text: str, subject: str | None):
+    (request,) = find_forget_requests(_session("s", ("user", text)))
+    if subject is None:
+        assert request.subject  # a statement of the fact, resolved by meaning
+    else:
+        assert request.subject == subject
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "In my cover letter, remove the line about my last job, it's too long. Can you reformat the rest?",
+        "Can you delete the second paragraph of the chapter about my mum? Rewrite the transition too.",
+        "Yesterday I asked you to forget my old number. Did that go through? Just checking.",
+        "can u help me delete the condition in this formula",
+        "I finished the report, so delete the draft",
+        "take the salmon back out of the freezer, we're having it tonight",
+        "don't forget to delete the photos off the shared drive",
+    ],
+)
+def test_edits_reports_and_reminders_are_not_requests(turn: str):
+    assert find_forget_requests(_session("s", ("user", turn))) == []
+
+
+def test_everything_asked_in_other_words_keeps_each_thing_named(tmp_path: Path):
+    from memlab.client import MemoryClient
+
+    facts = ["Vegetarian", "Has a caution for shoplifting", "Girlfriend is pregnant", "Prefers British spelling"]
+    with MemoryClient("full_context", data_dir=tmp_path) as client:
+        client.remember("u", [("user", fact) for fact in facts], session_id="facts")
+        client.remember(
+            "u",
+            [("user", "Wipe all my memories apart from the diet one and the spelling preference.")],
+            session_id="chat",
+        )
+        kept = [item.text for item in client.memories("u") if item.source.get("session_id") == "facts"]
+        assert kept == [facts[0], facts[3]]
+    for turn in ("I want all my memories deleted.", "can u just wipe ur whole memory of me. start fresh"):
+        (request,) = find_forget_requests(_session("s", ("user", turn)))
+        assert request.everything
+
+
+def test_topics_named_in_other_words():
+    assert _resolved("forget my hormone stuff", ["I'm on HRT for the menopause", "I run a bakery", "I'm 50"]) == [
+        "I'm on HRT for the menopause"
+    ]
+    assert _resolved("pls don't keep anything about my record", ["I play darts", "I was arrested in 2019"]) == [
+        "I was arrested in 2019"
+    ]
+    assert _resolved("forget the beta blocker bit", ["I take bisoprolol", "I work in a bank", "I have a cat"]) == [
+        "I take bisoprolol"
+    ]
+    facts = ["My dad died in 2019", "My mum has dementia", "I love camping", "I'm a nurse"]
+    assert _resolved("would you mind forgetting both the things about my parents?", facts) == facts[:2]
+    facts = ["Went to Oxford", "Did a master's at LSE", "Dropped out of a PhD", "Plays chess"]
+    assert _resolved("Wipe my education history please, apart from the LSE master's.", facts) == [facts[0], facts[2]]
+    facts = ["My brother is in prison", "I'm a software engineer", "I play chess online"]
+    assert _resolved("The info about my sibling, please delete it from your memory.", facts) == [facts[0]]
+
+
+def test_a_fact_that_goes_on_about_the_person_before_it_goes_with_them():
+    facts = ["My stepdad lives with us", "He drinks too much", "I'm a pharmacist", "We have twins"]
+    assert _resolved("Clear out everything to do with my stepdad, please.", facts) == facts[:2]
