@@ -198,7 +198,6 @@ _SPELLING = {
     "pleasee": "please",
     "forgte": "forget",
     "wnat": "want",
-    "un-save": "unsave",
     "perscription": "prescription",
     "medicaiton": "medication",
     "pleaes": "please",
