@@ -1,6 +1,6 @@
 """Forget requests on the labelled set (``tests/data/forget_requests/``): the dev parts the rules were
 tuned on (dev .. dev12, and heldout .. heldout15, each read and tuned on after its first measure) and
-the held-out part never tuned on (heldout16), every part written by someone who had not read the
+the held-out parts never tuned on (heldout16, heldout17), every part written by someone who had not read the
 rules. ``benchmarks/bench_forget_requests.py`` prints the same numbers for every part
 (docs/personamem-v2.md).
 
@@ -55,10 +55,11 @@ FLOORS = {
     # up and fixed ("Last week I asked you to forget my old address. Did that go through?"), none of
     # its requests was read
     "heldout16": (0.51, 2),  # measured 38/70, collateral 2
+    "heldout17": (0.57, 2),  # measured once: 42/70, collateral 2, no false deletion (written after every fix)
 }
 DEV_PARTS = [part for part in FLOORS if part.startswith("dev")]
-HELD_OUT = ("heldout16",)
-REACHED = {"heldout16": False}  # issue 32's targets met on the part (38/70 on heldout16)
+HELD_OUT = ("heldout16", "heldout17")
+REACHED = {"heldout16": False, "heldout17": False}  # issue 32's targets met on the part (38/70, 42/70)
 ABSENT_OVER_REACH = 0.05  # measured 44/923 (4.8 %) with full_context on the dev parts
 TARGET_HONOURED = 0.85
 
