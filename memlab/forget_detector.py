@@ -618,8 +618,10 @@ _SAID_BEFORE = re.compile(
     r"\s+(?:is|are|being|sitting)\s+in\s+your\s+(?:memory|memories|records?|notes)|"
     r"\s+(?:is|are)\s+(?:\w+\s+)?(?:private|personal|confidential|sensitive)\b))"
 )
+# A stored note pointed at: "so that note is outdated", "just delete that memory".
+_STORED_POINTER = r"\b(?:that|this)\s+(?:memory|entry|note)\b"
 _EXPLICIT_MEMORY = re.compile(
-    rf"\b(?:in|from|out\s+of)\s+{_MEMORY}\b|\b(?:that|this)\s+(?:memory|entry|note)\b|\b(?:don'?t|do\s+not|never)\s+(?:keep|store|save|remember|record)\b"
+    rf"\b(?:in|from|out\s+of)\s+{_MEMORY}\b|{_STORED_POINTER}|\b(?:don'?t|do\s+not|never)\s+(?:keep|store|save|remember|record)\b"
 )
 _FROM_MEMORY = re.compile(
     rf"\b(?:from|in|out\s+of|off)\s+(?:(?:your|the|my)\s+{_MEMORY_WORD}|{_HELD_PLACE})\b|"
@@ -952,12 +954,18 @@ _EDITING = re.compile(
 )
 
 
+def _edits_a_document(turn: str) -> bool:
+    """ "In my CV, remove the line about my last job", "delete the third paragraph of the chapter
+    about my dad": an edit of the user's own document, unless the turn speaks of the assistant's memory."""
+    return bool(_EDITING.search(turn)) and not (_EXPLICIT_MEMORY.search(turn) or _FROM_MEMORY.search(turn))
+
+
 def detect(text: str) -> str | None:
     """What the forget request in ``text`` names ("" when it points back: "don't keep that in
     memory"), or None when the text makes no forget request."""
     turn = _pronoun_named(_normalise(text), text)
-    if _EDITING.search(turn) and not (_EXPLICIT_MEMORY.search(turn) or _FROM_MEMORY.search(turn)):
-        return None  # "In my CV, remove the line about my last job": an edit of the user's document
+    if _edits_a_document(turn):
+        return None
     names = frozenset(word.lower() for word in _NAMED.findall(text) if not text.startswith(word))
     subjects: list[str] = []
     pointing_back = ""
@@ -1018,8 +1026,8 @@ def detect_bare(text: str) -> str | None:
     onions and drafts too) only when the turn speaks to the assistant, gives a reason to take
     something back ("it's embarrassing") or names a person ("Wipe Marco")."""
     turn = _normalise(text)
-    if _EDITING.search(turn) and not (_EXPLICIT_MEMORY.search(turn) or _FROM_MEMORY.search(turn)):
-        return None  # "delete the second paragraph of the chapter about my mum": an edit
+    if _edits_a_document(turn):
+        return None
     for clause in _clauses(turn):
         clause = clause.rstrip(" .!?")
         bare = _BARE.match(clause)
@@ -1240,7 +1248,7 @@ def _clause_subject(clause: str, turn: str, names: frozenset[str] = frozenset())
         if (
             _EXPLICIT_MEMORY.search(clause)
             or re.match(rf"{_LEAD}{_NEGATION}\s+{_KEEP}", clause)
-            or re.search(r"\b(?:that|this)\s+(?:memory|entry|note)\b", turn)
+            or re.search(_STORED_POINTER, turn)
         ):
             return ""
         if said is not None and re.search(rf"\b{_PLEASE}\b", clause):
