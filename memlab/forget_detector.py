@@ -38,8 +38,9 @@ Never a request: "forget it", "forget about it, let's ...", "never forget", "don
 "I forgot my ...", "I wish I could forget ...", others forgetting, questions about forgetting,
 titles ("Forget You"), deleting or erasing things that are not what the assistant keeps ("how do
 I delete a file", "remove a coffee stain", "delete the meeting from my calendar"), edits of the
-user's own document ("In my CV, remove the line about my last job") and reports of an earlier
-request ("Last week I asked you to forget my old address. Did that go through?").
+user's own document ("In my CV, remove the line about my last job"), reports of an earlier
+request ("Last week I asked you to forget my old address. Did that go through?") and requests not
+made ("I was going to ask you to forget ..., leave it").
 
 A request also says what to keep ("... but you can keep that I get migraines", "Only keep that I'm a
 student": ``ForgetRequest.keep``), and "his job" / "her salary" name the person the turn named
@@ -1504,11 +1505,13 @@ def _loose_request(turn: str) -> str | None:
         found = act.groupdict()
         previous = sentences[max(0, index - 2) : index]
         if re.search(
-            r"\b(?:i|we)(?:'ve|\s+have|\s+had)?\s+(?:already\s+|once\s+|previously\s+)?(?:asked|told|requested|begged)\s+(?:you|u)\s+"
+            r"\b(?:i|we)(?:'ve|\s+have|\s+had)?\s+(?:already\s+|once\s+|previously\s+)?(?:asked|told|requested|begged|"
+            r"(?:was|were)\s+(?:going\s+to|gonna|about\s+to)\s+ask|(?:almost|nearly)\s+asked|thought\s+about\s+asking|meant\s+to\s+ask)\s+(?:you|u)\s+"
             r"(?:\w+\s+){0,3}?to\s+(?:\w+\s+)?$",
             sentence[: act.start("act")] if act.groupdict().get("act") else "",
         ):
-            continue  # "Last week I asked you to forget my old address. Did that go through?": a report, not a request
+            continue  # "Last week I asked you to forget my old address. Did that go through?": a report, not a request;
+            # "I was going to ask you to forget X but ... leave it": a request not made
         if found.get("done") and not polite:
             continue  # "you forgot my birthday": a complaint; "I'd appreciate it if you forgot ...": a request
         verb = found.get("act") or found.get("done") or ""

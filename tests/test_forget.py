@@ -590,13 +590,15 @@ def test_request_shapes_of_the_newest_parts(text: str, subject: str | None):
         "In my cover letter, remove the line about my last job, it's too long. Can you reformat the rest?",
         "Can you delete the second paragraph of the chapter about my mum? Rewrite the transition too.",
         "Yesterday I asked you to forget my old number. Did that go through? Just checking.",
+        "I was gonna ask you to delete my address but nah, keep it.",
+        "I almost asked you to erase the divorce stuff, but it's fine where it is.",
         "can u help me delete the condition in this formula",
         "I finished the report, so delete the draft",
         "take the salmon back out of the freezer, we're having it tonight",
         "don't forget to delete the photos off the shared drive",
     ],
 )
-def test_edits_reports_and_reminders_are_not_requests(turn: str):
+def test_edits_reports_requests_not_made_and_reminders_are_not_requests(turn: str):
     assert find_forget_requests(_session("s", ("user", turn))) == []
 
 
