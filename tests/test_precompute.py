@@ -298,7 +298,8 @@ def test_with_pinned_threads_a_query_runs_beside_a_large_calls_batch(
     query.join(10)
     large.join(10)
     assert ran_beside is pinned
-    assert np.array_equal(result[0], alone)  # the same vector either way
+    # the same vector either way, up to float rounding: another thread count splits the sums differently
+    np.testing.assert_allclose(result[0], alone, rtol=0, atol=1e-5)
 
 
 def test_the_own_loop_gives_encodes_vectors() -> None:
