@@ -23,6 +23,21 @@ Value = str | bytes
 _TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def _use_wal(db: sqlite3.Connection, *, deadline: float) -> None:
+    """Put the file in WAL mode (once per file: the mode persists). Two connections opening a new
+    file at once make one fail at once with "database is locked" (SQLite skips the busy handler
+    there), so that is retried until ``deadline``."""
+    while True:
+        try:
+            if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 class SQLiteKV:
     """``SQLiteKV(path, table)``: ``get``/``put`` (and ``get_many``/``put_many``), ``len()``, ``close``."""
 
@@ -36,7 +51,7 @@ class SQLiteKV:
         self._owned: set[tuple[str, str]] = set()  # (key, owner) pairs known to be recorded
         self._db: sqlite3.Connection | None = sqlite3.connect(self.path, check_same_thread=False, timeout=60)
         with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
+            _use_wal(self._db, deadline=time.monotonic() + 60)
             self._db.execute("PRAGMA secure_delete=ON")
             self._db.execute(
                 f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, value NOT NULL, created REAL NOT NULL)"

@@ -210,3 +210,25 @@ def test_cache_identity_defaults_to_the_name() -> None:
             return LLMResponse(text="x")
 
     assert Named().cache_identity == "openai:some-model"
+
+
+def test_caches_opened_at_once_on_a_new_file_all_open(tmp_path):
+    """Two readers of one run open the response cache together: SQLite fails one of two connections
+    switching a new file to WAL at once without waiting ("database is locked", seen in the README's
+    SmolLM2 run); every opener gets the cache."""
+    errors: list[BaseException] = []
+
+    def open_and_write(path, n):
+        try:
+            ResponseCache(path)._store.put(f"k{n}", "v")
+        except Exception as exc:  # noqa: BLE001 - collected for the assert
+            errors.append(exc)
+
+    for round_ in range(150):
+        path = tmp_path / f"run{round_}"
+        threads = [threading.Thread(target=open_and_write, args=(path, n)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert errors == []
