@@ -4,54 +4,39 @@
     python benchmarks/bench_forget_chat.py --show   # each deletion listed: the turn and what it took
 
 Nobody in these histories asks the assistant to forget anything, so every deletion is a false one.
-Each history goes through ``MemoryClient("full_context").remember`` 20 turns at a time, as a
-chatbot stores a conversation, with forget requests on (the default): the PersonaMem 128k dev
-history, then the user messages of its questions (131 distinct) after it, and the four LoCoMo dev
-conversations (both speakers as the user). ``tests/test_forget_labelled.py`` checks the detector on
-the same turns; this replays them end to end, matching included. The last line:
-``ordinary chat: N deletions in T turns (R user turns), S s``.
+Each history, as memlab's loaders read it (``load_personamem``, ``load_locomo``), goes through
+``MemoryClient("full_context").remember`` session by session, 20 messages at a time, as a chatbot
+stores a conversation, with forget requests on (the default): the PersonaMem 128k dev history, then
+the messages of its questions (131 distinct) after it, and the four LoCoMo dev conversations.
+``tests/test_forget_labelled.py`` checks the detector on the same turns; this replays them end to
+end, matching included. The last line: ``ordinary chat: N deletions in T messages (U from the
+user), S s``.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import json
-import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from memlab.client import MemoryClient
+from memlab.datasets.base import Dataset
+from memlab.datasets.locomo import load_locomo
+from memlab.datasets.personamem import load_personamem
+from memlab.types import Message, Session
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
-def _personamem_history(data: Path) -> list[tuple[str, str]]:
-    path = data / "personamem" / "128k-dev" / "shared_contexts.jsonl"
-    turns = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        for messages in json.loads(line).values():
-            turns += [
-                (m["role"], m["content"])
-                for m in messages
-                if m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)
-            ]
-    return turns
-
-
-def histories(data: Path) -> dict[str, list[tuple[str, str]]]:
-    """(role, text) turns by history name: LoCoMo's two speakers are both users of the assistant."""
-    history = _personamem_history(data)
-    with (data / "personamem" / "128k-dev" / "questions.csv").open(encoding="utf-8", newline="") as handle:
-        asked = dict.fromkeys(row["question"] for row in csv.DictReader(handle))
-    out = {"personamem:128k-dev history, then its questions' messages": history + [("user", t) for t in asked]}
-    samples = json.loads((data / "locomo" / "locomo10-dev.json").read_text(encoding="utf-8"))
-    for index, sample in enumerate(samples, start=1):
-        sessions = sample["conversation"].values()
-        out[f"locomo:{index}"] = [
-            ("user", t["text"]) for s in sessions if isinstance(s, list) for t in s if t.get("text")
-        ]
-    return out
+def replays(dataset: Dataset) -> Iterator[tuple[str, list[Session]]]:
+    """Each history's sessions, then the messages of the questions asked of it (one more session)."""
+    for history in dataset.histories.values():
+        sessions = [session for session, _ in history.slices(0, len(history.messages))]
+        asked = dict.fromkeys(q.text for q in dataset.questions if q.context_id == history.id)
+        if asked:
+            sessions.append(Session(id="questions", messages=[Message(role="user", content=t) for t in asked]))
+        yield f"{dataset.name}:{history.id[:16]}", sessions
 
 
 def main() -> None:
@@ -59,27 +44,29 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--show", action="store_true", help="list each deletion: the turn and what it took")
     args = parser.parse_args()
-    for needed in ("locomo/locomo10-dev.json", "personamem/128k-dev/shared_contexts.jsonl"):
-        if not (args.data / needed).is_file():
-            raise SystemExit(
-                f"{args.data / needed}: not found; pass --data, the folder holding personamem/ and locomo/"
-            )
-    deleted = turns = users = 0
+    sources = (args.data / "personamem" / "128k-dev", args.data / "locomo" / "locomo10-dev.json")
+    for source in sources:
+        if not source.exists():
+            raise SystemExit(f"{source}: not found; pass --data, the folder holding personamem/ and locomo/")
+    datasets = [load_personamem(sources[0], require_histories=True), load_locomo(sources[1])]
+    deleted = messages = said = 0
     started = time.perf_counter()
-    for name, history in histories(args.data).items():
+    for name, sessions in (replay for dataset in datasets for replay in replays(dataset)):
         gone = []
-        with tempfile.TemporaryDirectory() as tmp, MemoryClient("full_context", data_dir=tmp) as client:
-            for start in range(0, len(history), 20):
-                gone += client.remember("u", history[start : start + 20], session_id="chat").forgotten
-        said = sum(role == "user" for role, _ in history)
-        print(f"{name}: {len(gone)} deletions in {len(history)} turns ({said} user turns)")
+        with MemoryClient("full_context") as client:
+            for session in sessions:
+                for start in range(0, len(session.messages), 20):
+                    chunk = session.messages[start : start + 20]
+                    gone += client.remember("u", chunk, session_id=session.id).forgotten
+        turns = [m for session in sessions for m in session.messages]
+        users = sum(m.role == "user" for m in turns)
+        print(f"{name}: {len(gone)} deletions in {len(turns)} messages ({users} from the user)")
         if args.show:
             for item in gone:
                 print(f"    {item.request[:100]!r} took {item.text[:80]!r}")
-        deleted, turns, users = deleted + len(gone), turns + len(history), users + said
-    print(
-        f"ordinary chat: {deleted} deletions in {turns} turns ({users} user turns), {time.perf_counter() - started:.0f} s"
-    )
+        deleted, messages, said = deleted + len(gone), messages + len(turns), said + users
+    seconds = time.perf_counter() - started
+    print(f"ordinary chat: {deleted} deletions in {messages} messages ({said} from the user), {seconds:.0f} s")
 
 
 if __name__ == "__main__":

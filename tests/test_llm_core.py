@@ -220,7 +220,7 @@ def test_caches_opened_at_once_on_a_new_file_all_open(tmp_path):
 
     def open_and_write(path, n):
         try:
-            ResponseCache(path)._store.put(f"k{n}", "v")
+            ResponseCache(path).put(f"k{n}", "test", "v")
         except Exception as exc:  # noqa: BLE001 - collected for the assert
             errors.append(exc)
 
