@@ -26,9 +26,11 @@ assistant about what it keeps.
   ("olivia's debt", not "Olivia is my maid of honor"; "where sean is": the fact placing him); a
   medication named by what it treats ("the sleeping pill") never takes the condition ("I can't
   sleep"); what the turn asks to keep ("... but you can keep that I get migraines") is never taken;
-  otherwise nothing is deleted and the result says
-  "nothing matched". A request that points back ("don't keep that in memory") refers to the user's
-  turn just before it.
+  otherwise the learned reader (:func:`memlab.forget_reader.reader_picks`, a cross-encoder trained
+  on the labelled dev parts) reads the request beside the items nearest it and takes those it is
+  sure of ("the ED thing" for an eating disorder); if it is sure of none, nothing is deleted and
+  the result says "nothing matched". A request that points back ("don't keep that in memory")
+  refers to the user's turn just before it.
 - :func:`honour_forget_requests`: runs after the backend stored the session (``Memory.ingest``):
   removes what each request refers to, the request turn itself included (it restates it), through
   a :class:`Remover`: at once by default; ``MemoryClient`` installs its undo ledger
@@ -715,6 +717,19 @@ def _spared(
     return {best} | {i for i, own in enumerate(turns) if own and own <= turns[best]}
 
 
+def _not_kept(request: ForgetRequest, items: Sequence[MemoryItem], embedder: Embedder) -> list[MemoryItem]:
+    """``items`` but what the request asks to keep ("... but you can keep the back pain one"): the item
+    closest to it, and every item closer to it than to what the request names."""
+    if not request.keep or not request.subject or not items:
+        return list(items)
+    texts = [item.text for item in items]
+    vectors = embedder.embed(texts)
+    keep = _scores(embedder, request.keep, texts, vectors)
+    named = np.max([_scores(embedder, part, texts, vectors) for part in request.parts() or [request.subject]], axis=0)
+    kept = int(keep.argmax())
+    return [item for i, item in enumerate(items) if i != kept and keep[i] < named[i]]
+
+
 def everything_but_kept(request: ForgetRequest, items: Sequence[MemoryItem], embedder: Embedder) -> list[str]:
     """Every item but those the request keeps ("... except my name": "My name is Sofia"; "apart from
     the diet one and the spelling preference": two), with what restates them."""
@@ -1136,6 +1151,7 @@ def honour_forget_requests(
     """Remove what the forget requests of ``session`` refer to from ``user_id``'s memory (after the
     session was stored). Returns what was removed; a request that matched nothing removes nothing,
     its turn included."""
+    from memlab.forget_reader import reader_picks
     from memlab.memory import Capability
 
     requests = find_forget_requests(session)
@@ -1152,9 +1168,13 @@ def honour_forget_requests(
             chosen = everything_but_kept(request, candidates, embedder_for(memory))
         elif request.subject is None:
             chosen = previous_user_turn(request, session, candidates)
+        elif matcher is not None:  # the backend's own (its LLM's) reading
+            chosen = matcher(request, candidates)
         else:
-            match = matcher or semantic_matcher(embedder_for(memory))
-            chosen = match(request, candidates)
+            embedder = embedder_for(memory)
+            chosen = semantic_matcher(embedder)(request, candidates)
+            if not chosen:  # what the rules found no sure match for: the learned reader reads it
+                chosen = reader_picks(request.text, request.subject, _not_kept(request, candidates, embedder), embedder)
         if not chosen:
             continue  # nothing matched with enough confidence: nothing is deleted
         wanted = _with_replies(_with_derived(set(chosen), candidates), candidates, request)

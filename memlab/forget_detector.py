@@ -951,13 +951,16 @@ _EDITING = re.compile(
     r"presentation|report|bio|cover\s+letter|toast|eulogy|script|vows|caption|spreadsheet|paragraph|poem|article|blog(?:\s+post)?)\b|"
     r"\b(?:reformat|proofread|redraft|rewrite|reword)\b|"
     r"\b(?:first|second|third|fourth|fifth|last|next|previous|opening|closing)\s+(?:paragraph|chapter|section|sentence|page|slide|verse|stanza)\b|"
-    r"\b(?:paragraph|chapter|section|stanza)\s+(?:of|about|in|on)\b"
+    r"\b(?:paragraph|chapter|section|stanza)\s+(?:of|about|in|on)\b|"
+    # a letter the user sends to someone else: "help me draft a GDPR erasure request to Ocado"
+    r"\b(?:draft|write|compose|word|phrase)\s+(?:\w+\s+){0,4}?(?:request|letter|e-?mail|message|complaint|reply|response|form|note)\s+(?:to|for)\b"
 )
 
 
 def _edits_a_document(turn: str) -> bool:
     """ "In my CV, remove the line about my last job", "delete the third paragraph of the chapter
-    about my dad": an edit of the user's own document, unless the turn speaks of the assistant's memory."""
+    about my dad", "help me draft an erasure request to my bank": the user's own document, or what
+    they ask someone else to delete, unless the turn speaks of the assistant's memory."""
     return bool(_EDITING.search(turn)) and not (_EXPLICIT_MEMORY.search(turn) or _FROM_MEMORY.search(turn))
 
 

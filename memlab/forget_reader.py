@@ -1,0 +1,135 @@
+"""The learned forget reader: which stored facts a forget request the rules found refers to.
+
+The rules (``memlab.forget_detector``) decide whether a turn asks to forget something; their
+matcher (``memlab.forget.semantic_matcher``) then looks for what it names by meaning and words, and
+is cautious: "the ED thing", "my personal contact details" or "the childhood thing ... the bed one"
+often match nothing it is sure of. For such a request (and only then) this reader reads the request
+beside each stored item near it and takes the items it scores at least ``THRESHOLD``. It never
+reads a turn the rules take for no request, so ordinary chat and near-misses never reach it.
+
+It is a cross-encoder on (turn, fact) pairs: the packaged MiniLM with a rank-8 LoRA on every linear
+layer of its six blocks, its biases and layer norms retrained, and a one-logit head on [CLS],
+trained by ``benchmarks/train_forget_reader.py`` on the labelled dev and read parts of
+``tests/data/forget_requests/`` and on ordinary chat from the dev histories. Its weights
+(``memlab/forget_reader.safetensors``, fp16) are merged into the base model at load.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from memlab.embedders import Embedder
+    from memlab.types import MemoryItem
+
+WEIGHTS = Path(__file__).with_name("forget_reader.safetensors")  # package data
+RANK, ALPHA = 8, 16
+MAX_LENGTH = 128
+THRESHOLD = 0.9  # chosen on heldout18 (read, never trained on)
+NEAREST = 24  # items read per request: those nearest what it names or the turn, by the embedder
+
+
+def lora_delta(a: Any, b: Any) -> Any:
+    """What a LoRA pair adds to its layer's weight: ``ALPHA / RANK * b @ a``."""
+    return (b @ a) * (ALPHA / RANK)
+
+
+def linear_layers(encoder: Any) -> dict[str, Any]:
+    """The six linear layers of each block the LoRA adapts, by their parameter name prefix."""
+    layers: dict[str, Any] = {}
+    for n, block in enumerate(encoder.encoder.layer):
+        prefix = f"encoder.layer.{n}."
+        attention = block.attention
+        for name, layer in (
+            ("attention.self.query", attention.self.query),
+            ("attention.self.key", attention.self.key),
+            ("attention.self.value", attention.self.value),
+            ("attention.output.dense", attention.output.dense),
+            ("intermediate.dense", block.intermediate.dense),
+            ("output.dense", block.output.dense),
+        ):
+            layers[prefix + name] = layer
+    return layers
+
+
+class ForgetReader:
+    """The packaged MiniLM with the learned weights merged in; :meth:`scores` runs it on pairs."""
+
+    def __init__(self, weights: Path = WEIGHTS) -> None:
+        import torch
+        from safetensors.torch import load_file
+        from transformers import AutoModel, AutoTokenizer
+
+        from memlab.embedders.sentence_transformer import packaged_minilm_path
+
+        if not weights.is_file():
+            raise FileNotFoundError(
+                f"{weights}: the forget reader's weights are missing; run benchmarks/train_forget_reader.py"
+            )
+        path = packaged_minilm_path()
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.encoder = AutoModel.from_pretrained(path).eval()
+        learned = {name: tensor.float() for name, tensor in load_file(str(weights)).items()}
+        with torch.no_grad():
+            for name, layer in linear_layers(self.encoder).items():
+                layer.weight += lora_delta(learned.pop(f"lora.{name}.a"), learned.pop(f"lora.{name}.b"))
+            self.head = torch.nn.Linear(self.encoder.config.hidden_size, 1)
+            self.head.weight.copy_(learned.pop("head.weight"))
+            self.head.bias.copy_(learned.pop("head.bias"))
+            own = dict(self.encoder.named_parameters())
+            for name, tensor in learned.items():  # the retrained biases and layer norms
+                own[name.removeprefix("encoder.")].copy_(tensor)
+        self._lock = threading.Lock()
+
+    def scores(self, turn: str, texts: Sequence[str]) -> np.ndarray:
+        """The probability that ``turn`` asks to forget each of ``texts``."""
+        import torch
+
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        with self._lock, torch.inference_mode():
+            batch = self.tokenizer(
+                [turn] * len(texts),
+                list(texts),
+                padding=True,
+                truncation=True,
+                max_length=MAX_LENGTH,
+                return_tensors="pt",
+            )
+            hidden = self.encoder(**batch).last_hidden_state[:, 0]
+            return torch.sigmoid(self.head(hidden).squeeze(-1)).float().numpy()
+
+
+_reader: ForgetReader | None = None
+_reader_lock = threading.Lock()
+
+
+def forget_reader() -> ForgetReader:
+    """The process's one reader, loaded on first use."""
+    global _reader
+    with _reader_lock:
+        if _reader is None:
+            _reader = ForgetReader()
+        return _reader
+
+
+def reader_picks(turn: str, subject: str, items: Sequence[MemoryItem], embedder: Embedder) -> list[str]:
+    """The ids of the items a forget request (``turn``, naming ``subject``) refers to, as the reader
+    reads it: of the ``NEAREST`` items nearest the subject or the turn (by ``embedder``), those it
+    scores at least ``THRESHOLD``."""
+    if not items:
+        return []
+    texts = [item.text for item in items]
+    if len(items) > NEAREST:
+        vectors = embedder.embed(texts)  # the matcher embedded them just before: cached
+        queries = embedder.embed([subject, turn], query=True)
+        nearest = np.argsort(-(vectors @ queries.T).max(axis=1))[:NEAREST]
+    else:
+        nearest = np.arange(len(items))
+    scores = forget_reader().scores(turn, [texts[i] for i in nearest])
+    return [items[i].id for i, score in zip(nearest, scores) if score >= THRESHOLD]
