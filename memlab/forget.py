@@ -27,10 +27,10 @@ assistant about what it keeps.
   medication named by what it treats ("the sleeping pill") never takes the condition ("I can't
   sleep"); what the turn asks to keep ("... but you can keep that I get migraines") is never taken;
   otherwise the learned reader (:func:`memlab.forget_reader.reader_picks`, a cross-encoder trained
-  on the labelled dev parts) reads the request beside the items nearest it and takes those it is
-  sure of ("the ED thing" for an eating disorder); if it is sure of none, nothing is deleted and
-  the result says "nothing matched". A request that points back ("don't keep that in memory")
-  refers to the user's turn just before it.
+  on the labelled dev parts) reads the request beside the three items the matcher ranked first and
+  takes those it is sure of ("the ED thing" for an eating disorder); if it is sure of none, nothing
+  is deleted and the result says "nothing matched". A request that points back ("don't keep that in
+  memory") refers to the user's turn just before it.
 - :func:`honour_forget_requests`: runs after the backend stored the session (``Memory.ingest``):
   removes what each request refers to, the request turn itself included (it restates it), through
   a :class:`Remover`: at once by default; ``MemoryClient`` installs its undo ledger
@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 import numpy as np
 from pydantic import Field
 
+from memlab.embedders.base import Embedder
 from memlab.forget_detector import ForgetRequest, content_words, detect, find_forget_requests
 from memlab.types import ForgottenItem, MemoryItem, Session
 
@@ -64,7 +65,6 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from memlab.embedders import Embedder
     from memlab.memory import Memory
 
 # The backend option, one definition for every backend that can delete.
@@ -730,6 +730,16 @@ def _not_kept(request: ForgetRequest, items: Sequence[MemoryItem], embedder: Emb
     return [item for i, item in enumerate(items) if i != kept and keep[i] < named[i]]
 
 
+def _best(request: ForgetRequest, items: Sequence[MemoryItem], embedder: Embedder) -> list[MemoryItem]:
+    """The items the matcher ranks first for what the request names (``memlab.forget_reader.READS``)."""
+    from memlab.forget_reader import READS
+
+    if len(items) <= READS or not request.subject:
+        return list(items)
+    scores = score_items(embedder, request.subject, items)
+    return [items[i] for i in np.argsort(-scores, kind="stable")[:READS]]
+
+
 def everything_but_kept(request: ForgetRequest, items: Sequence[MemoryItem], embedder: Embedder) -> list[str]:
     """Every item but those the request keeps ("... except my name": "My name is Sofia"; "apart from
     the diet one and the spelling preference": two), with what restates them."""
@@ -1130,9 +1140,26 @@ class DeleteAtOnce:
         return removed
 
 
+class _EmbeddedOnce(Embedder):
+    """The backend's embedder, each text embedded once while a session's requests are honoured: the
+    matcher and the learned reader read the same stored items (a backend without an embedding cache,
+    full_context, would embed all of them twice). Lives for one call, so it keeps no user's text."""
+
+    def __init__(self, inner: Embedder) -> None:
+        super().__init__()
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self._vectors: dict[tuple[str, bool], np.ndarray] = {}
+
+    def _embed(self, texts: list[str], *, query: bool) -> np.ndarray:
+        missing = [text for text in dict.fromkeys(texts) if (text, query) not in self._vectors]
+        if missing:
+            self._vectors.update(((text, query), v) for text, v in zip(missing, self.inner.embed(missing, query=query)))
+        return np.stack([self._vectors[(text, query)] for text in texts])
+
+
 def embedder_for(memory: Memory) -> Embedder:
     """The embedder a backend already has (rag, profile), or the packaged MiniLM (full_context, mem0)."""
-    from memlab.embedders import Embedder, get_embedder
+    from memlab.embedders import get_embedder
 
     own = getattr(memory, "embedder", None)
     if isinstance(own, Embedder):
@@ -1159,22 +1186,24 @@ def honour_forget_requests(
         return []
     remover: Remover = remove or DeleteAtOnce()
     forgotten: list[ForgottenItem] = []
+    embedder: Embedder | None = None  # the backend's, made when a request needs it
     for request in requests:
         hidden = remover.hidden(user_id) | {f.item_id for f in forgotten}
         items = [item for item in memory.list_memories(user_id=user_id) if item.id not in hidden]
         own = [item for item in items if _is_request_turn(item, request)]
         candidates = [item for item in items if item not in own]
         if request.everything:  # "forget everything you know about me (except my name)"
-            chosen = everything_but_kept(request, candidates, embedder_for(memory))
+            embedder = embedder or _EmbeddedOnce(embedder_for(memory))
+            chosen = everything_but_kept(request, candidates, embedder)
         elif request.subject is None:
             chosen = previous_user_turn(request, session, candidates)
         elif matcher is not None:  # the backend's own (its LLM's) reading
             chosen = matcher(request, candidates)
         else:
-            embedder = embedder_for(memory)
+            embedder = embedder or _EmbeddedOnce(embedder_for(memory))
             chosen = semantic_matcher(embedder)(request, candidates)
-            if not chosen:  # what the rules found no sure match for: the learned reader reads it
-                chosen = reader_picks(request.text, request.subject, _not_kept(request, candidates, embedder), embedder)
+            if not chosen:  # the matcher was not sure: the learned reader reads its best candidates
+                chosen = reader_picks(request.text, _best(request, _not_kept(request, candidates, embedder), embedder))
         if not chosen:
             continue  # nothing matched with enough confidence: nothing is deleted
         wanted = _with_replies(_with_derived(set(chosen), candidates), candidates, request)

@@ -16,7 +16,7 @@ import torch
 from memlab import forget_reader as reader_module
 from memlab.client import MemoryClient
 from memlab.forget import find_forget_requests, semantic_matcher
-from memlab.forget_reader import NEAREST, WEIGHTS, ForgetReader
+from memlab.forget_reader import READS, WEIGHTS, ForgetReader
 from memlab.types import MemoryItem, Message, Session
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -150,17 +150,20 @@ def test_the_reader_does_not_overrule_the_rules_matcher(sure: _SureOfEverything,
     assert sure.read == []
 
 
-def test_with_many_items_the_reader_reads_those_nearest_the_request(sure: _SureOfEverything) -> None:
-    from memlab.embedders import get_embedder
-    from memlab.forget_reader import reader_picks
-
-    filler = [f"I went to the cinema on day {n} and saw a film about trains" for n in range(60)]
-    items = [MemoryItem(id=str(i), text=text) for i, text in enumerate([*filler, "I spent a night in a police cell"])]
-    picked = reader_picks("forget my brush with the law", "my brush with the law", items, get_embedder("minilm"))
+def test_with_many_items_the_reader_reads_the_matchers_best_three(sure: _SureOfEverything, tmp_path: Path) -> None:
+    """Beside a whole history the reader is now and then sure of an unrelated turn: it reads only the
+    three items the rules' matcher ranks first, and takes those (here all three: it is sure of all)."""
+    filler = ["My favourite colour is green", "I drive a blue Fiat", "I work as a plumber", "I like crosswords"]
+    filler += ["My flat is on the third floor", "I grow tomatoes", "I support Leeds United", "I'm learning Welsh"]
+    fact = "I'm bisexual but not out to my family"
+    ask = "please forget the coming-out thing"
+    with MemoryClient("full_context", data_dir=tmp_path) as client:
+        client.remember("u", [("user", text) for text in [*filler[:4], fact, *filler[4:]]], session_id="a")
+        report = client.remember("u", [("user", ask)], session_id="b")
     ((turn, read),) = sure.read
-    assert turn == "forget my brush with the law" and len(read) == NEAREST
-    assert "I spent a night in a police cell" in read
-    assert len(picked) == NEAREST  # every pair read scored 1.0: all of them, none beyond
+    assert turn == ask and len(read) == READS
+    assert fact in read
+    assert {item.text for item in report.forgotten} == {*read, turn}
 
 
 def test_the_reader_never_takes_what_the_request_asks_to_keep(sure: _SureOfEverything, tmp_path: Path) -> None:
@@ -176,3 +179,23 @@ def test_the_reader_never_takes_what_the_request_asks_to_keep(sure: _SureOfEvery
     assert {item.text for item in report.forgotten} == {facts[1], facts[2], ask}  # sure of all it read
     assert sure.read  # the rules' matcher was not sure: the reader read the rest
     assert all("I take ibuprofen for my back pain" not in texts for _, texts in sure.read)
+
+
+def test_the_matcher_and_the_readers_choice_embed_each_stored_item_once(
+    sure: _SureOfEverything, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The matcher, then the choice of what the reader reads, score the same stored items: a backend
+    without an embedding cache (full_context) would otherwise embed its whole memory twice for a
+    request the reader resolves, seconds for a few thousand items on a CPU."""
+    from memlab import forget
+    from memlab.embedders.hashing import HashingEmbedder
+
+    counted = HashingEmbedder()
+    monkeypatch.setattr(forget, "embedder_for", lambda memory: counted)
+    facts = [f"On day {n} I went to the market and bought {n} apples" for n in range(40)]
+    with MemoryClient("full_context", data_dir=tmp_path) as client:
+        client.remember("u", [("user", fact) for fact in facts], session_id="a")
+        report = client.remember("u", [("user", "Could you forget my brush with the law?")], session_id="b")
+    assert sure.read and report.forgotten  # the matcher found nothing, the reader read and took
+    documents = len(facts)  # the request's own turn is no candidate
+    assert documents <= counted.texts_embedded <= documents + 2  # + what the request names, as a query
