@@ -51,6 +51,7 @@ from pydantic import Field
 
 from memlab.embedders.base import Embedder
 from memlab.forget_detector import ForgetRequest, content_words, detect, find_forget_requests
+from memlab.forget_reader import READS, reader_picks
 from memlab.types import ForgottenItem, MemoryItem, Session
 
 __all__ = [
@@ -717,27 +718,21 @@ def _spared(
     return {best} | {i for i, own in enumerate(turns) if own and own <= turns[best]}
 
 
-def _not_kept(request: ForgetRequest, items: Sequence[MemoryItem], embedder: Embedder) -> list[MemoryItem]:
-    """``items`` but what the request asks to keep ("... but you can keep the back pain one"): the item
-    closest to it, and every item closer to it than to what the request names."""
-    if not request.keep or not request.subject or not items:
-        return list(items)
-    texts = [item.text for item in items]
-    vectors = embedder.embed(texts)
-    keep = _scores(embedder, request.keep, texts, vectors)
-    named = np.max([_scores(embedder, part, texts, vectors) for part in request.parts() or [request.subject]], axis=0)
-    kept = int(keep.argmax())
-    return [item for i, item in enumerate(items) if i != kept and keep[i] < named[i]]
-
-
-def _best(request: ForgetRequest, items: Sequence[MemoryItem], embedder: Embedder) -> list[MemoryItem]:
-    """The items the matcher ranks first for what the request names (``memlab.forget_reader.READS``)."""
-    from memlab.forget_reader import READS
-
-    if len(items) <= READS or not request.subject:
-        return list(items)
-    scores = score_items(embedder, request.subject, items)
-    return [items[i] for i in np.argsort(-scores, kind="stable")[:READS]]
+def _for_the_reader(request: ForgetRequest, items: Sequence[MemoryItem], embedder: Embedder) -> list[MemoryItem]:
+    """What the learned reader reads: the ``READS`` items the matcher scores highest for what the request
+    names, never what it asks to keep ("... but you can keep the back pain one": the item closest to
+    that, and every item closer to it than to what the request names)."""
+    if not items or not request.subject:
+        return []
+    named = score_items(embedder, request.subject, items)
+    allowed = np.ones(len(items), dtype=bool)
+    if request.keep:
+        texts = [item.text for item in items]
+        keep = _scores(embedder, request.keep, texts, embedder.embed(texts))
+        allowed = keep < named
+        allowed[int(keep.argmax())] = False
+    order = [i for i in np.argsort(-named, kind="stable") if allowed[i]]
+    return [items[i] for i in order[:READS]]
 
 
 def everything_but_kept(request: ForgetRequest, items: Sequence[MemoryItem], embedder: Embedder) -> list[str]:
@@ -1178,7 +1173,6 @@ def honour_forget_requests(
     """Remove what the forget requests of ``session`` refer to from ``user_id``'s memory (after the
     session was stored). Returns what was removed; a request that matched nothing removes nothing,
     its turn included."""
-    from memlab.forget_reader import reader_picks
     from memlab.memory import Capability
 
     requests = find_forget_requests(session)
@@ -1203,7 +1197,7 @@ def honour_forget_requests(
             embedder = embedder or _EmbeddedOnce(embedder_for(memory))
             chosen = semantic_matcher(embedder)(request, candidates)
             if not chosen:  # the matcher was not sure: the learned reader reads its best candidates
-                chosen = reader_picks(request.text, _best(request, _not_kept(request, candidates, embedder), embedder))
+                chosen = reader_picks(request.text, _for_the_reader(request, candidates, embedder))
         if not chosen:
             continue  # nothing matched with enough confidence: nothing is deleted
         wanted = _with_replies(_with_derived(set(chosen), candidates), candidates, request)
