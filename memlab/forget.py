@@ -51,7 +51,7 @@ from pydantic import Field
 
 from memlab.embedders.base import Embedder
 from memlab.forget_detector import ForgetRequest, content_words, detect, find_forget_requests
-from memlab.forget_reader import READS, reader_picks
+from memlab.forget_reader import READS, reader_confirms, reader_picks
 from memlab.types import ForgottenItem, MemoryItem, Session
 
 __all__ = [
@@ -721,10 +721,12 @@ def _spared(
 def _for_the_reader(request: ForgetRequest, items: Sequence[MemoryItem], embedder: Embedder) -> list[MemoryItem]:
     """What the learned reader reads: the ``READS`` items the matcher scores highest for what the request
     names, never what it asks to keep ("... but you can keep the back pain one": the item closest to
-    that, and every item closer to it than to what the request names)."""
-    if not items or not request.subject:
+    that, and every item closer to it than to what the request names). A request whose shape alone
+    the rules read ("delete karen") names what its whole turn says."""
+    subject = request.text if request.shape_only else request.subject
+    if not items or not subject:
         return []
-    named = score_items(embedder, request.subject, items)
+    named = score_items(embedder, subject, items)
     allowed = np.ones(len(items), dtype=bool)
     if request.keep:
         texts = [item.text for item in items]
@@ -1189,7 +1191,10 @@ def honour_forget_requests(
         if request.everything:  # "forget everything you know about me (except my name)"
             embedder = embedder or _EmbeddedOnce(embedder_for(memory))
             chosen = everything_but_kept(request, candidates, embedder)
-        elif request.subject is None:
+        elif request.shape_only and matcher is None:  # "delete karen": the reader reads the turn's nearest items
+            embedder = embedder or _EmbeddedOnce(embedder_for(memory))
+            chosen = reader_picks(request.text, _for_the_reader(request, candidates, embedder))
+        elif request.subject is None and not request.shape_only:
             chosen = previous_user_turn(request, session, candidates)
         elif matcher is not None:  # the backend's own (its LLM's) reading
             chosen = matcher(request, candidates)
@@ -1198,6 +1203,13 @@ def honour_forget_requests(
             chosen = semantic_matcher(embedder)(request, candidates)
             if not chosen:  # the matcher was not sure: the learned reader reads its best candidates
                 chosen = reader_picks(request.text, _for_the_reader(request, candidates, embedder))
+            elif len(chosen) > 1:  # several for one request: the reader drops those it rules out, never
+                # one that says all the request names ("Keep in mind that my workouts are tennis matches",
+                # a chat turn it reads as no fact of that kind)
+                picked = [item for item in candidates if item.id in set(chosen)]
+                named = content_words(request.subject or "")
+                sure = {item.id for item in picked if named and named <= content_words(item.text)}
+                chosen = reader_confirms(request.text, picked, sure)
         if not chosen:
             continue  # nothing matched with enough confidence: nothing is deleted
         wanted = _with_replies(_with_derived(set(chosen), candidates), candidates, request)

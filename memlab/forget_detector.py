@@ -54,6 +54,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memlab.forget_shape import NOT_ASKED, has_request_shape
 from memlab.types import Session
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
@@ -99,6 +100,9 @@ class ForgetRequest:
     last: int = 1
     # "Forget everything you know about me (except my name)": every stored fact, what ``keep`` names spared.
     everything: bool = False
+    # A request's shape the rules cannot read a subject in ("delete karen", "I'd rather that wasn't
+    # stored"; ``memlab.forget_shape``): only the learned reader (or the backend's LLM) says what it names.
+    shape_only: bool = False
 
     def parts(self) -> list[str]:
         """The things named ("my height and my weight" -> two), each resolved on its own."""
@@ -364,13 +368,15 @@ _EMPTY_SUBJECT = re.compile(
 # Things deleted or erased that are not what the assistant keeps (files, stains, apps ...).
 _NOT_MEMORY = re.compile(
     r"^(?:(?:a|an|the|this|that|these|those|some|all|my|our|his|her|their|any|your)\s+)?(?:old\s+|new\s+|extra\s+|last\s+|whole\s+)?"
-    r"(?:(?:browser|search|phone|work|email|google|bank|shopping|spam|chat|call|old|duplicate)\s+)?"
+    r"(?:(?:browser|search|phone|work|email|google|bank|shopping|spam|chat|call|old|duplicate)\s+"
+    r"|[\w'.-]+\s+(?=(?:account|accounts|app|apps|subscription|profile)\b))?"  # "my Shopee account"
     r"(?:file|files|folder|stain|stains|photo|photos|picture|pictures|email|emails|message|messages|app|apps|account|"
     r"line|lines|paragraph|sentence|word|words|page|pages|draft|drafts|row|rows|column|table|code|cache|cookies|"
     r"mark|marks|mess|dust|tab|tabs|song|songs|video|videos|post|posts|comment|comments|text|texts|contact|"
     r"contacts|event|events|meeting|meetings|alarm|alarms|reminder|reminders|calendar|phone|laptop|computer|"
-    r"browser|history|inbox|search|pan|table|tick|splinter|whiteboard|marker|app|subscription|order|booking)"
-    r"(?:\s+(?:on|from|in|off|at|with|of|for|before|after|that|which)\b.*)?$"
+    r"browser|history|inbox|search|pan|table|tick|splinter|whiteboard|marker|app|subscription|order|booking|"
+    r"question|questions|verse|verses|lyrics)"
+    r"(?:\s+(?:on|from|in|off|at|with|of|for|before|after|that|which|about)\b.*)?$"
 )
 _SUBJECT_END = re.compile(
     r"\s*(?:,|;|:|\?|!|\s-\s|\s–\s|\s—\s|\(|\bfrom\s+(?:your\s+|the\s+|my\s+)?(?:(?:saved|stored|long-term)\s+)?(?:memory|memories|records?|notes|files?|mind|profile|head|brain|info|information)\b|"
@@ -574,8 +580,11 @@ _TOPICAL = re.compile(
 _INFO_ABOUT = re.compile(r"\b(?:details|info|information)\b")
 _TOPIC_WORD = re.compile(rf"(?<=\w)\s+{_THING_WORDS}\b(?!\s+(?:about|on|of|regarding)\b)")
 # "forget the wedding stuff for now", "forget the novel thing, can you help me with ...": moving on, not a request.
+_FOR_NOW = re.compile(
+    r"\bfor\s+(?:now|a\s+(?:sec|second|minute|moment|bit)|today|tonight|(?:one|an?|this|the)\s+(?:evening|night|day|hour|afternoon|weekend))\b"
+)
 _FOR_A_WHILE = re.compile(
-    r"\bfor\s+(?:now|a\s+(?:sec|second|minute|moment|bit)|today|tonight)\b|"
+    rf"{_FOR_NOW.pattern}|"
     r",\s*(?:let'?s|i\s+need|i\s+want|what'?s|whats|how|can\s+you|could\s+you|help|tell\s+me|anyway|instead|we)\b"
 )
 # A pronoun object ("forget that, please", "please delete it"): a request only when addressed.
@@ -818,6 +827,10 @@ def find_forget_requests(session: Session) -> list[ForgetRequest]:
                     keep=keep,
                 )
             )
+        elif has_request_shape(message.content):
+            found.append(
+                ForgetRequest(subject=None, turn_index=index, text=message.content, keep=keep, shape_only=True)
+            )
     return found
 
 
@@ -849,7 +862,10 @@ _KEEP_EXCEPTION = re.compile(
     # "Keep the latex allergy, that's useful, but forget the antidepressants"
     r"^(?:please\s+)?(?:keep|remember)\s+(?P<keep4>[^,.;!?]+)(?=,[^.;!?]*\bbut\s+(?:please\s+)?(?:forget|delete|erase|remove|drop)\b)|"
     # "forget all the food stuff except the shellfish allergy"
-    r"\b(?:except(?:\s+for)?|apart\s+from|other\s+than|excluding|save\s+for)\s+(?P<keep5>[^.;!?]+?)(?=\s+[-–—]|[.;!?]|$)"
+    r"\b(?:except(?:\s+for)?|apart\s+from|other\s+than|excluding|save\s+for)\s+(?P<keep5>[^.;!?]+?)(?=\s+[-–—]|[.;!?]|$)|"
+    # "The hens can stay", "the VA stuff you can keep", "School stuff is fine", "where I'm from is fine to keep"
+    r"(?:^|[.;!?,]\s*|\bbut\s+)(?!(?:but|and|so|though|you|u|i|we|it|that|this|everything|anything)\b)(?P<keep6>[a-z][\w'-]*(?:\s+[\w'-]+){0,6}?)\s+(?:you\s+(?:can|may)\s+(?:still\s+)?keep|"
+    r"can\s+(?:stay|remain)|stays|(?:is|are)\s+(?:fine|ok|okay|alright)(?:\s+to\s+(?:keep|remember|stay))?)\b"
 )
 
 
@@ -866,7 +882,8 @@ def kept(text: str) -> str | None:
         or found.group("keep2")
         or found.group("keep3")
         or found.group("keep4")
-        or found.group("keep5"),
+        or found.group("keep5")
+        or found.group("keep6"),
     )
     raw = re.sub(  # "the diabetes medication, I need help with that one"; not "a son, Jake, who's 12"
         r"(?:,\s+(?:i|i'm|i'd|i'll|it|it's|that|that's|this|they|as|because|since|cause|cuz)\b|\s[-–—]).*$", "", raw
@@ -950,7 +967,7 @@ _EDITING = re.compile(
     r"\b(?:in|from)\s+(?:the|my|this|that|our)\s+(?:\w+\s+)?(?:cv|resume|résumé|essay|draft|letter|document|doc|speech|slides|"
     r"presentation|report|bio|cover\s+letter|toast|eulogy|script|vows|caption|spreadsheet|paragraph|poem|article|blog(?:\s+post)?)\b|"
     r"\b(?:reformat|proofread|redraft|rewrite|reword)\b|"
-    r"\b(?:first|second|third|fourth|fifth|last|next|previous|opening|closing)\s+(?:paragraph|chapter|section|sentence|page|slide|verse|stanza)\b|"
+    r"\b(?:first|second|third|fourth|fifth|last|next|previous|opening|closing)\s+(?:paragraph|chapter|section|sentence|page|slide|verse|stanza|line|lines|bullet)\b|"
     r"\b(?:paragraph|chapter|section|stanza)\s+(?:of|about|in|on)\b|"
     # a letter the user sends to someone else: "help me draft a GDPR erasure request to Ocado"
     r"\b(?:draft|write|compose|word|phrase)\s+(?:\w+\s+){0,4}?(?:request|letter|e-?mail|message|complaint|reply|response|form|note)\s+(?:to|for)\b"
@@ -983,6 +1000,10 @@ def detect(text: str) -> str | None:
         clause = re.sub(rf"^{_OPENER}(?:don'?t|do\s+not)\s+forget\s+to\s+(?={_ERASE}\s)", "", clause)
         if _NEGATED_FORGET.search(clause) and not re.search(rf"\b{_NEGATION}\s+{_KEEP}\b", clause):
             continue  # "don't forget to ...", "never forget that ...": asks to remember, not to forget
+        if re.search(_SOMEONE_SUGGESTS, clause) or NOT_ASKED.search(clause):
+            continue  # someone else's idea; an act not asked for ("I don't want you to forget Théo")
+        if _FOR_NOW.search(clause) and not (_EXPLICIT_MEMORY.search(turn) or _FROM_MEMORY.search(turn)):
+            continue  # "forget about my dad for now, I don't wanna get into it": not now, not gone
         subject = _clause_subject(clause, turn, names)
         if subject and content_words(subject) <= _VAGUE_DATA and index + 1 < len(clauses):
             # "any special category data you hold on me — my religion and my sexual orientation"
@@ -1017,7 +1038,7 @@ _BARE = re.compile(
 # Editing what the assistant wrote or was given ("the paragraph you wrote", "the third option on your
 # list", "the photo I uploaded", "remove the cashews and swap in ..."), or a title ("Forget You").
 _YOUR_OUTPUT = re.compile(
-    r"^you\b|\byou\s+(?:just\s+)?(?:wrote|gave|made|suggested|listed|drafted|sent|generated|came\s+up\s+with)\b|\byour\s+(?:list|answer|reply|draft|"
+    r"^you\b|\b(?:you|u)\s+(?:just\s+)?(?:wrote|gave|made|suggested|listed|drafted|sent|generated|came\s+up\s+with|helped\s+(?:me\s+)?(?:with|write|draft))\b|\byour\s+(?:list|answer|reply|draft|"
     r"suggestions?|options?|version|text|summary|plan)\b|\bi\s+(?:uploaded|attached|sent|pasted|shared\s+(?:earlier\s+)?as)\b|"
     r"\b(?:swaps?|replace|substitute|instead)\b"
 )
@@ -1437,7 +1458,13 @@ _LOOSE_KEEP = re.compile(
 _POLITE_NOT_KNOW = re.compile(
     r"^(?:you|u)\s+(?:didn'?t|did\s+not|wouldn'?t|would\s+not|no\s+longer|don'?t)\s+(?P<act>know|have|keep|remember|store|hold)\b"
 )
+# Someone else's idea, reported: "Someone in my tute said I should make you delete my health stuff".
+_SOMEONE_SUGGESTS = (
+    r"(?<!\bi\s)\b(?:says|said|reckons|thinks|told\s+me|tells\s+me)\s+(?:that\s+)?(?:i|we)\s+"
+    r"(?:should|could|ought\s+to|must|need\s+to|have\s+to)\b"
+)
 _WONDERING = re.compile(
+    rf"{_SOMEONE_SUGGESTS}|{NOT_ASKED.pattern}|"
     r"\b(?:did|didn'?t|have|haven'?t|had|has|were|was)\s+(?:you|u)\b|"
     r"\bif\s+(?:i|we|you|u|someone)\b|\bhypothetical|\bin\s+theory\b|\bwhat\s+happens\b|\bhow\s+(?:do|does|can|would|long|much)\b|"
     r"\bwould\s+(?:it|you|u)\s+(?:actually|really|automatically|ever)\b|\bjust\s+wondering\b|\bnot\s+asking\b|\bone\s+day\b|"
@@ -1521,12 +1548,12 @@ def _loose_request(turn: str) -> str | None:
         if re.match(r"(?:clear|drop|take|discard)\b", verb) and not memory_talk and not _REASON.search(turn):
             continue  # "clear my friday", "drop the kids at school": only out of memory
         if (
-            verb.startswith("scratch")
+            verb.startswith(("scratch", "scrap"))
             and not memory_talk
             and not _REASON.search(turn)
             and not re.search(rf"\b{_NEGATION}\s+{_KEEP}\b", turn)
         ):
-            continue  # "5 days in Tokyo, scratch that, 4": a correction while typing
+            continue  # "5 days in Tokyo, scratch that, 4": a correction while typing; "scrap that idea about the trip"
         if verb.startswith("forget") and (
             not re.search(r"\b(?:please|pls|kindly|you|u)\b", sentence[: act.start("act")])
             and not re.search(r"\b(?:please|pls|plz|kindly)\b", sentence)
