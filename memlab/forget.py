@@ -1206,7 +1206,8 @@ def honour_forget_requests(
             elif len(chosen) > 1:  # several for one request: the reader drops those it rules out, never
                 # one that says all the request names ("Keep in mind that my workouts are tennis matches",
                 # a chat turn it reads as no fact of that kind)
-                picked = [item for item in candidates if item.id in set(chosen)]
+                taken = set(chosen)
+                picked = [item for item in candidates if item.id in taken]
                 named = content_words(request.subject or "")
                 sure = {item.id for item in picked if named and named <= content_words(item.text)}
                 chosen = reader_confirms(request.text, picked, sure)
