@@ -8,10 +8,10 @@ MiniLM embedder; each case for a fresh user through ``MemoryClient.remember`` wi
 on: the rules, the request shapes they cannot read a subject in (``memlab.forget_shape``) and, for
 a request they find but resolve to nothing, the learned reader (``memlab.forget_reader``). Every part
 was written by someone who had not read the rules. Each part was first measured held out, then read
-and tuned on (dev .. dev12, heldout .. heldout39; the reader was trained on dev .. heldout15 and its
-threshold chosen on heldout18); heldout40 .. heldout43 were written after the last change and are
-the held-out parts, measured once: ``--show`` prints case ids, never turns. The last line is the
-held-out parts' together.
+and tuned on (dev .. dev12, heldout .. heldout43; the reader was trained on dev .. heldout35, its
+thresholds chosen on heldout36 .. heldout39 and checked on heldout40 .. heldout43); heldout44 ..
+heldout47 were written after the last change and are the held-out parts, measured once: ``--show``
+prints case ids, never turns. The last line is the held-out parts' together.
 "fact not stored" replays each request with the facts it asks to forget taken away: whatever it then
 deletes is over-reach.
 """
@@ -36,8 +36,8 @@ BACKENDS = {
 DEV_PARTS = ("dev", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8", "dev9", "dev10", "dev11", "dev12")
 # Held out until measured, then read and tuned on: a part's misses or false deletions were looked up
 # after its first measure (docs/personamem-v2.md gives each part's first measure).
-READ_PARTS = tuple(f"heldout{n}" for n in ("", *range(2, 40)))
-HELD_OUT = ("heldout40", "heldout41", "heldout42", "heldout43")
+READ_PARTS = tuple(f"heldout{n}" for n in ("", *range(2, 44)))
+HELD_OUT = ("heldout44", "heldout45", "heldout46", "heldout47")
 
 
 def summary(scores: list[Score]) -> str:
@@ -58,7 +58,7 @@ def main() -> None:
         "--parts",
         nargs="+",
         default=[*DEV_PARTS, *READ_PARTS, *HELD_OUT],
-        help="dev, dev2, ..., heldout, ..., heldout43 or .jsonl paths",
+        help="dev, dev2, ..., heldout, ..., heldout47 or .jsonl paths",
     )
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
     parser.add_argument("--show", action="store_true", help="list the cases each backend got wrong")

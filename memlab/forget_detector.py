@@ -109,7 +109,7 @@ class ForgetRequest:
         if not self.subject:
             return []
         pieces = re.split(
-            r"\s*;\s*|\s+(?:and|&|or)\s+(?:also\s+)?(?:about\s+|to\s+|(?:anything|everything)\s+(?:to\s+do\s+with|about|related\s+to)\s+)?(?=(?:my|our|the|where|what|how|which|when|that|me|selling|being|having|his|her|their)\b)",
+            r"\s*;\s*|(?<!,)\s+(?:including|incl\.?|as\s+well\s+as|along\s+with|n\s+also)\s+|\s+(?:and|&|or)\s+(?:also\s+)?(?:about\s+|to\s+|(?:anything|everything)\s+(?:to\s+do\s+with|about|related\s+to)\s+)?(?=(?:my|our|the|where|what|how|which|when|that|me|selling|being|having|his|her|their)\b)",
             self.subject,
         )
         pieces = [part for piece in pieces for part in _two_of_mine(piece.strip())]
@@ -387,7 +387,7 @@ _SUBJECT_END = re.compile(
     r"\bfrom\s+(?:whatever|what|everything|anything)\s+(?:\w+\s+)?you\b|\boff\s+(?:whatever|your|any)\s+list\b|"
     r"\b(?:in|into|to)\s+(?:your\s+)?(?:memory|memories|mind|records?|notes|files?)\b|\bon\s+(?:file|record)\b|"
     r"\bout\s+of\s+(?:your\s+|the\s+|my\s+)?(?:memory|memories|mind|head|brain|records?|notes|files?|system)\b|"
-    r"\b(?:please|thanks|thank\s+you|anymore|any\s+more|any\s+longer|for\s+now|for\s+good|just\s+in\s+case|entirely|completely|altogether|gone|lol|lmao|haha|yet|mate|bro|dude|pal|buddy|ok|okay|before|until|in\s+case)\b|"
+    r"\b(?:please|thanks|thank\s+you|anymore|any\s+more|any\s+longer|for\s+now|for\s+good|just\s+in\s+case|entirely|completely|altogether|gone|lol|lmao|haha|yet|mate|bro|dude|pal|buddy|yaar|lah|leh|fam|abeg|bhai|macha|ok|okay|before|until|in\s+case)\b|"
     r"(?<!\bfrom\s)(?<!\bsince\s)(?<!\bin\s)(?<!\bof\s)\b(?:back\s+in\s+the\s+day|(?:a\s+)?(?:few|couple\s+of|\w+)\s+(?:years|months|weeks|days)\s+ago|(?:years|months)\s+ago|(?:last|this)\s+(?:week|month|year|spring|summer|autumn|fall|winter)|in\s+the\s+spring)\b|"
     r"\b(?:but|because|since|so|cause|cuz|it'?s|it\s+was|that'?s|that\s+was|except|apart\s+from|other\s+than|excluding)\b|"
     # "my weight and height (from your records)" names two things; "my salary and let's move on" one
@@ -968,7 +968,7 @@ _EDITING = re.compile(
     r"presentation|report|bio|cover\s+letter|toast|eulogy|script|vows|caption|spreadsheet|paragraph|poem|article|blog(?:\s+post)?)\b|"
     r"\b(?:reformat|proofread|redraft|rewrite|reword)\b|"
     r"\b(?:first|second|third|fourth|fifth|last|next|previous|opening|closing)\s+(?:paragraph|chapter|section|sentence|page|slide|verse|stanza|line|lines|bullet)\b|"
-    r"\b(?:paragraph|chapter|section|stanza)\s+(?:of|about|in|on)\b|"
+    r"\b(?:paragraph|chapter|section|stanza|verse|line|lines|sentence|bullet|slide)\s+(?:of|about|in|on)\b|"
     # a letter the user sends to someone else: "help me draft a GDPR erasure request to Ocado"
     r"\b(?:draft|write|compose|word|phrase)\s+(?:\w+\s+){0,4}?(?:request|letter|e-?mail|message|complaint|reply|response|form|note)\s+(?:to|for)\b"
 )
@@ -1311,9 +1311,11 @@ _ALL_OF_ME = re.compile(
     rf"{_LEAD}(?:{_FORGET}|{_ERASE})\s+(?:everything|every\s+(?:single\s+)?thing|all(?:\s+(?:of\s+)?(?:the\s+)?(?:stuff|things|info|information|data|details))?)\s+"
     r"(?:that\s+)?(?:you|u)(?:'ve|\s+have)?\s+(?:\w+\s+)?(?:know|have|hold|remember|stored|saved|kept|got)(?:\s+(?:stored|saved|on\s+file))?\s+(?:about|on)\s+me\b|"
     rf"{_LEAD}(?:{_FORGET}|{_ERASE})\s+(?:all\s+of\s+it|it\s+all|everything)\s+(?=(?:apart\s+from|except(?:\s+for)?|other\s+than|save\s+for)\s)|"
-    rf"{_LEAD}(?:{_FORGET}|{_ERASE})\s+(?:your|ur|the)\s+(?:whole|entire)\s+memory(?:\s+(?:of|about|on)\s+me)?[\s.!?]*$|"
-    # "wipe all my memories", "I want all my memories deleted"
-    rf"{_LEAD}(?:{_FORGET}|{_ERASE})\s+(?:all|every(?:\s+single)?(?:\s+one)?)\s+(?:of\s+)?(?:my|the)\s+(?:memories|data|saved\s+(?:info|information|data))\b(?!\s+(?:on|from|in|of)\s+(?!you\b|your\b))|"
+    # "clear your whole memory (of me)", "wipe your memory of me": not "your memory of the trip"
+    rf"{_LEAD}(?:{_FORGET}|{_ERASE})\s+(?:(?:your|ur|the)\s+(?:whole|entire)\s+memory(?:\s+(?:of|about|on)\s+me)?|(?:your|ur)\s+memor(?:y|ies)\s+(?:of|about|on)\s+me)"
+    r"(?=\s*(?:[,.!?;]|$)|\s+(?:please|pls|fam|mate|bro|now|completely|entirely|for\s+good|and\s+start)\b)|"
+    # "wipe all my memories", "wipe all memories", "clear all your memories about me", "I want all my memories deleted"
+    rf"{_LEAD}(?:{_FORGET}|{_ERASE})\s+(?:all|every(?:\s+single)?(?:\s+one)?)\s+(?:of\s+)?(?:(?:my|the|your|ur)\s+)?(?:memories|data|saved\s+(?:info|information|data))\b(?!\s+(?:on|from|in|of|about)\s+(?!you\b|your\b|me\b))|"
     rf"^{_OPENER}i\s+(?:want|need|would\s+like|'d\s+like)\s+(?:all|every\s+one)\s+(?:of\s+)?my\s+(?:memories|data)\s+(?:deleted|erased|wiped|removed|gone|forgotten)\b"
 )
 
@@ -1625,16 +1627,51 @@ _AND_ALSO = re.compile(
 )
 
 
+_INCLUDED = re.compile(
+    r"(?:,\s*|\s+(?:with\s+)?)(?:(?P<named>[^,.;?!]+?)\s+included|(?:including|incl\.?|especially)\s+(?P<named2>[^,.;?!]+))"
+)
 _NAMED_LIST = re.compile(
     r"^(?P<list>(?:the|my|our)\s[^,.;?!]+?(?:,\s*(?:and\s+)?(?:the|my|our)\s[^,.;?!]+?)+|(?:the|my|our)\s[^,.;?!]+?\s+and\s+(?:the|my|our)\s[^,.;?!]+?)"
     r"(?:\s+(?:too|as\s+well))?\s*[.!]?$"
 )
 
 
+# What a request's next sentence may add to what it named: a short list of things ("Thyroid, meds, the
+# op, all of it", "savings and the centrelink thing", "Every debt I've mentioned", "And Ollie too").
+_SPELLED_OUT = re.compile(
+    r"^(?:(?:and|also|plus|so|like|i\.?e\.?|namely|meaning)\s+)?(?:(?:honestly|actually|also)\s+)?(?P<list>[^.;?!()]+?)"
+    r"(?:,?\s+(?:all\s+of\s+(?:it|them|that)|the\s+lot|all\s+(?:two|three|four)|both|too|as\s+well|included|etc\.?))?\s*[.!]?$"
+)
+# A piece that is a clause of its own, not a thing named ("thanks", "keep the rest", "it's done", "School
+# stuff is fine"), or moves on ("Anyway, fences").
+_NOT_A_THING = re.compile(
+    r"^(?:i|i'm|im|i've|it|it's|its|that|that's|thats|this|she|he|we|they|you|u|there|keep|leave|thanks|thank|please|pls|ok|"
+    r"okay|cheers|done|gone|seriously|just|not|no|yes|yeah|lol|haha|don't|dont|do|let|let's|lets|sorry|oh|wait|hey|is|was|"
+    r"anyway|anyhow|btw|meanwhile|back\s+to|speaking\s+of)\b"
+    r"|\b(?:keep|keeps|stay|stays|fine|leave|except|but|not|n't|is|are|was|were|can|could|will|would|should|be)\b"
+)
+
+
+def _spelled_out(sentence: str) -> list[str]:
+    """The things a sentence following a request lists, or [] when it is not such a list."""
+    listed = _SPELLED_OUT.match(sentence)
+    if listed is None:
+        return []
+    pieces = [p.strip() for p in re.split(r",\s*(?:and\s+|&\s+)?|\s+(?:and|&|n)\s+", listed.group("list")) if p.strip()]
+    if not 1 <= len(pieces) <= 5 or any(len(p.split()) > 4 or _NOT_A_THING.search(p) for p in pieces):
+        return []
+    alone = len(pieces) == 1 and not (
+        re.match(r"(?:every|all|any)\s", pieces[0]) or listed.group(0).rstrip(" .!") != listed.group("list").rstrip()
+    )
+    return [] if alone else pieces
+
+
 def _more_named(rest: str, following: list[str]) -> list[str]:
     """Further things a request names after its first: "..., and the ICU application too", "Forget the
     quitting thing. And the stipend.", "... or the news about Fiona"."""
     found = [m.group("named") for m in _AND_ALSO.finditer(rest) if m.start() > 0]
+    # "the bipolar stuff, meds included", "the loan stuff including the bank I used"
+    found += [m.group("named") or m.group("named2") for m in _INCLUDED.finditer(rest)]
     following = [s for s in following if not re.fullmatch(r"\W*(?:please|pls|thanks|thank\s+you|thx)\W*", s)]
     for sentence in following[:2]:
         listed = re.match(
@@ -1647,6 +1684,9 @@ def _more_named(rest: str, following: list[str]) -> list[str]:
         listed = _NAMED_LIST.match(sentence)
         if listed is not None and sentence is following[0]:  # "... my brain stuff — the dyslexia, the ADHD, the meds."
             found += re.split(r",\s*(?:and\s+)?|\s+and\s+", listed.group("list"))
+            break
+        if sentence is following[0] and (spelled := _spelled_out(sentence)):
+            found += spelled  # "... my health stuff? Thyroid, meds, the op, all of it."
             break
         match = re.match(
             r"^(?:and|also|plus)\s+(?:also\s+)?(?P<named>(?:the|my|our)\s+[^,.;?!]+?)(?:\s+too)?\s*[.!]?$", sentence

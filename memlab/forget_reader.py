@@ -19,7 +19,8 @@ It never reads a turn the rules take for no request, so ordinary chat and near-m
 It is a cross-encoder on (turn, fact) pairs: the packaged MiniLM with a rank-8 LoRA on every linear
 layer of its six blocks, its biases and layer norms retrained, and a one-logit head on [CLS],
 trained by ``benchmarks/train_forget_reader.py`` on the labelled dev and read parts of
-``tests/data/forget_requests/`` and on ordinary chat from the dev histories. Its weights
+``tests/data/forget_requests/`` (dev .. dev12, heldout .. heldout35) and on ordinary chat from the
+dev histories. Its weights
 (``memlab/forget_reader.safetensors``, fp16) are merged into the base model at load.
 """
 
@@ -38,12 +39,13 @@ if TYPE_CHECKING:
 WEIGHTS = Path(__file__).with_name("forget_reader.safetensors")  # package data
 RANK, ALPHA = 8, 16
 MAX_LENGTH = 128
-THRESHOLD = 0.9  # chosen on heldout18 (read, never trained on)
+# Both chosen on heldout36 .. heldout39 (read, never trained on) and checked on heldout40 .. heldout43:
+# of 0.8, 0.9 and 0.95, 0.9 honoured most requests (196/280; 0.95: 192, collateral 15 -> 11).
+THRESHOLD = 0.9
 # Items read per request: the rules' matcher's best candidates. Beside a chatbot's whole history it
 # is sure of unrelated turns now and then; among the three the matcher ranks first, it is rarely wrong.
 READS = 3
-# A second item the matcher took goes when the reader scores it under this. Chosen on heldout16 ..
-# heldout27 (read parts it was never trained on): collateral 37 -> 30, requests honoured 637 -> 639.
+# A second item the matcher took goes when the reader scores it under this (0.3: one request fewer).
 RULED_OUT = 0.1
 
 

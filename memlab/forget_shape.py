@@ -46,11 +46,12 @@ _NOT = (
 )
 # Words a sentence may open on before its imperative ("ok so, please just delete ...").
 _OPENING = (
-    r"(?:(?:ok(?:ay)?|so|right|yeah|yes|also|and|oh|um+|uh+|hey|hi|pls|plz|please|kindly|just|now|actually|"
+    r"(?:(?:ok(?:ay)?|so|right|yeah|yes|also|and|oh|um+|uh+|hey|hi|pls|plz|please|kindly|just|now|actually|nah|wait|oops|btw|"
     r"honestly|seriously|ugh|yo|lol|mate|anyway|then)[\s,.!:-]+)*"
 )
 _ASKING = (
     r"(?:(?:can|could|would|will)\s+(?:you|u|yu)\s+(?:please\s+|pls\s+|just\s+)?|(?:i\s+)?(?:need|want)\s+you\s+to\s+|"
+    r"(?:would|will|is)\s+it\s+(?:be\s+)?possible\s+(?:for\s+you\s+)?to\s+|"
     r"i'?d\s+like\s+you\s+to\s+|i'?d\s+appreciate\s+it\s+if\s+you\s+|go\s+ahead\s+and\s+)?"
 )
 _ADDRESSED = re.compile(r"\b(?:you|u|ur|your|yourself|please|pls|plz|kindly|thx|thanks|ty|cheers)\b")
@@ -63,8 +64,9 @@ _SHAPES = [
     # "security hint thing — delete", "Gone, please." ("Drop it." dismisses: only a verb of storage takes a pronoun)
     re.compile(rf"^{_OPENING}(?:{_ACT}|gone)(?:[\s,]+(?:pls|please|thx|thanks|now|asap))*$"),
     re.compile(rf"^{_OPENING}{_DELETE}(?:[\s,]+(?:it|that|this|pls|please|thx|thanks|now|asap))*$"),
-    re.compile(  # "Anything to do with my money, clear it out.", "..., get rid of those"
-        rf"[,:]\s*{_OPENING}{_DELETE}\s+(?:it|that|this|them|those)(?:\s+(?:out|off|too|as\s+well|now|please|pls|thx|thanks))*$"
+    re.compile(  # "Anything to do with my money, clear it out.", "..., get rid of those", "Anything about Max, gone please"
+        rf"[,:]\s*{_OPENING}(?:{_DELETE}\s+(?:it|that|this|them|those)(?:\s+(?:out|off|too|as\s+well|now|please|pls|thx|thanks))*"
+        r"|gone(?:[\s,]+(?:pls|please|thx|thanks|now|asap))*)$"
     ),
     re.compile(rf"\b(?:please|pls|plz|kindly)\s+(?:just\s+)?{_ACT}\b"),  # "..., but please take him out of your memory"
     re.compile(
@@ -76,6 +78,7 @@ _SHAPES = [
     # "the dating app stuff can go", "the whole ryan thing ... gone already so delete that too"
     re.compile(
         r"(?<!\bi\s)(?<!\bwe\s)(?<!\byou\s)(?<!\bu\s)(?<!\bhe\s)(?<!\bshe\s)(?<!\bthey\s)(?<!\bit\s)\bcan\s+go\W*$"
+        r"|,\s*can\s+(?:that|it|this|those)\s+(?:just\s+)?go\W*$"  # "the bit about my credit score, can that go?"
     ),
     re.compile(
         r"\bleave\s+(?:\w+\s+){1,4}out\s+of\s+(?:your|ur)\b|\bas\s+far\s+as\s+(?:your|ur)\s+memory\b|\bnever\s+happened\b"
@@ -96,14 +99,20 @@ _WANT_DONE = re.compile(
 )
 # "I'd rather that wasn't stored", "could you just not have that saved": unwanted keeping, said to the assistant.
 _UNWANTED = re.compile(rf"\b{_NOT}\b(?:\s+[\w']+){{0,8}}?\s+{_STORED}")
+# A sentence that opens on what it is about ("Anything about my landlord, I'd like it gone").
+_ABOUT = re.compile(r"(?:anything|everything|all|whatever)\s+(?:about|on|regarding|re|to\s+do\s+with|related\s+to)\s")
 _WISH = re.compile(r"\b(?:rather|prefer|comfortable|better|happier|want|like)\b")
-# An act on memory said not to be asked, or not yet: "I don't want you to forget Théo", "i wasnt asking
-# you to wipe anything", "I was gonna tell you to forget his meds but ... keep it". The rules use it too.
+# An act on memory said not to be asked, or not yet, or asked by someone else: "I don't want you to
+# forget Théo", "i wasnt asking you to wipe anything", "I was gonna tell you to forget his meds but ...
+# keep it", "if my husband asked you to ...". The rules use it too.
 NOT_ASKED = re.compile(
     r"\b(?:(?:do|did|was|is|am)\s*n[o']?t|do\s+not|did\s+not|was\s+not|i'?m\s+not|not|never)\s+(?:really\s+|even\s+)?"
     r"(?:want(?:ed|ing)?|need(?:ed|ing)?|ask(?:ed|ing)?|tell(?:ing)?|told|say(?:ing)?|said)\s+(?:for\s+)?(?:you|u)\s+to\s+"
     r"(?:\w+\s+)?(?:forget|4get|delete|erase|remove|wipe|clear|drop|lose|purge|scrub|bin|get\s+rid)|"
-    r"\b(?:was|were)\s+(?:going\s+to|gonna|about\s+to|meaning\s+to|thinking\s+of)\s+(?:ask|tell)(?:ing)?\s+(?:you|u)\s+to\b"
+    r"\b(?:was|were)\s+(?:going\s+to|gonna|about\s+to|meaning\s+to|thinking\s+of)\s+(?:ask|tell)(?:ing)?\s+(?:you|u)\s+to\b|"
+    # "I very nearly told you to wipe ...", "If Marc ever asked you to forget ...": not made, or by someone else
+    r"\b(?:almost|nearly)\s+(?:asked|told|begged)\s+(?:you|u)\s+to\b|"
+    r"\bif\s+(?:\w+\s+){1,2}?(?:ever\s+)?(?:asked|asks|told|tells)\s+(?:you|u)\s+to\b"
 )
 # Everything that takes the act back (see the module's docstring).
 _TAKEN_BACK = re.compile(
@@ -122,7 +131,7 @@ _TAKEN_BACK = re.compile(
     r"\bdare\s+(?:to\s+)?(?:forget|delete|erase|remove|wipe|lose|drop)\b|\bnot\s+(?:asking|telling|saying)\s+(?:you|u)\b|"  # "don't you dare", "I'm not asking you to"
     r"\b(?:i|we)\s+(?:already\s+)?(?:asked|told)\s+(?:you|u)\s+to\b|\bdid\s+(?:that|it)\s+go\s+through\b|"  # an earlier request
     r"\b(?:stored|saved|kept)\s+(?:on|in|at)\s+(?!your\b|ur\b|there\b|here\b|memory\b)|"  # "my photos stored on Google"
-    r"\b(?:out\s+of|from|off)\s+(?:the|my|our|his|her|their)\s+(?!memory|notes|records?|files?|profile|list\s+of\s+things)\w+|"
+    r"\b(?:out\s+of|from|(?<!\btake\s)off)\s+(?:the|my|our|his|her|their)\s+(?!memory|notes|records?|files?|profile|list\s+of\s+things)\w+|"
     r"\bfor\s+(?:now|a\s+(?:sec|second|minute|moment|bit|while)|today|tonight|(?:one|an?|this|the)\s+(?:evening|night|day|hour|afternoon|weekend))\b|"
     r"\byou\s+(?:just\s+)?(?:wrote|made|gave|suggested|listed|drafted|sent|generated)\b|\bi\s+(?:uploaded|attached|pasted)\b|"
     r"\b(?:swap|replace|substitute|instead)\b|"
@@ -158,7 +167,7 @@ def has_request_shape(turn: str) -> bool:
         bare = sentence.strip(" .!?,")
         if any(shape.search(bare) for shape in _SHAPES):
             return True
-        if _WANT_DONE.search(bare) and (_MEMORY.search(bare) or _ADDRESSED.search(bare)):
+        if _WANT_DONE.search(bare) and (_MEMORY.search(bare) or _ADDRESSED.search(bare) or _ABOUT.match(bare)):
             return True
         if _UNWANTED.search(bare) and (_MEMORY.search(bare) or _ADDRESSED.search(bare) or _WISH.search(bare)):
             return True

@@ -596,6 +596,9 @@ def test_request_shapes_of_the_newest_parts(text: str, subject: str | None):
         "I finished the report, so delete the draft",
         "take the salmon back out of the freezer, we're having it tonight",
         "don't forget to delete the photos off the shared drive",
+        "Could you take out the line about my mum's cooking? Otherwise the speech is perfect.",
+        "I nearly told you to delete everything about my brother yesterday, but leave it.",
+        "If my wife ever asked you to forget stuff about my ex, would you do it?",
     ],
 )
 def test_edits_reports_requests_not_made_and_reminders_are_not_requests(turn: str):
@@ -641,3 +644,59 @@ def test_topics_named_in_other_words():
 def test_a_fact_that_goes_on_about_the_person_before_it_goes_with_them():
     facts = ["My stepdad lives with us", "He drinks too much", "I'm a pharmacist", "We have twins"]
     assert _resolved("Clear out everything to do with my stepdad, please.", facts) == facts[:2]
+
+
+@pytest.mark.parametrize(
+    ("turn", "parts"),
+    [
+        # a next sentence that spells out what a topic covers
+        (
+            "Please clear out my work stuff. Payslips, the appraisal, all of it.",
+            ["my work", "payslips", "the appraisal"],
+        ),
+        ("can u forget my family stuff? my brother and the custody thing", ["my family", "my brother", "the custody"]),
+        ("Delete my travel plans. Every trip I've mentioned.", ["my travel plans", "every trip i've mentioned"]),
+        # what the same sentence adds: included, including, and also
+        ("Please forget the knee surgery, physio included.", ["the knee surgery", "physio"]),
+        ("Could you erase the loan stuff including the bank I used?", ["the loan", "the bank i used"]),
+        ("pls delete the rehab thing n also marco", ["the rehab", "marco"]),
+    ],
+)
+def test_what_a_request_spells_out_is_named_too(turn: str, parts: list[str]):
+    (request,) = find_forget_requests(_session("s", ("user", turn)))
+    assert request.parts() == parts
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "Please forget my salary. Thanks so much.",  # a closing, not a thing
+        "Please forget my salary. It's nobody's business.",  # a clause of its own
+        "Delete my address please. The rest is fine.",  # what stays
+        "you don't need to remember any of that, including the fight",  # points back: one subject
+    ],
+)
+def test_a_sentence_that_is_no_list_adds_nothing(turn: str):
+    (request,) = find_forget_requests(_session("s", ("user", turn)))
+    assert ";" not in (request.subject or "")
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "ok fresh start. wipe all memories, every one of them",
+        "clear ur whole memory of me mate, new phone new me",
+        "Please wipe your memory of me.",
+        "Could you erase all your memories about me?",
+    ],
+)
+def test_everything_in_more_words(turn: str):
+    (request,) = find_forget_requests(_session("s", ("user", turn)))
+    assert request.everything
+
+
+@pytest.mark.parametrize(
+    "turn", ["Please wipe your memory of me crying at the wedding.", "clear your whole memory of the holiday"]
+)
+def test_a_memory_of_one_thing_is_not_everything(turn: str):
+    assert not any(request.everything for request in find_forget_requests(_session("s", ("user", turn))))

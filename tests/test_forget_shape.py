@@ -34,6 +34,9 @@ SHAPES = [
     "honestly I'd feel better if your notes didn't mention my court date",
     "dlete the vaping stuff",
     "dont be keeping that dui on me pls",
+    "Everything about the bankruptcy, gone please.",
+    "the bit about my tax bill, can that go?",
+    "Anything about my landlord, I'd like it gone.",
 ]
 NOT_SHAPES = [
     "Drop it. I said no, and I meant it.",
@@ -60,6 +63,10 @@ NOT_SHAPES = [
     "I can go on Friday if that helps.",
     "I want to help people who have gone through the same things as me.",
     "You did great taking part in the race!",
+    "The old couch, can it go in the van with the boxes?",
+    "I nearly told you to delete everything about my brother yesterday, but leave it.",
+    "If my wife ever asked you to forget stuff about my ex, would you do it?",
+    "My sister's cold is finally gone.",
 ]
 
 
