@@ -1639,8 +1639,8 @@ _NAMED_LIST = re.compile(
 # What a request's next sentence may add to what it named: a short list of things ("Thyroid, meds, the
 # op, all of it", "savings and the centrelink thing", "Every debt I've mentioned", "And Ollie too").
 _SPELLED_OUT = re.compile(
-    r"^(?:(?:and|also|plus|so|like|i\.?e\.?|namely|meaning)\s+)?(?:(?:honestly|actually|also)\s+)?(?P<list>[^.;?!()]+?)"
-    r"(?:,?\s+(?:all\s+of\s+(?:it|them|that)|the\s+lot|all\s+(?:two|three|four)|both|too|as\s+well|included|etc\.?))?\s*[.!]?$"
+    r"^(?P<lead>(?:and|also|plus|so|like|i\.?e\.?|namely|meaning)\s+)?(?:(?:honestly|actually|also)\s+)?(?P<list>[^.;?!()]+?)"
+    r"(?P<tail>,?\s+(?:all\s+of\s+(?:it|them|that)|the\s+lot|all\s+(?:two|three|four)|both|too|as\s+well|included|etc\.?))?\s*[.!]?$"
 )
 # A piece that is a clause of its own, not a thing named ("thanks", "keep the rest", "it's done", "School
 # stuff is fine"), or moves on ("Anyway, fences").
@@ -1660,10 +1660,10 @@ def _spelled_out(sentence: str) -> list[str]:
     pieces = [p.strip() for p in re.split(r",\s*(?:and\s+|&\s+)?|\s+(?:and|&|n)\s+", listed.group("list")) if p.strip()]
     if not 1 <= len(pieces) <= 5 or any(len(p.split()) > 4 or _NOT_A_THING.search(p) for p in pieces):
         return []
-    alone = len(pieces) == 1 and not (
-        re.match(r"(?:every|all|any)\s", pieces[0]) or listed.group(0).rstrip(" .!") != listed.group("list").rstrip()
-    )
-    return [] if alone else pieces
+    # One thing alone is a list only when the sentence says it adds ("And Ollie too", "Every debt I've mentioned").
+    if len(pieces) == 1 and not (listed["lead"] or listed["tail"] or re.match(r"(?:every|all|any)\s", pieces[0])):
+        return []
+    return pieces
 
 
 def _more_named(rest: str, following: list[str]) -> list[str]:

@@ -20,8 +20,8 @@ It is a cross-encoder on (turn, fact) pairs: the packaged MiniLM with a rank-8 L
 layer of its six blocks, its biases and layer norms retrained, and a one-logit head on [CLS],
 trained by ``benchmarks/train_forget_reader.py`` on the labelled dev and read parts of
 ``tests/data/forget_requests/`` (dev .. dev12, heldout .. heldout35) and on ordinary chat from the
-dev histories. Its weights
-(``memlab/forget_reader.safetensors``, fp16) are merged into the base model at load.
+dev histories. Its weights (``memlab/forget_reader.safetensors``, fp16) are merged into the base
+model at load.
 """
 
 from __future__ import annotations
