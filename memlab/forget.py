@@ -14,6 +14,9 @@ assistant about what it keeps.
   "never forget", "don't forget to", "I forgot my ...", someone else forgetting, deleting or erasing
   things that are not memories ("delete a file", "erase a stain"), and bare "forget about X" or
   "forget what I said about X" without a word that makes it a request (please, you, memory ...).
+  Where the rules read no request, a request's shape (``memlab.forget_shape``: "delete karen") or
+  the learned spotter (``memlab.forget_spotter``: "Three things to delete: my salary, Marc's salary,
+  the mortgage balance.") may still find one; the learned reader then decides what it refers to.
 - :func:`semantic_matcher`: what a request refers to, by meaning and by words: each stored item is scored by
   the cosine similarity of its text to the request's subject (the embedder the backend already has;
   the packaged MiniLM for backends without one) plus the share of the subject's content words it

@@ -42,6 +42,11 @@ user's own document ("In my CV, remove the line about my last job"), reports of 
 request ("Last week I asked you to forget my old address. Did that go through?") and requests not
 made ("I was going to ask you to forget ..., leave it").
 
+A turn none of these reads may still have a request's shape (:mod:`memlab.forget_shape`: "delete
+karen") or be spotted by the learned spotter (:mod:`memlab.forget_spotter`: "Two things to forget:
+Tobi's JAMB score and Kemi's maths wahala"); both give a request whose subject the rules cannot read,
+left to the learned reader.
+
 A request also says what to keep ("... but you can keep that I get migraines", "Only keep that I'm a
 student": ``ForgetRequest.keep``), and "his job" / "her salary" name the person the turn named
 before ("my husband would be mortified ... forget his job": my husband's job).
@@ -55,6 +60,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memlab.forget_shape import NOT_ASKED, has_request_shape
+from memlab.forget_spotter import spots_request
 from memlab.types import Session
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
@@ -419,7 +425,8 @@ _CLAUSE_SPLIT = re.compile(
     r"\s+and\s+(?=(?:please\s+)?(?:forget|delete|erase|remove|wipe)\s+(?:it|that|this|them)\b)"
 )
 _NEGATED_FORGET = re.compile(
-    r"\b(?:don'?t|do\s+not|never|not|won'?t|will\s+not|cannot|can'?t|shouldn'?t|mustn'?t|let'?s\s+not|lest\s+(?:you|we|i)|let\s+me)\s+(?:ever\s+)?forget\b"
+    r"\b(?:don'?t|do\s+not|never|not|won'?t|will\s+not|cannot|can'?t|shouldn'?t|mustn'?t|dinnae|dinna|didnae|cannae|willnae|"
+    r"let'?s\s+not|lest\s+(?:you|we|i)|let\s+me)\s+(?:ever\s+)?forget\b"
 )
 
 _RULES: list[tuple[str, re.Pattern[str]]] = [
@@ -827,7 +834,7 @@ def find_forget_requests(session: Session) -> list[ForgetRequest]:
                     keep=keep,
                 )
             )
-        elif has_request_shape(message.content):
+        elif has_request_shape(message.content) or spots_request(message.content):
             found.append(
                 ForgetRequest(subject=None, turn_index=index, text=message.content, keep=keep, shape_only=True)
             )
@@ -968,6 +975,8 @@ _EDITING = re.compile(
     r"presentation|report|bio|cover\s+letter|toast|eulogy|script|vows|caption|spreadsheet|paragraph|poem|article|blog(?:\s+post)?)\b|"
     r"\b(?:reformat|proofread|redraft|rewrite|reword)\b|"
     r"\b(?:first|second|third|fourth|fifth|last|next|previous|opening|closing)\s+(?:paragraph|chapter|section|sentence|page|slide|verse|stanza|line|lines|bullet)\b|"
+    # "remove the third bit": a numbered piece of a text or a list ("the last bit about my ex" is what was said)
+    r"\b(?:first|second|third|fourth|fifth|1st|2nd|3rd|4th|5th)\s+(?:bit|point|part|item|option|suggestion|step)\b|"
     r"\b(?:paragraph|chapter|section|stanza|verse|line|lines|sentence|bullet|slide)\s+(?:of|about|in|on)\b|"
     # a letter the user sends to someone else: "help me draft a GDPR erasure request to Ocado"
     r"\b(?:draft|write|compose|word|phrase)\s+(?:\w+\s+){0,4}?(?:request|letter|e-?mail|message|complaint|reply|response|form|note)\s+(?:to|for)\b"
@@ -979,6 +988,10 @@ def _edits_a_document(turn: str) -> bool:
     about my dad", "help me draft an erasure request to my bank": the user's own document, or what
     they ask someone else to delete, unless the turn speaks of the assistant's memory."""
     return bool(_EDITING.search(turn)) and not (_EXPLICIT_MEMORY.search(turn) or _FROM_MEMORY.search(turn))
+
+
+# "would you forget him automatically or do I have to tell you?": a question about how memory works.
+_ON_ITS_OWN = re.compile(r"\bautomatically\b|\bon\s+(?:its|your)\s+own\b|\bby\s+(?:itself|yourself)\b")
 
 
 def detect(text: str) -> str | None:
@@ -1000,8 +1013,8 @@ def detect(text: str) -> str | None:
         clause = re.sub(rf"^{_OPENER}(?:don'?t|do\s+not)\s+forget\s+to\s+(?={_ERASE}\s)", "", clause)
         if _NEGATED_FORGET.search(clause) and not re.search(rf"\b{_NEGATION}\s+{_KEEP}\b", clause):
             continue  # "don't forget to ...", "never forget that ...": asks to remember, not to forget
-        if re.search(_SOMEONE_SUGGESTS, clause) or NOT_ASKED.search(clause):
-            continue  # someone else's idea; an act not asked for ("I don't want you to forget Théo")
+        if re.search(_SOMEONE_SUGGESTS, clause) or NOT_ASKED.search(clause) or _ON_ITS_OWN.search(clause):
+            continue  # someone else's idea; an act not asked for ("I don't want you to forget Théo"); how memory works
         if _FOR_NOW.search(clause) and not (_EXPLICIT_MEMORY.search(turn) or _FROM_MEMORY.search(turn)):
             continue  # "forget about my dad for now, I don't wanna get into it": not now, not gone
         subject = _clause_subject(clause, turn, names)
@@ -1308,8 +1321,12 @@ _COUNTS = {"two": 2, "couple": 2, "three": 3, "few": 3, "four": 4, "five": 5}
 
 # "forget everything you know about me", "delete all the data you hold on me"
 _ALL_OF_ME = re.compile(
-    rf"{_LEAD}(?:{_FORGET}|{_ERASE})\s+(?:everything|every\s+(?:single\s+)?thing|all(?:\s+(?:of\s+)?(?:the\s+)?(?:stuff|things|info|information|data|details))?)\s+"
-    r"(?:that\s+)?(?:you|u)(?:'ve|\s+have)?\s+(?:\w+\s+)?(?:know|have|hold|remember|stored|saved|kept|got)(?:\s+(?:stored|saved|on\s+file))?\s+(?:about|on)\s+me\b|"
+    rf"{_LEAD}(?:{_FORGET}|{_ERASE})\s+(?:everything|every\s+(?:single\s+)?thing|all(?:\s+(?:of\s+)?(?:the\s+)?(?:(?:personal|private)\s+)?(?:stuff|things|info|information|data|details))?)\s+"
+    r"(?:that\s+)?(?:you|u)(?:'ve|\s+have)?\s+(?:\w+\s+)?(?:know|have|hold|remember|stored|saved|kept|got|noted|recorded|logged|collected|learn[te]d?)"
+    r"(?:\s+(?:stored|saved|on\s+file))?\s+(?:about|on)\s+me\b|"
+    # "forget everything about me", "purge my entire profile": not "everything about me and my ex"
+    rf"{_LEAD}(?:{_FORGET}|{_ERASE})\s+(?:(?:everything|all)\s+(?:about|on)\s+me|(?:my|the)\s+(?:entire|whole)\s+(?:profile|file|record)(?:\s+(?:on|about)\s+me)?)"
+    r"(?=\s*(?:[,.!?;]|$)|\s+(?:please|pls|plz|now|completely|entirely|for\s+good|and\s+start|as\s+well)\b)|"
     rf"{_LEAD}(?:{_FORGET}|{_ERASE})\s+(?:all\s+of\s+it|it\s+all|everything)\s+(?=(?:apart\s+from|except(?:\s+for)?|other\s+than|save\s+for)\s)|"
     # "clear your whole memory (of me)", "wipe your memory of me": not "your memory of the trip"
     rf"{_LEAD}(?:{_FORGET}|{_ERASE})\s+(?:(?:your|ur|the)\s+(?:whole|entire)\s+memory(?:\s+(?:of|about|on)\s+me)?|(?:your|ur)\s+memor(?:y|ies)\s+(?:of|about|on)\s+me)"
@@ -1468,8 +1485,8 @@ _SOMEONE_SUGGESTS = (
 _WONDERING = re.compile(
     rf"{_SOMEONE_SUGGESTS}|{NOT_ASKED.pattern}|"
     r"\b(?:did|didn'?t|have|haven'?t|had|has|were|was)\s+(?:you|u)\b|"
-    r"\bif\s+(?:i|we|you|u|someone)\b|\bhypothetical|\bin\s+theory\b|\bwhat\s+happens\b|\bhow\s+(?:do|does|can|would|long|much)\b|"
-    r"\bwould\s+(?:it|you|u)\s+(?:actually|really|automatically|ever)\b|\bjust\s+wondering\b|\bnot\s+asking\b|\bone\s+day\b|"
+    r"\bif\s+(?:i|we|you|u|someone|ever)\b|\bhypothetical|\bin\s+theory\b|\bwhat\s+happens\b|\bhow\s+(?:do|does|can|would|long|much)\b|"
+    r"\bwould\s+(?:it|you|u)\s+(?:actually|really|automatically|ever)\b|\bautomatically\b|\bjust\s+wondering\b|\bnot\s+asking\b|\bone\s+day\b|"
     r"\bcan\s+(?:you|u)\s+(?:even|actually|ever)\b|\bdo\s+(?:you|u)\s+(?:ever|actually|automatically|still)\b|\bwhen\s+(?:you|u|i)\b|"
     r"\bhow\s+to\b|\bwhy\s+(?:do|does|did|would|can'?t)\b|\bwhether\b|\bshould\s+i\b|\bis\s+it\s+(?:normal|safe|bad|possible\s+to\s+(?!forget))"
 )

@@ -8,13 +8,15 @@ often match nothing it is sure of. The reader has three roles, each beside the r
 - when the matcher is not sure, it reads the request beside the ``READS`` stored items the matcher
   ranked first and takes those it scores at least ``THRESHOLD`` (:func:`reader_picks`);
 - when a turn has a request's shape whose subject the rules cannot read ("delete karen";
-  ``memlab.forget_shape``), it does the same with the items nearest the whole turn;
+  ``memlab.forget_shape``), or the learned spotter finds a request the rules do not
+  (``memlab.forget_spotter``), it does the same with the items nearest the whole turn;
 - when the matcher takes several items for one request, it drops those it all but rules out (scored
   under ``RULED_OUT``: "forget the rhea kiss part" took "Rhea is a friend from college" too), never
   one that contains every word the request names, and the one it scores highest stays when none
   does (:func:`reader_confirms`).
 
-It never reads a turn the rules take for no request, so ordinary chat and near-misses never reach it.
+It never reads a turn that neither the rules nor the spotter take for a request, so most ordinary chat
+and near-misses never reach it.
 
 It is a cross-encoder on (turn, fact) pairs: the packaged MiniLM with a rank-8 LoRA on every linear
 layer of its six blocks, its biases and layer norms retrained, and a one-logit head on [CLS],
@@ -27,15 +29,16 @@ model at load.
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 if TYPE_CHECKING:
     from memlab.types import MemoryItem
 
+T = TypeVar("T")
 WEIGHTS = Path(__file__).with_name("forget_reader.safetensors")  # package data
 RANK, ALPHA = 8, 16
 MAX_LENGTH = 128
@@ -72,33 +75,38 @@ def linear_layers(encoder: Any) -> dict[str, Any]:
     return layers
 
 
+def load_learned_minilm(weights: Path, script: str = "benchmarks/train_forget_reader.py") -> tuple[Any, Any, Any]:
+    """The packaged MiniLM's tokenizer and encoder with learned weights merged in, and their one-logit
+    head: what the training scripts write (LoRA pairs, retrained biases and norms, the head)."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModel, AutoTokenizer
+
+    from memlab.embedders.sentence_transformer import packaged_minilm_path
+
+    if not weights.is_file():
+        raise FileNotFoundError(f"{weights}: the learned weights are missing; run {script}")
+    path = packaged_minilm_path()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    encoder = AutoModel.from_pretrained(path).eval()
+    learned = {name: tensor.float() for name, tensor in load_file(str(weights)).items()}
+    with torch.no_grad():
+        for name, layer in linear_layers(encoder).items():
+            layer.weight += lora_delta(learned.pop(f"lora.{name}.a"), learned.pop(f"lora.{name}.b"))
+        head = torch.nn.Linear(encoder.config.hidden_size, 1)
+        head.weight.copy_(learned.pop("head.weight"))
+        head.bias.copy_(learned.pop("head.bias"))
+        own = dict(encoder.named_parameters())
+        for name, tensor in learned.items():  # the retrained biases and layer norms
+            own[name.removeprefix("encoder.")].copy_(tensor)
+    return tokenizer, encoder, head
+
+
 class ForgetReader:
     """The packaged MiniLM with the learned weights merged in; :meth:`scores` runs it on pairs."""
 
     def __init__(self, weights: Path = WEIGHTS) -> None:
-        import torch
-        from safetensors.torch import load_file
-        from transformers import AutoModel, AutoTokenizer
-
-        from memlab.embedders.sentence_transformer import packaged_minilm_path
-
-        if not weights.is_file():
-            raise FileNotFoundError(
-                f"{weights}: the forget reader's weights are missing; run benchmarks/train_forget_reader.py"
-            )
-        path = packaged_minilm_path()
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.encoder = AutoModel.from_pretrained(path).eval()
-        learned = {name: tensor.float() for name, tensor in load_file(str(weights)).items()}
-        with torch.no_grad():
-            for name, layer in linear_layers(self.encoder).items():
-                layer.weight += lora_delta(learned.pop(f"lora.{name}.a"), learned.pop(f"lora.{name}.b"))
-            self.head = torch.nn.Linear(self.encoder.config.hidden_size, 1)
-            self.head.weight.copy_(learned.pop("head.weight"))
-            self.head.bias.copy_(learned.pop("head.bias"))
-            own = dict(self.encoder.named_parameters())
-            for name, tensor in learned.items():  # the retrained biases and layer norms
-                own[name.removeprefix("encoder.")].copy_(tensor)
+        self.tokenizer, self.encoder, self.head = load_learned_minilm(weights)
         self._lock = threading.Lock()
 
     def scores(self, turn: str, texts: Sequence[str]) -> np.ndarray:
@@ -120,17 +128,21 @@ class ForgetReader:
             return torch.sigmoid(self.head(hidden).squeeze(-1)).float().numpy()
 
 
-_reader: ForgetReader | None = None
-_reader_lock = threading.Lock()
+def loaded_once(load: Callable[[], T]) -> Callable[[], T]:
+    """A function that returns the process's one ``load()``, made on its first call."""
+    made: list[T] = []
+    lock = threading.Lock()
+
+    def once() -> T:
+        with lock:
+            if not made:
+                made.append(load())
+            return made[0]
+
+    return once
 
 
-def forget_reader() -> ForgetReader:
-    """The process's one reader, loaded on first use."""
-    global _reader
-    with _reader_lock:
-        if _reader is None:
-            _reader = ForgetReader()
-        return _reader
+forget_reader = loaded_once(ForgetReader)  # the process's one reader, loaded on first use
 
 
 def reader_picks(turn: str, items: Sequence[MemoryItem]) -> list[str]:

@@ -116,11 +116,12 @@ NOT_ASKED = re.compile(
 )
 # Everything that takes the act back (see the module's docstring).
 _TAKEN_BACK = re.compile(
-    r"\b(?:do\s*n[o']?t|never|no\s+need\s+to|not\s+to|shouldn'?t|won'?t|wouldn'?t)\s+(?:ever\s+)?(?:you\s+)?(?:go\s+)?"
+    r"\b(?:do\s*n[o']?t|never|no\s+need\s+to|not\s+to|shouldn'?t|won'?t|wouldn'?t|dinnae|dinna|didnae|cannae|willnae)\s+(?:ever\s+)?(?:you\s+)?(?:go\s+)?"
     r"(?:delet|eras|remov|wip|forget|forgett|los|drop|dropp|clear|purg|get\s+rid|getting\s+rid)(?:e|es|ed|ing)?\b|"
     r"\b(?:was|were|am)\s+(?:going\s+to|gonna|about\s+to)\b|\bwas\s+thinking\s+of\s+asking\b|"
     r"(?<!comfortable\s)(?<!better\s)(?<!happier\s)(?<!it\s)(?<!best\s)(?<!grateful\s)(?<!rather\s)\bif\s+(?:i|we|you|u|someone)\b|"
-    r"\bwhat\s+if\b|\bhypothetical\w*|\bin\s+theory\b|\bjust\s+wondering\b|"
+    r"\bwhat\s+if\b|\bif\s+ever\b|\bautomatically\b|\bhypothetical\w*|\bin\s+theory\b|\bjust\s+wondering\b|"
+    r"^keep\s+(?:it|that|this|them|those)(?:\s+(?:please|pls|then|thanks))*\W*$|"  # "..., i was just ragin. keep it"
     r"\bhow\s+(?:do|does|can|would|could|to)\b|\b(?:did|have|has|had)\s+(?:you|u)\b|\bdo\s+(?:you|u)\s+(?:ever|actually|automatically|still|really)\b|"
     r"\b(?:i|we)\s+(?:just\s+|really\s+|kinda\s+)?(?:want|wish|need|try|tried|trying|hope|would\s+love|'d\s+love|like)\s+to\s+forget\b|"
     r"\bhelp\s+me\s+(?:to\s+)?forget\b|\bcan'?t\s+forget\b|"
@@ -140,13 +141,14 @@ _TAKEN_BACK = re.compile(
     # "Forget what I said about work." moves on; asked of the assistant ("please", "you") the rules read it
     r"^(?:(?:oh|ok(?:ay)?|so|just|anyway|actually)[\s,]+)*forget\s+(?:about\s+)?(?:what|everything|anything|all)\s+i\s+(?:just\s+)?"
     r"(?:said|told|mentioned|wrote)\b(?!.*\b(?:please|pls|you|u|memory|notes)\b)|"
-    r"\bleave\s+it\b|\bit'?s\s+fine\b|\b(?:drop|skip|lose|scrap|ditch|toss|cut)\s+(?:it|that|this)\W*$|"
+    r"\bleave\s+it\b|\bit'?s\s+fine\b|\b(?:drop|skip|lose|scrap|scratch|ditch|toss|cut)\s+(?:it|that|this)\W*$|"
     r"(?<!\bi\s)(?<!\bi've\s)\b(?:says|said|reckons|tells\s+me|told\s+me|wants\s+me\s+to|asked\s+me\s+to)\b"  # someone else's words
 )
 # Things people delete that are not the assistant's memory (unless the sentence says it is).
 _ELSEWHERE = re.compile(
     r"\b(?:apps?|account|files?|folder|email(?!\s+address)|emails|inbox|photos?|pictures?|pics?|videos?|messages?|texts?|"
     r"posts?|tweets?|story|comments?|contacts?|browser|cookies?|tabs?|calendar|cart|basket|spreadsheet|docs?|document|"
+    r"(?:first|second|third|fourth|fifth)\s+(?:bit|point|part|item|option|suggestion|step)|"
     r"draft|paragraph|line|sentence|section|bullet|stain|mould|mold|weeds?|virus|malware|spam|playlist|list|cv|resume|"
     r"letter|essay|poem|verse|stanza|lyrics|recipe|itinerary|slide|column|row|cell|formula|chat\s+history|statement|application|form|bio|"
     r"cover\s+letter|report|assignment|presentation|speech|toast|eulogy|script|caption|search\s+history|history\s+on|"
@@ -156,13 +158,30 @@ _ELSEWHERE = re.compile(
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|\s+[-–—]+\s+|\n+")
 
 
+def _sentences(turn: str) -> list[str]:
+    return [s.strip() for s in _SENTENCES.split(turn.replace("’", "'").lower()) if s.strip()]
+
+
+def _taken_back(sentence: str) -> bool:
+    """An act in ``sentence`` taken back, or done to something that is not the assistant's memory."""
+    return bool(
+        _TAKEN_BACK.search(sentence)
+        or NOT_ASKED.search(sentence)
+        or (_ELSEWHERE.search(sentence) and not _MEMORY.search(sentence))
+    )
+
+
+def takes_back(turn: str) -> bool:
+    """Whether a sentence of ``turn`` takes an act back ("don't delete the stuff about marg", "I very
+    nearly told you to wipe ...") or does it to something else ("remove the third bullet"): such a
+    turn is never spotted as a request (``memlab.forget_spotter``)."""
+    return any(_taken_back(sentence) for sentence in _sentences(turn))
+
+
 def has_request_shape(turn: str) -> bool:
     """Whether a sentence of ``turn`` asks the assistant for an act on what it keeps, not taken back."""
-    for sentence in _SENTENCES.split(turn.replace("’", "'").lower()):
-        sentence = sentence.strip()
-        if not sentence or _TAKEN_BACK.search(sentence) or NOT_ASKED.search(sentence):
-            continue
-        if _ELSEWHERE.search(sentence) and not _MEMORY.search(sentence):
+    for sentence in _sentences(turn):
+        if _taken_back(sentence):
             continue
         bare = sentence.strip(" .!?,")
         if any(shape.search(bare) for shape in _SHAPES):

@@ -688,6 +688,10 @@ def test_a_sentence_that_is_no_list_adds_nothing(turn: str):
         "clear ur whole memory of me mate, new phone new me",
         "Please wipe your memory of me.",
         "Could you erase all your memories about me?",
+        "forget everything about me",
+        "Please delete all personal data you hold on me, with immediate effect.",
+        "Kindly purge my entire profile please.",
+        "erase everything you've noted about me since March",
     ],
 )
 def test_everything_in_more_words(turn: str):
@@ -696,7 +700,28 @@ def test_everything_in_more_words(turn: str):
 
 
 @pytest.mark.parametrize(
-    "turn", ["Please wipe your memory of me crying at the wedding.", "clear your whole memory of the holiday"]
+    "turn",
+    [
+        "Please wipe your memory of me crying at the wedding.",
+        "clear your whole memory of the holiday",
+        "forget everything about me and my ex",
+    ],
 )
 def test_a_memory_of_one_thing_is_not_everything(turn: str):
     assert not any(request.everything for request in find_forget_requests(_session("s", ("user", turn))))
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "if ever we split up, would you forget her automatically or do I have to tell you?",  # how memory works
+        "Do you delete memories automatically after a while?",
+    ],
+)
+def test_how_memory_works_is_no_request(turn: str):
+    assert find_forget_requests(_session("s", ("user", turn))) == []
+
+
+def test_the_last_bit_is_still_what_was_said():
+    (request,) = find_forget_requests(_session("s", ("user", "please forget the last bit about my brother")))
+    assert request.subject and "brother" in request.subject

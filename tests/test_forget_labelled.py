@@ -1,11 +1,13 @@
 """Forget requests on the labelled set (``tests/data/forget_requests/``), every part written by someone
-who had not read the rules: the parts tuned on (dev .. dev12; heldout .. heldout43, each read after
-its first held-out measure) and the held-out parts never tuned on (heldout44 .. heldout47, written
+who had not read the rules: the parts tuned on (dev .. dev12; heldout .. heldout47, each read after
+its first held-out measure) and the held-out parts never tuned on (heldout48 .. heldout51, written
 after the last change and measured once; their false deletions were looked up and fixed after that
 measure, none of their requests read). The learned reader (``memlab.forget_reader``) was trained on
 dev .. heldout35, its thresholds chosen on heldout36 .. heldout39 and checked on heldout40 ..
-heldout43. ``benchmarks/bench_forget_requests.py`` prints the same numbers for every part and
-backend (docs/personamem-v2.md).
+heldout43; the learned spotter (``memlab.forget_spotter``) was trained on dev .. heldout39, its
+threshold chosen on heldout40 .. heldout43 and checked on heldout44 .. heldout47.
+``benchmarks/bench_forget_requests.py`` prints the same numbers for every part and backend
+(docs/personamem-v2.md).
 
 What holds today is asserted as a regression floor: no near-miss deletes anything, collateral stays
 at most what was measured, and the share of honoured requests does not fall below the measured one.
@@ -26,14 +28,14 @@ CONFIGS = {"full_context": {}, "rag": {"embedder": "minilm"}, "profile": {"embed
 OTHER_BACKENDS = ["rag", "profile", "mem0"]
 # part: (share of requests honoured at least, collateral at most), the floor under what was measured
 FLOORS = {
-    # tuned on: every backend measured with this round's rules and reader; the floor sits two requests
-    # under the lowest backend, collateral at most the highest (at least 1)
+    # tuned on: every backend measured with this round's rules, reader and spotter; the floor sits two
+    # requests under the lowest backend, collateral at most the highest (at least 1)
     "dev": (0.96, 1),  # measured 53/53, collateral 0; absent 8/53
     "dev2": (0.95, 1),  # measured 79/80 (profile 78), collateral 1; absent 17/80
     "dev3": (0.95, 1),  # measured 89/90 (profile 88), collateral 0; absent 3/90
     "dev4": (0.97, 1),  # measured 70/70, collateral 0; absent 5/70
     "dev5": (0.94, 1),  # measured 69/70 (profile 68), collateral 0; absent 0/70
-    "dev6": (0.90, 1),  # measured 74/80, collateral 1; absent 9/80
+    "dev6": (0.91, 1),  # measured 75/80, collateral 1; absent 9/80
     "dev7": (0.96, 1),  # measured 79/80, collateral 0; absent 0/80
     "dev8": (0.95, 1),  # measured 80/80 (profile 78), collateral 0; absent 1/80
     "dev9": (0.95, 1),  # measured 79/80 (profile 78), collateral 1; absent 1/80
@@ -41,10 +43,10 @@ FLOORS = {
     "dev11": (0.90, 1),  # measured 74/80, collateral 0; absent 2/80
     "dev12": (0.95, 1),  # measured 78/80, collateral 0; absent 4/80
     # read after their first measure (docs/personamem-v2.md gives each part's), the reader trained on
-    # heldout .. heldout35, its thresholds chosen on heldout36 .. 39 and checked on heldout40 .. 43:
-    # full_context measured, the floor two requests under it
+    # heldout .. heldout35, the spotter on heldout .. heldout39: full_context measured with this round's
+    # rules, reader and spotter, the floor two requests under it
     "heldout": (0.96, 1),  # measured 53/53, collateral 0; absent 18/53
-    "heldout2": (0.92, 1),  # measured 67/70, collateral 0; absent 0/70
+    "heldout2": (0.97, 1),  # measured 70/70, collateral 0; absent 0/70
     "heldout3": (0.97, 1),  # measured 70/70, collateral 0; absent 1/70
     "heldout4": (0.95, 1),  # measured 69/70, collateral 0; absent 14/70
     "heldout5": (0.95, 1),  # measured 69/70, collateral 0; absent 8/70
@@ -59,47 +61,51 @@ FLOORS = {
     "heldout14": (0.91, 1),  # measured 66/70, collateral 1; absent 5/70
     "heldout15": (0.94, 1),  # measured 68/70, collateral 0; absent 1/67
     "heldout16": (0.84, 1),  # measured 61/70, collateral 1; absent 5/68
-    "heldout17": (0.81, 2),  # measured 59/70, collateral 2; absent 3/68
-    "heldout18": (0.75, 1),  # measured 55/70, collateral 0; absent 2/67
+    "heldout17": (0.81, 3),  # measured 59/70, collateral 3; absent 4/68
+    "heldout18": (0.77, 1),  # measured 56/70, collateral 1; absent 3/67
     "heldout19": (0.81, 2),  # measured 59/70, collateral 2; absent 2/67
-    "heldout20": (0.87, 1),  # measured 63/70, collateral 0; absent 0/69
+    "heldout20": (0.88, 1),  # measured 64/70, collateral 0; absent 0/69
     "heldout21": (0.81, 1),  # measured 59/70, collateral 0; absent 1/70
     "heldout22": (0.82, 1),  # measured 60/70, collateral 1; absent 3/70
     "heldout23": (0.88, 1),  # measured 64/70, collateral 1; absent 1/70
-    "heldout24": (0.77, 1),  # measured 56/70, collateral 1; absent 11/70
-    "heldout25": (0.62, 4),  # measured 46/70, collateral 4; absent 16/70
-    "heldout26": (0.68, 8),  # measured 50/70, collateral 8; absent 18/69
+    "heldout24": (0.78, 1),  # measured 57/70, collateral 1; absent 11/70
+    "heldout25": (0.70, 4),  # measured 51/70, collateral 4; absent 16/70
+    "heldout26": (0.72, 8),  # measured 53/70, collateral 8; absent 18/69
     "heldout27": (0.74, 7),  # measured 54/70, collateral 7; absent 12/68
-    "heldout28": (0.71, 1),  # measured 52/70, collateral 1; absent 8/69
-    "heldout29": (0.72, 7),  # measured 53/70, collateral 7; absent 16/68
-    "heldout30": (0.47, 6),  # measured 35/70, collateral 6; absent 9/70
-    "heldout31": (0.67, 2),  # measured 49/70, collateral 2; absent 7/68
-    "heldout32": (0.75, 3),  # measured 55/70, collateral 3; absent 13/70
-    "heldout33": (0.72, 4),  # measured 53/70, collateral 4; absent 8/68
-    "heldout34": (0.54, 4),  # measured 40/70, collateral 4; absent 6/69
-    "heldout35": (0.68, 2),  # measured 50/70, collateral 2; absent 10/69
-    "heldout36": (0.61, 1),  # measured 45/70, collateral 1; absent 12/68
-    "heldout37": (0.72, 3),  # measured 53/70, collateral 3; absent 10/70
-    "heldout38": (0.71, 4),  # measured 52/70, collateral 4; absent 17/70
-    "heldout39": (0.64, 6),  # measured 47/70, collateral 6; absent 18/69
+    "heldout28": (0.72, 1),  # measured 53/70, collateral 1; absent 8/69
+    "heldout29": (0.77, 7),  # measured 56/70, collateral 7; absent 16/68
+    "heldout30": (0.51, 6),  # measured 38/70, collateral 6; absent 9/70
+    "heldout31": (0.70, 2),  # measured 51/70, collateral 2; absent 7/68
+    "heldout32": (0.82, 3),  # measured 60/70, collateral 3; absent 13/70
+    "heldout33": (0.75, 4),  # measured 55/70, collateral 4; absent 8/68
+    "heldout34": (0.64, 4),  # measured 47/70, collateral 4; absent 6/69
+    "heldout35": (0.72, 2),  # measured 53/70, collateral 2; absent 10/69
+    "heldout36": (0.64, 3),  # measured 47/70, collateral 3; absent 13/68
+    "heldout37": (0.77, 3),  # measured 56/70, collateral 3; absent 10/70
+    "heldout38": (0.72, 5),  # measured 53/70, collateral 5; absent 18/70
+    "heldout39": (0.65, 6),  # measured 48/70, collateral 6; absent 18/69
     "heldout40": (0.68, 2),  # measured 50/70, collateral 2; absent 16/67
-    "heldout41": (0.62, 8),  # measured 46/70, collateral 8; absent 19/66
-    "heldout42": (0.62, 5),  # measured 46/70, collateral 5; absent 14/68
+    "heldout41": (0.70, 8),  # measured 51/70, collateral 8; absent 19/66
+    "heldout42": (0.64, 5),  # measured 47/70, collateral 5; absent 14/68
     "heldout43": (0.78, 3),  # measured 57/70, collateral 3; absent 12/67
-    # the held-out parts: written after the last change, measured once (full_context 157/280, 4 false
-    # deletions; main before this round 147/280, 4); three of the four false deletions looked up and
-    # fixed, none of their requests read; every backend measured after that
-    "heldout44": (0.51, 8),  # measured 38/70, collateral 8; absent 13/67
-    "heldout45": (0.54, 4),  # measured 40/70, collateral 4; absent 14/67; 1 false deletion in every backend
-    "heldout46": (0.44, 6),  # measured 36/70 (profile 33), collateral 6; absent 16/66
-    "heldout47": (0.54, 9),  # measured 42/70 (profile 40), collateral 9; absent 21/67
+    "heldout44": (0.55, 8),  # measured 41/70, collateral 8; absent 13/67
+    "heldout45": (0.55, 5),  # measured 41/70, collateral 5; absent 15/67; 1 false deletion
+    "heldout46": (0.55, 8),  # measured 41/70, collateral 8; absent 19/66
+    "heldout47": (0.61, 9),  # measured 45/70, collateral 9; absent 21/67
+    # the held-out parts: written after the last change, measured once (full_context 140/280, 3 false
+    # deletions; main before this round 121/280, 2); the three false deletions looked up and fixed, none
+    # of their requests read; every backend measured after that
+    "heldout48": (0.57, 6),  # measured 42/70, collateral 6; absent 9/67; 2 false deletions first, fixed
+    "heldout49": (0.42, 4),  # measured 34/70 (profile 32), collateral 4; absent 10/67; 1 false deletion first, fixed
+    "heldout50": (0.38, 5),  # measured 29/70, collateral 5; absent 12/67
+    "heldout51": (0.47, 8),  # measured 35/70, collateral 8; absent 14/67
 }
 # False deletions seen on a held-out part's first measure and not fixed: heldout45's "take out the part
 # about the girlfriend in the redação" edits an essay named in Portuguese (the rules know "essay"; a
 # rule for "the part about X in the Y" would also take "the part about my dad in the hospital").
 KNOWN_FALSE_DELETIONS = {"heldout45": 1}
 DEV_PARTS = [part for part in FLOORS if part.startswith("dev")]
-HELD_OUT = ("heldout44", "heldout45", "heldout46", "heldout47")
+HELD_OUT = ("heldout48", "heldout49", "heldout50", "heldout51")
 # issue 32's targets met on the part by full_context (FLOORS' comments give what was measured)
 REACHED = dict.fromkeys(HELD_OUT, False)
 # make test checks the floors of the dev and held-out parts with full_context (it stays under 15
@@ -184,12 +190,14 @@ def _real_user_turns(personamem_dev: Path, locomo_dev: Path) -> list[str]:
 def test_real_chat_turns_are_never_forget_requests(personamem_dev: Path, locomo_dev: Path) -> None:
     """2,440 turns of real benchmark chat (PersonaMem dev history, LoCoMo dev conversations) hold no
     forget request: the detector finds none ("Losing my job was hard" once read as "lose my job"), bare
-    acts and request shapes the rules cannot read a subject in included."""
+    acts, request shapes the rules cannot read a subject in and the learned spotter included."""
     from memlab.forget_detector import detect, detect_bare
     from memlab.forget_shape import has_request_shape
+    from memlab.forget_spotter import spots_request
 
     turns = _real_user_turns(personamem_dev, locomo_dev)
     assert len(turns) > 2000
     found = [(turn[:120], subject) for turn in turns if (subject := detect(turn) or detect_bare(turn)) is not None]
     assert found == []
     assert [turn[:120] for turn in turns if has_request_shape(turn)] == []
+    assert [turn[:120] for turn in turns if spots_request(turn)] == []  # the spotter trained on some of them

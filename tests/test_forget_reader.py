@@ -1,7 +1,7 @@
 """The learned forget reader (``memlab.forget_reader``): the weights the training script writes load
 into the same model; in a chatbot's memory it resolves what a request the rules found names when
 their matcher is not sure, deletes nothing when that is not stored, and never reads a turn the rules
-take for no request (its reading of request shapes is in ``tests/test_forget_shape.py``). Its scores
+(and the learned spotter) take for no request (its reading of request shapes is in ``tests/test_forget_shape.py``). Its scores
 on the labelled parts are in ``tests/test_forget_labelled.py``."""
 
 from __future__ import annotations
