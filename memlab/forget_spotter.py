@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from memlab.forget_reader import load_learned_minilm, loaded_once
@@ -35,6 +36,7 @@ MAX_LENGTH = 256  # a request often ends a long message
 # Chosen on heldout40 .. heldout43 (never trained on) and checked on heldout44 .. heldout47: 0.5, 0.9
 # and 0.98 let the reader honour the same requests there; 0.9 lets fewer near-misses through.
 THRESHOLD = 0.9
+RECENT = 1024  # turns whose scores are kept
 
 # A turn that names an act on memory (forgetting, deleting, removing, not keeping or remembering,
 # typos too): the only turns the spotter reads, and the chat turns the reader is trained most against.
@@ -82,14 +84,24 @@ class ForgetSpotter:
     def __init__(self, weights: Path = WEIGHTS) -> None:
         self.tokenizer, self.encoder, self.head = load_learned_minilm(weights, "benchmarks/train_forget_spotter.py")
         self._lock = threading.Lock()
+        # An ingest reads each turn twice (is there a request? then honour it): the last scores are kept.
+        self._recent: OrderedDict[str, float] = OrderedDict()
 
     def score(self, turn: str) -> float:
         """The probability that ``turn`` asks the assistant to forget something."""
         import torch
 
-        with self._lock, torch.inference_mode():
-            batch = self.tokenizer([turn], truncation=True, max_length=MAX_LENGTH, return_tensors="pt")
-            return float(torch.sigmoid(self.head(self.encoder(**batch).last_hidden_state[:, 0])).item())
+        with self._lock:
+            if turn in self._recent:
+                self._recent.move_to_end(turn)
+                return self._recent[turn]
+            with torch.inference_mode():
+                batch = self.tokenizer([turn], truncation=True, max_length=MAX_LENGTH, return_tensors="pt")
+                value = float(torch.sigmoid(self.head(self.encoder(**batch).last_hidden_state[:, 0])).item())
+            self._recent[turn] = value
+            if len(self._recent) > RECENT:
+                self._recent.popitem(last=False)
+            return value
 
 
 forget_spotter = loaded_once(ForgetSpotter)  # the process's one spotter, loaded on first use

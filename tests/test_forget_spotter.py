@@ -140,3 +140,14 @@ def test_a_spotted_turn_the_reader_is_not_sure_of_deletes_nothing(tmp_path: Path
         result = client.remember("u", [("user", turn)], session_id="chat")
         assert result.forgotten == []  # its own turn stays too, as for any request that matched nothing
         assert sorted(m.text for m in client.memories("u")) == sorted([*facts, turn])
+
+
+def test_a_turn_read_twice_is_scored_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ingest asks whether a session holds a request, then honours it: the model runs once a turn."""
+    spotter = spotter_module.forget_spotter()
+    runs: list[object] = []
+    encoder = spotter.encoder
+    monkeypatch.setattr(spotter, "encoder", lambda **batch: runs.append(batch) or encoder(**batch))
+    turn = "Would you be so kind as to stop holding on to the allotment waiting list thing? Ta."
+    first = spotter.score(turn)
+    assert spotter.score(turn) == first and len(runs) == 1
