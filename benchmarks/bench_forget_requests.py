@@ -9,10 +9,10 @@ on: the rules, the request shapes they cannot read a subject in (``memlab.forget
 requests the learned spotter finds where the rules find none (``memlab.forget_spotter``) and, for
 a request resolved to nothing, the learned reader (``memlab.forget_reader``). Every part was written
 by someone who had not read the rules. Each part was first measured held out, then read and tuned on
-(dev .. dev12, heldout .. heldout47; the reader was trained on dev .. heldout35, its thresholds chosen
+(dev .. dev12, heldout .. heldout51; the reader was trained on dev .. heldout35, its thresholds chosen
 on heldout36 .. heldout39 and checked on heldout40 .. heldout43; the spotter was trained on dev ..
 heldout39, its threshold chosen on heldout40 .. heldout43 and checked on heldout44 .. heldout47);
-heldout48 .. heldout51 were written after the last change and are the held-out parts, measured
+heldout52 .. heldout55 were written after the last change and are the held-out parts, measured
 once: ``--show`` prints case ids, never turns. The last line is the held-out parts' together.
 "fact not stored" replays each request with the facts it asks to forget taken away: whatever it then
 deletes is over-reach.
@@ -38,8 +38,8 @@ BACKENDS = {
 DEV_PARTS = ("dev", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8", "dev9", "dev10", "dev11", "dev12")
 # Held out until measured, then read and tuned on: a part's misses or false deletions were looked up
 # after its first measure (docs/personamem-v2.md gives each part's first measure).
-READ_PARTS = tuple(f"heldout{n}" for n in ("", *range(2, 48)))
-HELD_OUT = ("heldout48", "heldout49", "heldout50", "heldout51")
+READ_PARTS = tuple(f"heldout{n}" for n in ("", *range(2, 52)))
+HELD_OUT = ("heldout52", "heldout53", "heldout54", "heldout55")
 
 
 def summary(scores: list[Score]) -> str:
@@ -60,7 +60,7 @@ def main() -> None:
         "--parts",
         nargs="+",
         default=[*DEV_PARTS, *READ_PARTS, *HELD_OUT],
-        help="dev, dev2, ..., heldout, ..., heldout51 or .jsonl paths",
+        help="dev, dev2, ..., heldout, ..., heldout55 or .jsonl paths",
     )
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
     parser.add_argument("--show", action="store_true", help="list the cases each backend got wrong")

@@ -54,7 +54,7 @@ from pydantic import Field
 
 from memlab.embedders.base import Embedder
 from memlab.forget_detector import ForgetRequest, content_words, detect, find_forget_requests
-from memlab.forget_reader import READS, reader_confirms, reader_picks
+from memlab.forget_reader import READS, TURN_READS, reader_confirms, reader_picks
 from memlab.types import ForgottenItem, MemoryItem, Session
 
 __all__ = [
@@ -725,7 +725,7 @@ def _for_the_reader(request: ForgetRequest, items: Sequence[MemoryItem], embedde
     """What the learned reader reads: the ``READS`` items the matcher scores highest for what the request
     names, never what it asks to keep ("... but you can keep the back pain one": the item closest to
     that, and every item closer to it than to what the request names). A request whose shape alone
-    the rules read ("delete karen") names what its whole turn says."""
+    the rules read ("delete karen") names what its whole turn says, and ``TURN_READS`` items are read."""
     subject = request.text if request.shape_only else request.subject
     if not items or not subject:
         return []
@@ -737,7 +737,7 @@ def _for_the_reader(request: ForgetRequest, items: Sequence[MemoryItem], embedde
         allowed = keep < named
         allowed[int(keep.argmax())] = False
     order = [i for i in np.argsort(-named, kind="stable") if allowed[i]]
-    return [items[i] for i in order[:READS]]
+    return [items[i] for i in order[: TURN_READS if request.shape_only else READS]]
 
 
 def everything_but_kept(request: ForgetRequest, items: Sequence[MemoryItem], embedder: Embedder) -> list[str]:

@@ -59,7 +59,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memlab.forget_shape import NOT_ASKED, has_request_shape
+from memlab.forget_shape import A_STRETCH_OF_TIME, NOT_ASKED, has_request_shape
 from memlab.forget_spotter import spots_request
 from memlab.types import Session
 
@@ -990,6 +990,9 @@ def _edits_a_document(turn: str) -> bool:
     return bool(_EDITING.search(turn)) and not (_EXPLICIT_MEMORY.search(turn) or _FROM_MEMORY.search(turn))
 
 
+# What names no stored fact: a stretch of time ("Wipe today from the record. Migraine hit at 11 ..."),
+# a question the user asked ("forget my question about the wine, I will take the Saint-Joseph").
+_NOT_A_FACT = re.compile(rf"^{A_STRETCH_OF_TIME}$|^(?:my|that|the|this)\s+(?:last\s+|silly\s+|stupid\s+)?questions?\b")
 # "would you forget him automatically or do I have to tell you?": a question about how memory works.
 _ON_ITS_OWN = re.compile(r"\bautomatically\b|\bon\s+(?:its|your)\s+own\b|\bby\s+(?:itself|yourself)\b")
 
@@ -1244,6 +1247,8 @@ def _clause_subject(clause: str, turn: str, names: frozenset[str] = frozenset())
             continue  # "erase a stain": erasing only counts for what was said or a personal detail
         if name in ("erase", "erase-from") and _NOT_MEMORY.match(subject) and not ref and not _INFO_ABOUT.search(raw):
             continue
+        if _NOT_A_FACT.match(subject):
+            continue  # "Wipe today from the record.", "forget my question about the wine": no stored fact named
         if (
             name == "erase"
             and (_FROM_DOCUMENT.search(raw) or (not ref and _FROM_THING.search(raw)))
@@ -1480,7 +1485,9 @@ _POLITE_NOT_KNOW = re.compile(
 # Someone else's idea, reported: "Someone in my tute said I should make you delete my health stuff".
 _SOMEONE_SUGGESTS = (
     r"(?<!\bi\s)\b(?:says|said|reckons|thinks|told\s+me|tells\s+me)\s+(?:that\s+)?(?:i|we)\s+"
-    r"(?:should|could|ought\s+to|must|need\s+to|have\s+to)\b"
+    r"(?:should|could|ought\s+to|must|need\s+to|have\s+to)\b|"
+    r"\b(?:told|tells|asked|asks|wants|wanted)\s+me\s+to\s+(?:make|have|get)\s+(?:you|u)\b|"  # "told me to make you delete"
+    r"\b(?:says|said|saying|sayin'?)\s+(?:that\s+)?(?:you|u)\s+(?:will|'ll|would|gonna|are\s+gonna)\b"  # "sayin u will forget"
 )
 _WONDERING = re.compile(
     rf"{_SOMEONE_SUGGESTS}|{NOT_ASKED.pattern}|"

@@ -112,27 +112,34 @@ NOT_ASKED = re.compile(
     r"\b(?:was|were)\s+(?:going\s+to|gonna|about\s+to|meaning\s+to|thinking\s+of)\s+(?:ask|tell)(?:ing)?\s+(?:you|u)\s+to\b|"
     # "I very nearly told you to wipe ...", "If Marc ever asked you to forget ...": not made, or by someone else
     r"\b(?:almost|nearly)\s+(?:asked|told|begged)\s+(?:you|u)\s+to\b|"
-    r"\bif\s+(?:\w+\s+){1,2}?(?:ever\s+)?(?:asked|asks|told|tells)\s+(?:you|u)\s+to\b"
+    r"\bif\s+(?:\w+\s+){1,2}?(?:ever\s+)?(?:asked|asks|told|tells)\s+(?:you|u)\s+to\b|"
+    # "suppose I ask you to forget my health details, will it be gone?", "Imagine I ask you to delete ...": supposed
+    r"\b(?:suppose|supposing|imagine|say)\s+(?:that\s+)?(?:i|we|someone|somebody)\s+(?:\w+\s+)?(?:ask|asked|tell|told|want|wanted)\b"
+)
+# A stretch of time, which no stored fact is: "Wipe today from the record. Migraine hit at 11 ...".
+A_STRETCH_OF_TIME = (
+    r"(?:(?:all\s+of|the\s+whole\s+of|the\s+whole|this\s+whole)\s+)?(?:today|tonight|yesterday|last\s+night|"
+    r"(?:this|last|that)\s+(?:morning|afternoon|evening|day|week|weekend|month|year)|\d{4})(?!['’]|\w)"
 )
 # Everything that takes the act back (see the module's docstring).
 _TAKEN_BACK = re.compile(
     r"\b(?:do\s*n[o']?t|never|no\s+need\s+to|not\s+to|shouldn'?t|won'?t|wouldn'?t|dinnae|dinna|didnae|cannae|willnae)\s+(?:ever\s+)?(?:you\s+)?(?:go\s+)?"
     r"(?:delet|eras|remov|wip|forget|forgett|los|drop|dropp|clear|purg|get\s+rid|getting\s+rid)(?:e|es|ed|ing)?\b|"
     r"\b(?:was|were|am)\s+(?:going\s+to|gonna|about\s+to)\b|\bwas\s+thinking\s+of\s+asking\b|"
-    r"(?<!comfortable\s)(?<!better\s)(?<!happier\s)(?<!it\s)(?<!best\s)(?<!grateful\s)(?<!rather\s)\bif\s+(?:i|we|you|u|someone)\b|"
+    r"(?<!comfortable\s)(?<!better\s)(?<!happier\s)(?<!it\s)(?<!best\s)(?<!grateful\s)(?<!rather\s)(?<!wonder\s)\bif\s+(?:i|we|you|u|someone)\b|"
     r"\bwhat\s+if\b|\bif\s+ever\b|\bautomatically\b|\bhypothetical\w*|\bin\s+theory\b|\bjust\s+wondering\b|"
     r"^keep\s+(?:it|that|this|them|those)(?:\s+(?:please|pls|then|thanks))*\W*$|"  # "..., i was just ragin. keep it"
     r"\bhow\s+(?:do|does|can|would|could|to)\b|\b(?:did|have|has|had)\s+(?:you|u)\b|\bdo\s+(?:you|u)\s+(?:ever|actually|automatically|still|really)\b|"
     r"\b(?:i|we)\s+(?:just\s+|really\s+|kinda\s+)?(?:want|wish|need|try|tried|trying|hope|would\s+love|'d\s+love|like)\s+to\s+forget\b|"
     r"\bhelp\s+me\s+(?:to\s+)?forget\b|\bcan'?t\s+forget\b|"
-    r",\s*(?:let'?s|i'?ll|we'?ll|i\s+need|i\s+want|anyway|instead|never\s*mind|whatever)\b|"
+    r",\s*(?:let'?s|i'?ll|we'?ll|i\s+need(?!\s+(?:you|u)\b)|i\s+want(?!\s+(?:you|u)\b)|anyway|instead|never\s*mind|whatever)\b|"
     r"\bforget\s+(?:about\s+)?(?:it|this|that|him|her|them)\s*(?:[,.!;:?–—-]|$)|\bforget\s+you\b|"
     r"\bforget\s+i\s+(?:ever\s+)?(?:said|asked|mentioned)\s+(?:that|anything|it|this)\b|\bi\s+mean[t]?\b|"  # the rules' to read
     r"\b(?:don'?t|do|didn'?t|did|can'?t|won'?t)\s+(?:you|u)\s+(?:even\s+)?(?:remember|know|recall)\b|"  # "Don't you remember I quit?"
     r"\bdare\s+(?:to\s+)?(?:forget|delete|erase|remove|wipe|lose|drop)\b|\bnot\s+(?:asking|telling|saying)\s+(?:you|u)\b|"  # "don't you dare", "I'm not asking you to"
     r"\b(?:i|we)\s+(?:already\s+)?(?:asked|told)\s+(?:you|u)\s+to\b|\bdid\s+(?:that|it)\s+go\s+through\b|"  # an earlier request
     r"\b(?:stored|saved|kept)\s+(?:on|in|at)\s+(?!your\b|ur\b|there\b|here\b|memory\b)|"  # "my photos stored on Google"
-    r"\b(?:out\s+of|from|(?<!\btake\s)off)\s+(?:the|my|our|his|her|their)\s+(?!memory|notes|records?|files?|profile|list\s+of\s+things)\w+|"
+    r"\b(?:out\s+of|from|(?<!\btake\s)off)\s+(?:the|my|our|his|her|their)\s+(?!memory|notes|records?|files?|profile|list\s+of\s+things|conversations?|chats?|talks?)\w+|"
     r"\bfor\s+(?:now|a\s+(?:sec|second|minute|moment|bit|while)|today|tonight|(?:one|an?|this|the)\s+(?:evening|night|day|hour|afternoon|weekend))\b|"
     r"\byou\s+(?:just\s+)?(?:wrote|made|gave|suggested|listed|drafted|sent|generated)\b|\bi\s+(?:uploaded|attached|pasted)\b|"
     r"\b(?:swap|replace|substitute|instead)\b|"
@@ -141,8 +148,9 @@ _TAKEN_BACK = re.compile(
     # "Forget what I said about work." moves on; asked of the assistant ("please", "you") the rules read it
     r"^(?:(?:oh|ok(?:ay)?|so|just|anyway|actually)[\s,]+)*forget\s+(?:about\s+)?(?:what|everything|anything|all)\s+i\s+(?:just\s+)?"
     r"(?:said|told|mentioned|wrote)\b(?!.*\b(?:please|pls|you|u|memory|notes)\b)|"
+    rf"\b{_DELETE}\s+{A_STRETCH_OF_TIME}|\bforget\s+{A_STRETCH_OF_TIME}|"
     r"\bleave\s+it\b|\bit'?s\s+fine\b|\b(?:drop|skip|lose|scrap|scratch|ditch|toss|cut)\s+(?:it|that|this)\W*$|"
-    r"(?<!\bi\s)(?<!\bi've\s)\b(?:says|said|reckons|tells\s+me|told\s+me|wants\s+me\s+to|asked\s+me\s+to)\b"  # someone else's words
+    r"(?<!\bi\s)(?<!\bi've\s)(?<!\bi'm\s)\b(?:says|said|saying|sayin'?|reckons|tells\s+me|told\s+me|wants\s+me\s+to|asked\s+me\s+to)\b"  # someone else's words
 )
 # Things people delete that are not the assistant's memory (unless the sentence says it is).
 _ELSEWHERE = re.compile(
@@ -171,11 +179,12 @@ def _taken_back(sentence: str) -> bool:
     )
 
 
-def takes_back(turn: str) -> bool:
-    """Whether a sentence of ``turn`` takes an act back ("don't delete the stuff about marg", "I very
-    nearly told you to wipe ...") or does it to something else ("remove the third bullet"): such a
-    turn is never spotted as a request (``memlab.forget_spotter``)."""
-    return any(_taken_back(sentence) for sentence in _sentences(turn))
+def taken_back_sentences(turn: str) -> list[str]:
+    """The sentences of ``turn`` (lower-cased) that take an act back ("don't delete the stuff about
+    marg", "I very nearly told you to wipe ...", "keep it") or do it to something else ("remove the
+    third bullet"); :mod:`memlab.forget_spotter` spots no request in a turn where one of them does so
+    to an act it names."""
+    return [sentence for sentence in _sentences(turn) if _taken_back(sentence)]
 
 
 def has_request_shape(turn: str) -> bool:

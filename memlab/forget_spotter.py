@@ -6,10 +6,13 @@ The spotter reads a whole user turn and says how sure it is that the turn asks t
 forget, delete or stop keeping something. It speaks only where the rules are silent, and three
 things keep ordinary talk away from it:
 
-- the turn must name an act on memory (:func:`names_a_memory_act`, a cheap pattern): most chat never
-  reaches the model;
-- no sentence of the turn may take an act back (:func:`memlab.forget_shape.takes_back`: "don't delete
-  the stuff about marg", "I very nearly told you to wipe ...");
+- the turn must name an act on memory (:func:`names_a_memory_act`, a cheap pattern, or the same acts
+  in other tongues and as voice dictation writes them: "pakidelete", "vergiss", "for get"): most chat
+  never reaches the model;
+- no sentence of the turn may take back an act it names, or ask to keep
+  (:func:`memlab.forget_shape.taken_back_sentences`: "don't delete the stuff about marg", "I very
+  nearly told you to wipe ...", "keep it"); a sentence that names no act takes nothing back ("I
+  misread the email" beside "the rejection one, undo that");
 - it must score at least ``THRESHOLD``.
 
 A turn it spots is a request whose subject the rules cannot read: the learned reader
@@ -29,7 +32,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from memlab.forget_reader import load_learned_minilm, loaded_once
-from memlab.forget_shape import takes_back
+from memlab.forget_shape import taken_back_sentences
 
 WEIGHTS = Path(__file__).with_name("forget_spotter.safetensors")  # package data
 MAX_LENGTH = 256  # a request often ends a long message
@@ -73,6 +76,28 @@ _KEEPING_SOMEONE = re.compile(
 )
 
 
+# The same acts in the words of other tongues and of voice dictation, and English ones too rare in chat
+# to train the reader against (``names_a_memory_act`` chooses its training pairs, so it stays as it is).
+# "Forget it" in another tongue moves on, as in English.
+_OTHER_WORDS = re.compile(
+    r"\b(?:for\s+get|4\s+get|a\s+race|e\s+race|de\s+lete|re\s+move)\b|"  # dictation
+    r"\b(?:paki|i-|ipa)-?(?:delete|remove|forg\w*|fogert|erase|burahin|alis\w*|tanggal\w*|kalimut\w*)|"  # Tagalog
+    r"\b(?:kalimut\w*|kalimtan|burahin|burah\w*|alisin|tanggalin)\b|"
+    r"\b(?:wag|huwag|di|hindi)\s+(?:\w+\s+){0,3}?(?:itago|tandaan|alalahanin)\b|"
+    r"\bvergiss(?!\s+es\b)\w*|\bvergessen\b|\bl(?:ö|oe)sch\w*|\bentfern\w*|\braus\s+aus\b|"  # German
+    r"\bolvid(?!alo\b|ame\b)\w*|\bborr[ae]\w*|\belimin[ae]\w*|"  # Spanish
+    r"\besque[cç](?![ae]\s+isso\b)\w*|\bapag[ua]\w*|\btira\s+(?:\w+\s+){0,3}?(?:mem[oó]ria|notas?)\b|"  # Portuguese
+    r"\boubli(?!e\s+(?:ça|ca)\b)\w*|\beffac\w*|\bsupprim\w*|"  # French
+    r"\bdimentic(?!alo\b)\w*|\bcancell\w*|\bverwijder\w*|\bvergeet\b|"  # Italian, Dutch
+    r"\bbh?oo?l\s+ja\w*|\b(?:hata|mita)\s+d[oe]\b|"  # Hindi
+    r"\b\w+nae\s+(?:\w+\s+){0,3}?(?:keep|remember|hang|hold|store|save)|"  # Scots: "didnae hang on to"
+    r"\bget\s+shot\s+of\b|\bundo\b|\brmv\b|\U0001f5d1",
+    re.IGNORECASE,
+)
+# A taken-back sentence that asks to keep ("keep it", "leave it", "everything stays") takes back the turn.
+_ASKS_TO_KEEP = re.compile(r"\b(?:keep|leave|stays?|it'?s\s+fine)\b")
+
+
 def names_a_memory_act(turn: str) -> bool:
     """Whether ``turn`` names an act on memory that is not a reminder, a refusal or a hypothetical."""
     return not _NO_REQUEST.search(turn) and bool(_MEMORY_ACT.search(_REMINDER.sub(" ", turn)))
@@ -107,8 +132,21 @@ class ForgetSpotter:
 forget_spotter = loaded_once(ForgetSpotter)  # the process's one spotter, loaded on first use
 
 
+def _names_an_act(turn: str) -> bool:
+    turn = _KEEPING_SOMEONE.sub(" ", turn)
+    return names_a_memory_act(turn) or (not _NO_REQUEST.search(turn) and bool(_OTHER_WORDS.search(turn)))
+
+
+def _acts_in(sentence: str) -> bool:
+    """Whether ``sentence`` names an act on memory at all, reminders and refusals included."""
+    sentence = _KEEPING_SOMEONE.sub(" ", sentence)
+    return bool(_MEMORY_ACT.search(sentence) or _OTHER_WORDS.search(sentence))
+
+
 def spots_request(turn: str) -> bool:
     """Whether the spotter finds a request in ``turn`` (one the rules read none in; see the module)."""
-    if not names_a_memory_act(_KEEPING_SOMEONE.sub(" ", turn)) or takes_back(turn):
+    if not _names_an_act(turn) or any(
+        _acts_in(sentence) or _ASKS_TO_KEEP.search(sentence) for sentence in taken_back_sentences(turn)
+    ):
         return False
     return forget_spotter().score(turn) >= THRESHOLD

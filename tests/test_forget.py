@@ -102,6 +102,13 @@ def test_detector_finds_requests_and_their_subject(text: str, subject: str):
         "Can you remove the walnuts and swap in something nut-free?",
         "Scratch the second option on your list, give me two more.",
         "Forget You by CeeLo Green is on the radio again.",
+        # supposed, someone else's idea or words, a stretch of time, the user's own question
+        "Suppose I asked you to forget my allergy, would it really be gone?",
+        "Imagine I ask you to delete my address - could you still book my taxis?",
+        "My son told me to make you delete my phone number. I thought about it and no, leave it.",
+        "my nephew keeps going round sayin u will forget everything when the update comes lol",
+        "Erase this week from the record, honestly. Three flat tyres and a burst pipe.",
+        "Oh forget my question about the train times, I'll check the app.",
     ],
 )
 def test_detector_leaves_other_turns_alone(text: str):

@@ -1,6 +1,6 @@
 """Forget requests on the labelled set (``tests/data/forget_requests/``), every part written by someone
-who had not read the rules: the parts tuned on (dev .. dev12; heldout .. heldout47, each read after
-its first held-out measure) and the held-out parts never tuned on (heldout48 .. heldout51, written
+who had not read the rules: the parts tuned on (dev .. dev12; heldout .. heldout51, each read after
+its first held-out measure) and the held-out parts never tuned on (heldout52 .. heldout55, written
 after the last change and measured once; their false deletions were looked up and fixed after that
 measure, none of their requests read). The learned reader (``memlab.forget_reader``) was trained on
 dev .. heldout35, its thresholds chosen on heldout36 .. heldout39 and checked on heldout40 ..
@@ -28,8 +28,9 @@ CONFIGS = {"full_context": {}, "rag": {"embedder": "minilm"}, "profile": {"embed
 OTHER_BACKENDS = ["rag", "profile", "mem0"]
 # part: (share of requests honoured at least, collateral at most), the floor under what was measured
 FLOORS = {
-    # tuned on: every backend measured with this round's rules, reader and spotter; the floor sits two
-    # requests under the lowest backend, collateral at most the highest (at least 1)
+    # tuned on: every backend measured with last round's rules, reader and spotter (full_context measured
+    # again with this round's: the same on every dev part); the floor sits two requests under the lowest
+    # backend, collateral at most the highest (at least 1)
     "dev": (0.96, 1),  # measured 53/53, collateral 0; absent 8/53
     "dev2": (0.95, 1),  # measured 79/80 (profile 78), collateral 1; absent 17/80
     "dev3": (0.95, 1),  # measured 89/90 (profile 88), collateral 0; absent 3/90
@@ -62,50 +63,54 @@ FLOORS = {
     "heldout15": (0.94, 1),  # measured 68/70, collateral 0; absent 1/67
     "heldout16": (0.84, 1),  # measured 61/70, collateral 1; absent 5/68
     "heldout17": (0.81, 3),  # measured 59/70, collateral 3; absent 4/68
-    "heldout18": (0.77, 1),  # measured 56/70, collateral 1; absent 3/67
-    "heldout19": (0.81, 2),  # measured 59/70, collateral 2; absent 2/67
+    "heldout18": (0.81, 1),  # measured 59/70, collateral 1; absent 3/67
+    "heldout19": (0.82, 2),  # measured 60/70, collateral 2; absent 2/67
     "heldout20": (0.88, 1),  # measured 64/70, collateral 0; absent 0/69
-    "heldout21": (0.81, 1),  # measured 59/70, collateral 0; absent 1/70
+    "heldout21": (0.82, 1),  # measured 60/70, collateral 0; absent 1/70
     "heldout22": (0.82, 1),  # measured 60/70, collateral 1; absent 3/70
     "heldout23": (0.88, 1),  # measured 64/70, collateral 1; absent 1/70
-    "heldout24": (0.78, 1),  # measured 57/70, collateral 1; absent 11/70
-    "heldout25": (0.70, 4),  # measured 51/70, collateral 4; absent 16/70
+    "heldout24": (0.77, 1),  # measured 56/70, collateral 1; absent 11/70
+    "heldout25": (0.75, 4),  # measured 55/70, collateral 4; absent 16/70
     "heldout26": (0.72, 8),  # measured 53/70, collateral 8; absent 18/69
     "heldout27": (0.74, 7),  # measured 54/70, collateral 7; absent 12/68
-    "heldout28": (0.72, 1),  # measured 53/70, collateral 1; absent 8/69
-    "heldout29": (0.77, 7),  # measured 56/70, collateral 7; absent 16/68
-    "heldout30": (0.51, 6),  # measured 38/70, collateral 6; absent 9/70
-    "heldout31": (0.70, 2),  # measured 51/70, collateral 2; absent 7/68
+    "heldout28": (0.75, 1),  # measured 55/70, collateral 1; absent 8/69
+    "heldout29": (0.78, 7),  # measured 57/70, collateral 7; absent 16/68
+    "heldout30": (0.52, 6),  # measured 39/70, collateral 6; absent 9/70
+    "heldout31": (0.77, 2),  # measured 56/70, collateral 2; absent 7/68
     "heldout32": (0.82, 3),  # measured 60/70, collateral 3; absent 13/70
-    "heldout33": (0.75, 4),  # measured 55/70, collateral 4; absent 8/68
-    "heldout34": (0.64, 4),  # measured 47/70, collateral 4; absent 6/69
+    "heldout33": (0.77, 4),  # measured 56/70, collateral 4; absent 8/68
+    "heldout34": (0.67, 4),  # measured 49/70, collateral 4; absent 6/69
     "heldout35": (0.72, 2),  # measured 53/70, collateral 2; absent 10/69
-    "heldout36": (0.64, 3),  # measured 47/70, collateral 3; absent 13/68
+    "heldout36": (0.65, 4),  # measured 48/70, collateral 4; absent 13/68
     "heldout37": (0.77, 3),  # measured 56/70, collateral 3; absent 10/70
-    "heldout38": (0.72, 5),  # measured 53/70, collateral 5; absent 18/70
+    "heldout38": (0.75, 5),  # measured 55/70, collateral 5; absent 18/70
     "heldout39": (0.65, 6),  # measured 48/70, collateral 6; absent 18/69
-    "heldout40": (0.68, 2),  # measured 50/70, collateral 2; absent 16/67
+    "heldout40": (0.71, 2),  # measured 52/70, collateral 2; absent 16/67
     "heldout41": (0.70, 8),  # measured 51/70, collateral 8; absent 19/66
     "heldout42": (0.64, 5),  # measured 47/70, collateral 5; absent 14/68
-    "heldout43": (0.78, 3),  # measured 57/70, collateral 3; absent 12/67
-    "heldout44": (0.55, 8),  # measured 41/70, collateral 8; absent 13/67
-    "heldout45": (0.55, 5),  # measured 41/70, collateral 5; absent 15/67; 1 false deletion
-    "heldout46": (0.55, 8),  # measured 41/70, collateral 8; absent 19/66
-    "heldout47": (0.61, 9),  # measured 45/70, collateral 9; absent 21/67
-    # the held-out parts: written after the last change, measured once (full_context 140/280, 3 false
-    # deletions; main before this round 121/280, 2); the three false deletions looked up and fixed, none
-    # of their requests read; every backend measured after that
-    "heldout48": (0.57, 6),  # measured 42/70, collateral 6; absent 9/67; 2 false deletions first, fixed
-    "heldout49": (0.42, 4),  # measured 34/70 (profile 32), collateral 4; absent 10/67; 1 false deletion first, fixed
+    "heldout43": (0.81, 5),  # measured 59/70, collateral 5; absent 12/67
+    "heldout44": (0.57, 8),  # measured 42/70, collateral 8; absent 13/67
+    "heldout45": (0.58, 5),  # measured 43/70, collateral 5; absent 15/67; 1 false deletion
+    "heldout46": (0.55, 9),  # measured 41/70, collateral 9; absent 19/66
+    "heldout47": (0.64, 9),  # measured 47/70, collateral 9; absent 21/67
+    "heldout48": (0.64, 6),  # measured 47/70, collateral 6; absent 9/67
+    "heldout49": (0.52, 5),  # measured 39/70, collateral 5; absent 11/67
     "heldout50": (0.38, 5),  # measured 29/70, collateral 5; absent 12/67
-    "heldout51": (0.47, 8),  # measured 35/70, collateral 8; absent 14/67
+    "heldout51": (0.55, 8),  # measured 41/70, collateral 8; absent 14/67
+    # the held-out parts: written after the last change, measured once (full_context 160/280, 6 false
+    # deletions; main before this round 158/280, the same 6); the six false deletions looked up and fixed,
+    # none of their requests read; every backend measured after that
+    "heldout52": (0.70, 2),  # measured 51/70, collateral 2; absent 14/66; 1 false deletion first, fixed
+    "heldout53": (0.42, 11),  # measured 33/70 (profile 32), collateral 11; absent 16/66; 3 false deletions first, fixed
+    "heldout54": (0.55, 7),  # measured 42/70 (profile 41), collateral 7; absent 17/67; 1 false deletion first, fixed
+    "heldout55": (0.45, 6),  # measured 34/70, collateral 6; absent 9/67; 1 false deletion first, fixed
 }
 # False deletions seen on a held-out part's first measure and not fixed: heldout45's "take out the part
 # about the girlfriend in the redação" edits an essay named in Portuguese (the rules know "essay"; a
 # rule for "the part about X in the Y" would also take "the part about my dad in the hospital").
 KNOWN_FALSE_DELETIONS = {"heldout45": 1}
 DEV_PARTS = [part for part in FLOORS if part.startswith("dev")]
-HELD_OUT = ("heldout48", "heldout49", "heldout50", "heldout51")
+HELD_OUT = ("heldout52", "heldout53", "heldout54", "heldout55")
 # issue 32's targets met on the part by full_context (FLOORS' comments give what was measured)
 REACHED = dict.fromkeys(HELD_OUT, False)
 # make test checks the floors of the dev and held-out parts with full_context (it stays under 15

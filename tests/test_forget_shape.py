@@ -15,7 +15,7 @@ import pytest
 from memlab import forget_reader as reader_module
 from memlab.client import MemoryClient
 from memlab.forget_detector import find_forget_requests, kept
-from memlab.forget_reader import READS
+from memlab.forget_reader import TURN_READS
 from memlab.forget_shape import has_request_shape
 from memlab.types import Message, Session
 
@@ -129,6 +129,16 @@ FACTS = [
     "I'm training for a half marathon",
     "My cat is called Pixel",
 ]
+MORE_FACTS = [
+    "I drive a 2014 Corolla to work",
+    "My partner Sam is a nurse",
+    "I grow tomatoes on the balcony",
+    "I'm allergic to penicillin",
+    "I play five-a-side on Thursdays",
+    "My dad lives in Swansea",
+    "I'm learning Portuguese",
+    "I do my shopping at Aldi",
+]
 
 
 def test_a_shape_deletes_what_the_reader_is_sure_of_among_the_items_nearest_the_turn(
@@ -137,11 +147,12 @@ def test_a_shape_deletes_what_the_reader_is_sure_of_among_the_items_nearest_the_
     reader = _Reader({FACTS[0]: 0.97, FACTS[1]: 0.3})
     monkeypatch.setattr(reader_module, "forget_reader", lambda: reader)
     turn = "bookies stuff, bin it"
-    gone, left = _remember(tmp_path, FACTS, turn)
+    facts = FACTS + MORE_FACTS
+    gone, left = _remember(tmp_path, facts, turn)
     assert gone == {FACTS[0], turn}
-    assert sorted(left) == sorted(FACTS[1:])
+    assert sorted(left) == sorted(facts[1:])
     ((read_turn, read),) = reader.read
-    assert read_turn == turn and len(read) == READS and FACTS[0] in read
+    assert read_turn == turn and len(read) == TURN_READS < len(facts) and FACTS[0] in read
 
 
 def test_a_shape_the_reader_is_not_sure_of_deletes_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

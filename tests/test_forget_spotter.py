@@ -1,5 +1,6 @@
 """The learned forget spotter (``memlab.forget_spotter``): the weights its training script writes load
-into the same model; it reads only turns that name an act on memory and take none back; a turn it
+into the same model; it reads only turns that name an act on memory (in other tongues and voice
+dictation too) and take none back in a sentence that names it; a turn it
 spots is resolved by the learned reader in a chatbot's memory, and deletes nothing when the reader is
 not sure. Its effect on the labelled parts is in ``tests/test_forget_labelled.py``; real chat turns
 it never spots are checked there too."""
@@ -75,6 +76,9 @@ def test_missing_weights_are_one_clear_error(tmp_path: Path) -> None:
         "cut the second point, the bit about the warranty, we don't offer that",  # a numbered piece of a text
         "naw dinnae forget the bike stuff, i was just ragin earlier. keep it",  # a dialect's "don't"; kept
         "Don't forget to remind me about the dentist",  # a reminder
+        "vergiss es, ich mach das selber. danke trotzdem",  # "forget it" in German moves on too
+        "hang on to that bit about my knee locking up, the physio will want it",  # keeping asked
+        "the rejection one, undo that, I misread the email",  # the act's own sentence is about an email
     ],
 )
 def test_what_the_spotter_never_reads(monkeypatch: pytest.MonkeyPatch, turn: str) -> None:
@@ -88,6 +92,34 @@ def test_it_reads_only_turns_that_name_an_act_on_memory() -> None:
     assert names_a_memory_act("Would you mind not keeping the line of credit balance?")
     assert names_a_memory_act("pls fogt d thng abt my phramacist")
     assert not names_a_memory_act("We drove to Leeds and had chips on the way back.")
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "pakidelete na lang yung tungkol sa ex ko",  # Tagalog
+        "pakitanggal na po yung address ko",
+        "Bitte vergiss das mit dem Umzug",  # German
+        "den Kram mit der Wohnung kannst du löschen",
+        "apaga a alergia pfv",  # Portuguese
+        "for get my sister's married name you got it wrong anyhow",  # voice dictation
+        "id rather ye didnae hang on to that stuff about the fine",  # Scots
+        "\U0001f5d1\ufe0f the panic attack stuff pls",
+    ],
+)
+def test_acts_in_other_tongues_and_dictation_reach_the_model(monkeypatch: pytest.MonkeyPatch, turn: str) -> None:
+    sure = _Spotter(1.0)
+    monkeypatch.setattr(spotter_module, "forget_spotter", lambda: sure)
+    assert spots_request(turn) and sure.read == [turn]
+
+
+def test_only_a_sentence_that_names_an_act_can_take_it_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A "for now" or "the email" in a sentence of its own takes no act back; in the act's sentence it does."""
+    monkeypatch.setattr(spotter_module, "forget_spotter", lambda: _Spotter(1.0))
+    assert spots_request("We gave up on Kreuzberg for now. You can delete everything about the flat search.")
+    assert not spots_request("You can delete everything about the flat search for now.")
+    assert spots_request("wait no. the rejection one, undo that. I misread the email, they just postponed")
+    assert not spots_request("You can delete everything about the search. Or keep it, whatever.")
 
 
 def test_a_spotted_turn_is_a_request_the_reader_resolves(monkeypatch: pytest.MonkeyPatch) -> None:
