@@ -80,15 +80,15 @@ _KEEPING_SOMEONE = re.compile(
 # to train the reader against (``names_a_memory_act`` chooses its training pairs, so it stays as it is).
 # "Forget it" in another tongue moves on, as in English.
 _OTHER_WORDS = re.compile(
-    r"\b(?:for\s+get|4\s+get|a\s+race|e\s+race|de\s+lete|re\s+move)\b|"  # dictation
+    r"\b(?:for\s+get|4\s+get|a\s+race|e\s+race|de\s+lete|re\s+move|deleet\w*)\b|"  # dictation, typos
     r"\b(?:paki|i-|ipa)-?(?:delete|remove|forg\w*|fogert|erase|burahin|alis\w*|tanggal\w*|kalimut\w*)|"  # Tagalog
     r"\b(?:kalimut\w*|kalimtan|burahin|burah\w*|alisin|tanggalin)\b|"
     r"\b(?:wag|huwag|di|hindi)\s+(?:\w+\s+){0,3}?(?:itago|tandaan|alalahanin)\b|"
     r"\bvergiss(?!\s+es\b)\w*|\bvergessen\b|\bl(?:ö|oe)sch\w*|\bentfern\w*|\braus\s+aus\b|"  # German
-    r"\bolvid(?!alo\b|ame\b)\w*|\bborr[ae]\w*|\belimin[ae]\w*|"  # Spanish
+    r"\bolvid(?!alo\b|ame\b)\w*|\bborr[ae]\w*|\belimin(?:a|ar|alo|ala|e|en)\b|"  # Spanish, not "eliminated"
     r"\besque[cç](?![ae]\s+isso\b)\w*|\bapag[ua]\w*|\btira\s+(?:\w+\s+){0,3}?(?:mem[oó]ria|notas?)\b|"  # Portuguese
     r"\boubli(?!e\s+(?:ça|ca)\b)\w*|\beffac\w*|\bsupprim\w*|"  # French
-    r"\bdimentic(?!alo\b)\w*|\bcancell\w*|\bverwijder\w*|\bvergeet\b|"  # Italian, Dutch
+    r"\bdimentic(?!alo\b)\w*|\bcancella(?:re|lo|la|li|le|te)?\b|\bverwijder\w*|\bvergeet\b|"  # Italian (not "cancelled"), Dutch
     r"\bbh?oo?l\s+ja\w*|\b(?:hata|mita)\s+d[oe]\b|"  # Hindi
     r"\b\w+nae\s+(?:\w+\s+){0,3}?(?:keep|remember|hang|hold|store|save)|"  # Scots: "didnae hang on to"
     r"\bget\s+shot\s+of\b|\bundo\b|\brmv\b|\U0001f5d1",

@@ -79,6 +79,7 @@ def test_missing_weights_are_one_clear_error(tmp_path: Path) -> None:
         "vergiss es, ich mach das selber. danke trotzdem",  # "forget it" in German moves on too
         "hang on to that bit about my knee locking up, the physio will want it",  # keeping asked
         "the rejection one, undo that, I misread the email",  # the act's own sentence is about an email
+        "Our flight got cancelled, so we eliminated Rome.",  # English, not Italian or Spanish
     ],
 )
 def test_what_the_spotter_never_reads(monkeypatch: pytest.MonkeyPatch, turn: str) -> None:
